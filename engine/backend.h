@@ -1,0 +1,104 @@
+// The device a forward pass runs on: memory, one in-order stream, and the ops.
+// Every op is enqueued and returns at once; results exist on the device only after
+// the stream reaches them. The host waits only in synchronize() and copy_to_host().
+// Each op carries the OpId the front layer (engine/ops.h) gave it; the backend keeps
+// each op's device start/end and hands them over in take_timings() after a sync.
+//
+// Conventions shared by every op:
+//  - matrices are row-major; a Linear weight is [out, in] and y = x · Wᵀ;
+//  - fp16/bf16 values are widened to fp32 for arithmetic; accumulation is fp32;
+//    each op rounds its output once to the output dtype (as torch's kernels do);
+//  - token ids and positions are int32 tensors.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/event_sink.h"
+#include "engine/tensor.h"
+
+namespace decodelab {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string name() const = 0;                 // "cpu" | "cuda"
+  virtual std::string device_description() const = 0;  // e.g. "AMD EPYC (2 threads)"
+
+  // --- memory (synchronous; not part of the timed stream) ---
+  virtual void* allocate(size_t bytes) = 0;
+  virtual void release(void* pointer) = 0;
+  virtual size_t available_memory() const = 0;  // bytes a new allocation may still take
+  virtual void upload(void* device_destination, const void* host_source, size_t bytes) = 0;
+
+  // --- stream ---
+  // Host-to-device copy of small data (token ids); the host buffer is copied at enqueue.
+  virtual void upload_async(void* device_destination, const void* host_source, size_t bytes, OpId id) = 0;
+  // Blocking device-to-host read: enqueue the copy, wait for it. pinned=false models a
+  // pageable destination (an extra staging copy on CUDA).
+  virtual void copy_to_host(void* host_destination, const void* device_source, size_t bytes, bool pinned,
+                            OpId id) = 0;
+  virtual void synchronize() = 0;
+  // A zero-work op whose device time marks when the stream reached it.
+  virtual void marker(OpId id) = 0;
+  // Device intervals of ops finished since the last call (call after a sync).
+  virtual std::vector<OpTiming> take_timings() = 0;
+
+  // --- ops ---
+  // Token ids live in a per-sequence history tokens[sequences, max_positions] (prompt, then
+  // generated tokens), indexed by position, so a decode step reads and writes fixed buffers.
+  // out[m, :] = table[tokens[m / rows_per_sequence, positions[m]], :].
+  virtual void embedding(const Tensor& table, const Tensor& tokens, const Tensor& positions, int rows_per_sequence,
+                         const Tensor& out, OpId id) = 0;
+  // Llama RMSNorm: out = weight * round(x / sqrt(mean(x²) + eps)), statistics in fp32.
+  virtual void rmsnorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out, OpId id) = 0;
+  // out[M, N] = x[M, K] · weight[N, K]ᵀ, fp32 accumulation. x and weight may differ in dtype.
+  virtual void matmul(const Tensor& x, const Tensor& weight, const Tensor& out, OpId id) = 0;
+  // In place, rotate-half RoPE on q [M, heads*head_dim] and k [M, kv_heads*head_dim] at
+  // positions[M]; inv_freq [head_dim/2] fp32 (llama3 scaling already applied).
+  virtual void rope(const Tensor& q, const Tensor& k, const Tensor& positions, const Tensor& inv_freq,
+                    int head_dim, OpId id) = 0;
+  // Write new keys/values [M, kv_heads*head_dim] into caches viewed as [sequences, kv_heads,
+  // positions, head_dim] (any strides): row m belongs to sequence m / rows_per_sequence and
+  // goes to position positions[m].
+  virtual void kv_store(const Tensor& k_new, const Tensor& v_new, const Tensor& k_cache, const Tensor& v_cache,
+                        const Tensor& positions, int rows_per_sequence, OpId id) = 0;
+  // Causal grouped-query attention: query row m of sequence m / rows_per_sequence attends
+  // to cached positions 0..positions[m]. q, out: [M, heads*head_dim]; caches as in kv_store.
+  // Scores scaled by `scale`, softmax in fp32.
+  virtual void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& positions,
+                         int rows_per_sequence, float scale, const Tensor& out, OpId id) = 0;
+  // out = round(round(silu(gate)) * up), elementwise, as eager torch computes it.
+  virtual void swiglu(const Tensor& gate, const Tensor& up, const Tensor& out, OpId id) = 0;
+  // out = a + b, elementwise (out may alias a).
+  virtual void add(const Tensor& a, const Tensor& b, const Tensor& out, OpId id) = 0;
+  // Greedy sampling: tokens[m, positions[m] + 1] = argmax(logits[m, :]) (first index on
+  // ties), one logits row per sequence; positions may be a strided view.
+  virtual void argmax(const Tensor& logits, const Tensor& tokens, const Tensor& positions, OpId id) = 0;
+  // Elementwise dtype conversion, same shape.
+  virtual void cast(const Tensor& x, const Tensor& out, OpId id) = 0;
+  // out = src for any strided src (rank <= 4) into a view of the same shape (transpose copies).
+  virtual void copy(const Tensor& src, const Tensor& out, OpId id) = 0;
+  // out[m] = start + m % period (int32): positions of packed sequences.
+  virtual void fill_positions(const Tensor& out, int start, int period, OpId id) = 0;
+  // positions[m] += 1 (int32): the end of a decode step.
+  virtual void advance_positions(const Tensor& positions, OpId id) = 0;
+};
+
+enum class BackendKind { Cpu, Cuda };
+
+struct BackendOptions {
+  int threads = 0;              // CPU kernel threads; 0 = every core
+  bool cuda_graphs = false;     // CUDA: capture decode steps as graphs
+  bool sync_after_launch = false;  // CUDA debug switch
+};
+
+// Whether a backend was compiled in and has a device to run on.
+bool cuda_backend_compiled();
+bool cuda_device_available();
+std::unique_ptr<Backend> make_backend(BackendKind kind, const BackendOptions& options);
+
+}  // namespace decodelab

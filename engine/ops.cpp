@@ -1,0 +1,218 @@
+// The op front layer: ids, descriptions for the sink, emulated dispatch cost, enqueue.
+#include "engine/ops.h"
+
+#include "engine/clock.h"
+
+namespace decodelab {
+
+namespace {
+
+std::vector<TensorInfo> infos(std::initializer_list<const Tensor*> tensors) {
+  std::vector<TensorInfo> result;
+  result.reserve(tensors.size());
+  for (const Tensor* tensor : tensors) result.push_back(TensorInfo::of(*tensor));
+  return result;
+}
+
+}  // namespace
+
+Ops::Ops(Backend& backend, EventSink* sink, double host_overhead_us)
+    : backend_(backend), sink_(sink), host_overhead_ns_(static_cast<int64_t>(host_overhead_us * 1000.0)) {}
+
+OpId Ops::begin_op(int64_t& host_begin_ns) {
+  host_begin_ns = now_ns();
+  if (host_overhead_ns_ > 0) {
+    // Emulated framework dispatch: the host is busy, as an eager framework's would be.
+    const int64_t until = host_begin_ns + host_overhead_ns_;
+    while (now_ns() < until) {
+    }
+  }
+  return next_id_++;
+}
+
+void Ops::describe(OpDesc&& desc, int64_t host_begin_ns) {
+  if (sink_) sink_->op_enqueued(desc, host_begin_ns, now_ns());
+}
+
+#define DECODELAB_DESCRIBE(...)                       \
+  do {                                                \
+    if (sink_) describe(OpDesc{__VA_ARGS__}, begin); \
+  } while (0)
+
+void Ops::embedding(const Tensor& table, const Tensor& tokens, const Tensor& positions, int rows_per_sequence,
+                    const Tensor& out) {
+  int64_t begin;
+  const OpId id = begin_op(begin);
+  backend_.embedding(table, tokens, positions, rows_per_sequence, out, id);
+  DECODELAB_DESCRIBE(id, "embedding", "embed_tokens", OpCategory::Embedding, infos({&table, &tokens, &positions}),
+                     infos({&out}));
+}
+
+void Ops::rmsnorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out, const char* label) {
+  int64_t begin;
+  const OpId id = begin_op(begin);
+  backend_.rmsnorm(x, weight, eps, out, id);
+  DECODELAB_DESCRIBE(id, "rmsnorm", label, OpCategory::Norm, infos({&x, &weight}), infos({&out}));
+}
+
+void Ops::matmul(const Tensor& x, const Tensor& weight, const Tensor& out, const char* label) {
+  int64_t begin;
+  const OpId id = begin_op(begin);
+  backend_.matmul(x, weight, out, id);
+  DECODELAB_DESCRIBE(id, "matmul", label, OpCategory::Matmul, infos({&x, &weight}), infos({&out}));
+}
+
+void Ops::rope(const Tensor& q, const Tensor& k, const Tensor& positions, const Tensor& inv_freq, int head_dim) {
+  int64_t begin;
+  const OpId id = begin_op(begin);
+  backend_.rope(q, k, positions, inv_freq, head_dim, id);
+  DECODELAB_DESCRIBE(id, "rope", "rotary_emb", OpCategory::Rope, infos({&q, &k, &positions, &inv_freq}),
+                     infos({&q, &k}));
+}
+
+void Ops::kv_store(const Tensor& k_new, const Tensor& v_new, const Tensor& k_cache, const Tensor& v_cache,
+                   const Tensor& positions, int rows_per_sequence) {
+  int64_t begin;
+  const OpId id = begin_op(begin);
+  backend_.kv_store(k_new, v_new, k_cache, v_cache, positions, rows_per_sequence, id);
+  DECODELAB_DESCRIBE(id, "kv_store", "kv_cache", OpCategory::Copy, infos({&k_new, &v_new, &positions}),
+                     infos({&k_cache, &v_cache}));
+}
+
+void Ops::attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& positions,
+                    int rows_per_sequence, float scale, const Tensor& out, const AttentionExtent& extent) {
+  int64_t begin;
+  const OpId id = begin_op(begin);
+  backend_.attention(q, k_cache, v_cache, positions, rows_per_sequence, scale, out, id);
+  if (sink_) {
+    OpDesc desc{id, "attention", "self_attn", OpCategory::Attention, infos({&q, &k_cache, &v_cache, &positions}),
+                infos({&out})};
+    desc.attention = extent;
+    describe(std::move(desc), begin);
+  }
+}
+
+void Ops::swiglu(const Tensor& gate, const Tensor& up, const Tensor& out) {
+  int64_t begin;
+  const OpId id = begin_op(begin);
+  backend_.swiglu(gate, up, out, id);
+  DECODELAB_DESCRIBE(id, "swiglu", "act_fn", OpCategory::Activation, infos({&gate, &up}), infos({&out}));
+}
+
+void Ops::add(const Tensor& a, const Tensor& b, const Tensor& out, const char* label) {
+  int64_t begin;
+  const OpId id = begin_op(begin);
+  backend_.add(a, b, out, id);
+  DECODELAB_DESCRIBE(id, "add", label, OpCategory::Elementwise, infos({&a, &b}), infos({&out}));
+}
+
+void Ops::argmax(const Tensor& logits, const Tensor& tokens, const Tensor& positions) {
+  int64_t begin;
+  const OpId id = begin_op(begin);
+  backend_.argmax(logits, tokens, positions, id);
+  DECODELAB_DESCRIBE(id, "argmax", "greedy", OpCategory::Sampling, infos({&logits, &positions}), infos({&tokens}));
+}
+
+void Ops::cast(const Tensor& x, const Tensor& out, const char* label) {
+  int64_t begin;
+  const OpId id = begin_op(begin);
+  backend_.cast(x, out, id);
+  DECODELAB_DESCRIBE(id, "cast", label, OpCategory::Cast, infos({&x}), infos({&out}));
+}
+
+void Ops::copy(const Tensor& src, const Tensor& out, const char* label) {
+  int64_t begin;
+  const OpId id = begin_op(begin);
+  backend_.copy(src, out, id);
+  DECODELAB_DESCRIBE(id, "copy", label, OpCategory::Copy, infos({&src}), infos({&out}));
+}
+
+void Ops::fill_positions(const Tensor& out, int start, int period) {
+  int64_t begin;
+  const OpId id = begin_op(begin);
+  backend_.fill_positions(out, start, period, id);
+  DECODELAB_DESCRIBE(id, "fill_positions", "positions", OpCategory::Other, {}, infos({&out}));
+}
+
+void Ops::advance_positions(const Tensor& positions) {
+  int64_t begin;
+  const OpId id = begin_op(begin);
+  backend_.advance_positions(positions, id);
+  DECODELAB_DESCRIBE(id, "advance_positions", "positions", OpCategory::Other, infos({&positions}),
+                     infos({&positions}));
+}
+
+#undef DECODELAB_DESCRIBE
+
+void Ops::upload(void* device_destination, const void* host_source, size_t bytes) {
+  int64_t begin;
+  const OpId id = begin_op(begin);
+  backend_.upload_async(device_destination, host_source, bytes, id);
+  if (sink_) {
+    const Tensor view = Tensor::contiguous(device_destination, DType::I32, {static_cast<int64_t>(bytes / 4)});
+    describe(OpDesc{id, "memcpy_htod", "", OpCategory::Memcpy, {}, infos({&view})}, begin);
+    sink_->host_call(HostCall{HostCallKind::HostToDevice, "memcpy_htod", begin, now_ns(), static_cast<int64_t>(bytes)});
+  }
+}
+
+void Ops::read_to_host(void* host_destination, const void* device_source, size_t bytes, bool pinned,
+                       const char* label) {
+  int64_t begin;
+  const OpId id = begin_op(begin);
+  if (sink_) {
+    const Tensor view =
+        Tensor::contiguous(const_cast<void*>(device_source), DType::I32, {static_cast<int64_t>((bytes + 3) / 4)});
+    describe(OpDesc{id, "memcpy_dtoh", label, OpCategory::Memcpy, infos({&view}), {}}, begin);
+  }
+  backend_.copy_to_host(host_destination, device_source, bytes, pinned, id);
+  if (sink_) {
+    sink_->host_call(HostCall{HostCallKind::DeviceToHost, "memcpy_dtoh", begin, now_ns(), static_cast<int64_t>(bytes)});
+  }
+  collect_timings();
+}
+
+void Ops::synchronize() {
+  const int64_t begin = now_ns();
+  backend_.synchronize();
+  if (sink_) sink_->host_call(HostCall{HostCallKind::Synchronize, "synchronize", begin, now_ns(), 0});
+  collect_timings();
+}
+
+OpId Ops::marker(const char* label) {
+  int64_t begin;
+  const OpId id = begin_op(begin);
+  backend_.marker(id);
+  pending_markers_[id] = true;
+  if (sink_) describe(OpDesc{id, "marker", label, OpCategory::Marker, {}, {}}, begin);
+  return id;
+}
+
+std::optional<int64_t> Ops::marker_time_ns(OpId marker) const {
+  auto found = marker_times_.find(marker);
+  if (found == marker_times_.end()) return std::nullopt;
+  return found->second;
+}
+
+void Ops::range_begin(RangeKind kind, int index) {
+  if (sink_) sink_->range_begin(kind, index, now_ns());
+}
+
+void Ops::range_end(RangeKind kind, int index) {
+  if (sink_) sink_->range_end(kind, index, now_ns());
+}
+
+void Ops::collect_timings() {
+  std::vector<OpTiming> timings = backend_.take_timings();
+  if (!pending_markers_.empty()) {
+    for (const OpTiming& timing : timings) {
+      auto pending = pending_markers_.find(timing.id);
+      if (pending != pending_markers_.end()) {
+        marker_times_[timing.id] = timing.begin_ns;
+        pending_markers_.erase(pending);
+      }
+    }
+  }
+  if (sink_ && !timings.empty()) sink_->ops_executed(timings);
+}
+
+}  // namespace decodelab

@@ -1,0 +1,70 @@
+// The front layer between the forward pass and a backend. Every op goes through here
+// once: it gets an OpId, is described to the event sink (when one is attached), pays
+// the emulated host dispatch cost (host_overhead_us), and is enqueued on the backend.
+// After each sync the backend's device timings are forwarded to the sink and marker
+// times are kept for the generator's clocks. Recording off costs one branch per op.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
+
+#include "engine/backend.h"
+#include "engine/event_sink.h"
+
+namespace decodelab {
+
+class Ops {
+ public:
+  explicit Ops(Backend& backend, EventSink* sink = nullptr, double host_overhead_us = 0.0);
+
+  Backend& backend() { return backend_; }
+  EventSink* sink() const { return sink_; }
+  int64_t ops_enqueued() const { return next_id_ - 1; }
+
+  void embedding(const Tensor& table, const Tensor& tokens, const Tensor& positions, int rows_per_sequence,
+                 const Tensor& out);
+  void rmsnorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out, const char* label);
+  void matmul(const Tensor& x, const Tensor& weight, const Tensor& out, const char* label);
+  void rope(const Tensor& q, const Tensor& k, const Tensor& positions, const Tensor& inv_freq, int head_dim);
+  void kv_store(const Tensor& k_new, const Tensor& v_new, const Tensor& k_cache, const Tensor& v_cache,
+                const Tensor& positions, int rows_per_sequence);
+  void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& positions,
+                 int rows_per_sequence, float scale, const Tensor& out, const AttentionExtent& extent);
+  void swiglu(const Tensor& gate, const Tensor& up, const Tensor& out);
+  void add(const Tensor& a, const Tensor& b, const Tensor& out, const char* label);
+  void argmax(const Tensor& logits, const Tensor& tokens, const Tensor& positions);
+  void cast(const Tensor& x, const Tensor& out, const char* label);
+  void copy(const Tensor& src, const Tensor& out, const char* label);
+  void fill_positions(const Tensor& out, int start, int period);
+  void advance_positions(const Tensor& positions);
+
+  // Host-to-device copy of host data (copied at enqueue).
+  void upload(void* device_destination, const void* host_source, size_t bytes);
+  // Blocking device-to-host read (what .item() / .cpu() do): enqueue, then wait.
+  void read_to_host(void* host_destination, const void* device_source, size_t bytes, bool pinned,
+                    const char* label);
+  void synchronize();
+
+  // A timestamp on the device's timeline; its time is known after the next sync.
+  OpId marker(const char* label);
+  std::optional<int64_t> marker_time_ns(OpId marker) const;
+
+  void range_begin(RangeKind kind, int index = -1);
+  void range_end(RangeKind kind, int index = -1);
+
+ private:
+  // Starts an op: assigns its id, emulates dispatch cost. Returns the host begin time.
+  OpId begin_op(int64_t& host_begin_ns);
+  void describe(OpDesc&& desc, int64_t host_begin_ns);
+  void collect_timings();
+
+  Backend& backend_;
+  EventSink* sink_;
+  int64_t host_overhead_ns_;
+  OpId next_id_ = 1;
+  std::unordered_map<OpId, int64_t> marker_times_;
+  std::unordered_map<OpId, bool> pending_markers_;
+};
+
+}  // namespace decodelab
