@@ -47,6 +47,15 @@ class Backend {
   // Device intervals of ops finished since the last call (call after a sync).
   virtual std::vector<OpTiming> take_timings() = 0;
 
+  // --- graphs (CUDA graphs; backends without them keep these defaults) ---
+  // Between begin_capture() and end_capture() ops are recorded into a graph, not run;
+  // replay_captured(id) enqueues the whole graph as one op. Op ids seen during capture
+  // are not reported again at replay time.
+  virtual bool supports_graphs() const { return false; }
+  virtual void begin_capture() {}
+  virtual void end_capture() {}
+  virtual void replay_captured(OpId /*id*/) {}
+
   // --- ops ---
   // Token ids live in a per-sequence history tokens[sequences, max_positions] (prompt, then
   // generated tokens), indexed by position, so a decode step reads and writes fixed buffers.
