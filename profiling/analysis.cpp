@@ -229,7 +229,11 @@ RunAnalysis analyze(const Trace& trace, const DeviceSpec* device, const Analysis
   using OpKey = std::tuple<Phase, std::string, std::string, unsigned>;
   std::map<CategoryKey, std::pair<OpGroup, unsigned>> categories;
   std::map<OpKey, OpGroup> top_ops;
-  std::array<std::pair<RooflinePoint, unsigned>, 3> phase_work{};
+  struct PhaseWork {
+    RooflinePoint point;
+    std::array<double, 4> compute_seconds{};  // per precision: which compute roof dominates
+  };
+  std::array<PhaseWork, 3> phase_work{};
   for (size_t i : device_order) {
     const TraceOp& op = ops[i];
     if (op.desc.category == OpCategory::Marker) continue;
@@ -248,8 +252,9 @@ RunAnalysis analyze(const Trace& trace, const DeviceSpec* device, const Analysis
     group.label = op.desc.label;
     group.precision = precision_name(cost.precision);
     group.point.add(cost, op.device_seconds(), analysis.roofs);
-    phase_work[static_cast<size_t>(phase)].first.add(cost, op.device_seconds(), analysis.roofs);
-    phase_work[static_cast<size_t>(phase)].second |= precision_bit;
+    PhaseWork& work = phase_work[static_cast<size_t>(phase)];
+    work.point.add(cost, op.device_seconds(), analysis.roofs);
+    work.compute_seconds[static_cast<size_t>(cost.precision)] += cost.flops / analysis.roofs.flops(cost.precision);
   }
   const double busy_total = analysis.timeline.busy_seconds;
   auto finish = [&](OpGroup& group) {
@@ -274,7 +279,7 @@ RunAnalysis analyze(const Trace& trace, const DeviceSpec* device, const Analysis
   std::vector<std::string> sentences;
   for (Phase which : {Phase::Prefill, Phase::Decode, Phase::Other}) {
     const size_t slot = static_cast<size_t>(which);
-    const RooflinePoint& work = phase_work[slot].first;
+    const RooflinePoint& work = phase_work[slot].point;
     const bool ranged = which == Phase::Decode ? placer.steps.size() > 0 : which == Phase::Prefill && placer.prefills.size() > 0;
     if (work.count == 0 && !ranged) continue;
     PhaseStats stats;
@@ -286,7 +291,9 @@ RunAnalysis analyze(const Trace& trace, const DeviceSpec* device, const Analysis
     stats.limiter = stats.timeline.idle_fraction() >= thresholds.idle_overhead_fraction
                         ? Limiter::Overhead
                         : classify_limiter(work, analysis.gpu, thresholds);
-    stats.summary = phase_sentence(stats, precision_label(phase_work[slot].second), analysis);
+    const auto& by_precision = phase_work[slot].compute_seconds;
+    const auto dominant = static_cast<Precision>(std::max_element(by_precision.begin(), by_precision.end()) - by_precision.begin());
+    stats.summary = phase_sentence(stats, precision_name(dominant), analysis);
     if (which != Phase::Other || (placer.steps.size() == 0 && placer.prefills.size() == 0)) {
       sentences.push_back(stats.summary);
     }

@@ -47,7 +47,8 @@ std::string format_flops(double flops) { return with_prefix(flops, "FLOP"); }
 std::string format_percent(double fraction) {
   char buffer[32];
   const double percent = fraction * 100.0;
-  std::snprintf(buffer, sizeof buffer, percent != 0 && std::fabs(percent) < 1.0 ? "%.1f%%" : "%.0f%%", percent);
+  if (percent != 0 && std::fabs(percent) < 0.05) return "<0.1%";
+  std::snprintf(buffer, sizeof buffer, std::fabs(percent) < 1.0 ? "%.1f%%" : "%.0f%%", percent);
   return buffer;
 }
 

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "profiling/analysis.h"
-#include "profiling_fixtures.h"
+#include "tests/support/profiling_fixtures.h"
 
 using namespace decodelab;
 

@@ -13,7 +13,7 @@
 
 #include "engine/errors.h"
 #include "profiling/chrome_trace.h"
-#include "profiling_fixtures.h"
+#include "tests/support/profiling_fixtures.h"
 
 using namespace decodelab;
 using decodelab::testing::op;

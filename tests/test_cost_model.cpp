@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "profiling/cost_model.h"
-#include "profiling_fixtures.h"
+#include "tests/support/profiling_fixtures.h"
 
 using namespace decodelab;
 using decodelab::testing::op;

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "profiling/trace.h"
-#include "profiling_fixtures.h"
+#include "tests/support/profiling_fixtures.h"
 
 using namespace decodelab;
 using decodelab::testing::op;

@@ -5,6 +5,7 @@
 #include <initializer_list>
 
 #include "engine/event_sink.h"
+#include "profiling/trace.h"
 
 namespace decodelab::testing {
 
@@ -46,5 +47,26 @@ inline OpDesc elementwise_add(OpId id, int64_t elements, DType dtype) {
 }
 
 inline OpDesc marker(OpId id) { return op(id, "marker", "step", OpCategory::Marker, {}, {}); }
+
+// A Llama-shaped generation (prefill, then decode steps, the engine's op names and
+// ranges) timed by a simple device model: each op takes max(FLOPs at peak, bytes at
+// bandwidth) ÷ efficiency + a fixed launch cost. It exercises analysis and printers
+// without an engine; the knobs reproduce what some bugs look like to a profiler.
+struct SyntheticRun {
+  int layers = 2;
+  int hidden = 512;
+  int intermediate = 1376;
+  int heads = 8;
+  int kv_heads = 4;
+  int vocab = 8000;
+  DType dtype = DType::F16;
+  int prompt = 16;
+  int steps = 8;
+  double host_gap_us = 0;       // idle before each step's first op (a host-bound loop)
+  bool sync_each_step = false;  // a device-to-host read inside every step
+  bool fp32_matmuls = false;    // matmuls on fp32 copies of the weights
+};
+DeviceSpec synthetic_cpu_device();
+Trace synthetic_run_trace(const SyntheticRun& run, const DeviceSpec& device);
 
 }  // namespace decodelab::testing
