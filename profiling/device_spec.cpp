@@ -306,6 +306,7 @@ void save_device_spec(const DeviceSpec& spec, const std::filesystem::path& file)
 std::vector<std::filesystem::path> device_spec_directories() {
   std::vector<std::filesystem::path> directories;
   if (const char* override_directory = std::getenv("DECODELAB_DEVICES")) directories.emplace_back(override_directory);
+  if (const char* home = std::getenv("DECODELAB_HOME")) directories.push_back(std::filesystem::path(home) / "configs" / "devices");
   directories.emplace_back(std::filesystem::path(DECODELAB_SOURCE_DIR) / "configs" / "devices");
   std::error_code error;
   const std::filesystem::path executable = std::filesystem::read_symlink("/proc/self/exe", error);

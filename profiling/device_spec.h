@@ -68,8 +68,8 @@ std::string device_spec_to_yaml(const DeviceSpec& spec);
 // Writes atomically (temp file + rename), creating parent directories.
 void save_device_spec(const DeviceSpec& spec, const std::filesystem::path& file);
 
-// Directories searched for NAME.yaml: $DECODELAB_DEVICES, then the source tree's
-// configs/devices, then the install prefix's share/decodelab/configs/devices.
+// Directories searched for NAME.yaml: $DECODELAB_DEVICES, $DECODELAB_HOME/configs/devices,
+// the source tree's configs/devices, then the install prefix's share/decodelab/configs/devices.
 std::vector<std::filesystem::path> device_spec_directories();
 // NAME (a file stem in those directories) or a path to a YAML file.
 DeviceSpec find_device_spec(std::string_view name_or_path);

@@ -85,6 +85,58 @@ std::string csv_number(double value) {
 
 }  // namespace
 
+std::string format_device_roofs(const DeviceSpec& spec) {
+  std::ostringstream out;
+  out << "device  " << (spec.description.empty() ? spec.name : spec.description);
+  if (!spec.description.empty() && !spec.name.empty()) out << " (" << spec.name << ")";
+  if (spec.sm_count > 0) out << ", " << spec.sm_count << " SMs";
+  out << "\n\n";
+  const std::vector<std::pair<const char*, const std::optional<Roofs>*>> sets = {{"datasheet", &spec.datasheet},
+                                                                                  {"measured", &spec.measured}};
+  std::vector<std::string> header = {"roof"};
+  for (const auto& [name, roofs] : sets) {
+    if (*roofs) header.push_back(name);
+  }
+  TextTable table(header);
+  auto row = [&](const std::string& name, auto figure) {
+    std::vector<std::string> cells = {name};
+    for (const auto& [set_name, roofs] : sets) {
+      if (*roofs) cells.push_back(figure(**roofs));
+    }
+    table.add(cells);
+  };
+  row("memory bandwidth", [](const Roofs& r) { return r.bandwidth > 0 ? format_bandwidth(r.bandwidth) : "-"; });
+  for (Precision precision : {Precision::Fp32, Precision::Tf32, Precision::Fp16, Precision::Bf16}) {
+    // GPU figures above fp32 are tensor-core peaks; a CPU has no such units.
+    const bool tensor = spec.sm_count > 0 && precision != Precision::Fp32;
+    row(std::string(precision_name(precision)) + (tensor ? " tensor" : ""), [&](const Roofs& r) {
+      double own = 0;
+      switch (precision) {
+        case Precision::Fp32: own = r.fp32_flops; break;
+        case Precision::Tf32: own = r.tf32_flops; break;
+        case Precision::Fp16: own = r.fp16_flops; break;
+        case Precision::Bf16: own = r.bf16_flops; break;
+      }
+      return own > 0 ? format_flop_rate(own) : std::string("-");
+    });
+  }
+  for (Precision precision : {Precision::Fp32, Precision::Fp16, Precision::Bf16}) {
+    row(std::string("ridge point, ") + precision_name(precision), [&](const Roofs& r) {
+      return r.bandwidth > 0 && r.flops(precision) > 0 ? format_number(r.ridge_point(precision)) + " FLOP/B" : std::string("-");
+    });
+  }
+  out << table.str() << "\n";
+  for (const auto& [name, roofs] : sets) {
+    if (*roofs) out << "  " << name << ": " << (*roofs)->source << "\n";
+  }
+  if (spec.machine) {
+    out << "  machine: " << spec.machine->hostname << ", " << spec.machine->cpu_model << ", " << spec.machine->threads
+        << " threads\n";
+  }
+  out << "  An op whose FLOP/B is below the ridge point is held to the bandwidth roof; above it, to the compute roof.\n";
+  return out.str();
+}
+
 std::string format_console(const RunAnalysis& analysis, size_t max_rows) {
   std::ostringstream out;
   out << "device  " << analysis.device << " (" << analysis.backend << ")";

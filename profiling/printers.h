@@ -16,6 +16,9 @@ struct LabelledRun {
   const RunAnalysis* analysis = nullptr;
 };
 
+// A device's roofs side by side (datasheet, measured), ridge points, and their sources.
+std::string format_device_roofs(const DeviceSpec& spec);
+
 // Header, summary, phase table, category × phase table, top ops (at most max_rows each).
 std::string format_console(const RunAnalysis& analysis, size_t max_rows = 10);
 
