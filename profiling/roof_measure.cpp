@@ -94,7 +94,8 @@ RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& option
   RoofMeasurement measurement;
   OpTimer timer(backend, options);
 
-  // Bandwidth: a large contiguous copy; shrink it until source and destination fit.
+  // Bandwidth: a large contiguous copy, and a matrix-vector product streaming a weight of
+  // the same size; shrink them until source and destination fit.
   size_t copy_bytes = options.copy_bytes ? options.copy_bytes : (gpu ? size_t{1} << 30 : size_t{256} << 20);
   while (copy_bytes > (size_t{1} << 20) && 2 * copy_bytes > budget / 2) copy_bytes /= 2;
   const int64_t row = 1024;
@@ -108,7 +109,19 @@ RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& option
     if (progress) *progress << "measuring bandwidth: copy of " << format_bytes(static_cast<double>(source.bytes())) << "\n";
     measurement.copy = timer.sample([&](OpId id) { backend.copy(from, to, id); });
     measurement.copy_bytes_moved = 2.0 * static_cast<double>(source.bytes());
-    measurement.bandwidth = measurement.copy_bytes_moved / measurement.copy.median;
+    measurement.copy_bandwidth = measurement.copy_bytes_moved / measurement.copy.median;
+
+    // The same bytes as a weight [rows, 1024] read once by y = x · Wᵀ (x: one row).
+    DeviceBuffer vector(backend, row * sizeof(float));
+    DeviceBuffer product(backend, static_cast<size_t>(rows) * sizeof(float));
+    fill_random(backend, vector.get(), DType::F32, row, 4);
+    const Tensor x = Tensor::contiguous(vector.get(), DType::F32, {1, row});
+    const Tensor y = Tensor::contiguous(product.get(), DType::F32, {1, rows});
+    if (progress) *progress << "measuring bandwidth: matrix-vector product over " << format_bytes(static_cast<double>(source.bytes())) << "\n";
+    measurement.read = timer.sample([&](OpId id) { backend.matmul(x, from, y, id); });
+    measurement.read_bytes = static_cast<double>(source.bytes() + vector.bytes() + product.bytes());
+    measurement.read_bandwidth = measurement.read_bytes / measurement.read.median;
+    measurement.bandwidth = std::max(measurement.copy_bandwidth, measurement.read_bandwidth);
   }
 
   // Compute: a square matmul per dtype; shrink it until three matrices fit.
@@ -143,8 +156,10 @@ Roofs RoofMeasurement::roofs() const {
   const std::time_t now = std::time(nullptr);
   char date[16];
   std::strftime(date, sizeof date, "%Y-%m-%d", std::localtime(&now));
-  source << "measured by decodelab on " << date << ": copy of " << format_bytes(copy_bytes_moved / 2)
-         << " (bytes read + written), median of " << copy.seconds.size() << ", " << spread_note(copy);
+  source << "measured by decodelab on " << date << ": bandwidth the faster of a copy of " << format_bytes(copy_bytes_moved / 2)
+         << " (bytes read + written; " << format_bandwidth(copy_bandwidth) << ", median of " << copy.seconds.size() << ", "
+         << spread_note(copy) << ") and a matrix-vector product streaming the same bytes (" << format_bandwidth(read_bandwidth)
+         << ", " << spread_note(read) << ")";
   for (const Matmul& matmul : matmuls) {
     switch (matmul.dtype) {
       case DType::F32: result.fp32_flops = matmul.flops_per_s; break;
@@ -161,8 +176,11 @@ Roofs RoofMeasurement::roofs() const {
 
 std::string RoofMeasurement::describe() const {
   std::ostringstream out;
-  out << "bandwidth  " << format_bandwidth(bandwidth) << "  (copy of " << format_bytes(copy_bytes_moved / 2) << ", "
+  out << "copy       " << format_bandwidth(copy_bandwidth) << "  (" << format_bytes(copy_bytes_moved / 2) << " read and written, "
       << format_seconds(copy.median) << " median, " << spread_note(copy) << ")\n";
+  out << "read       " << format_bandwidth(read_bandwidth) << "  (matrix-vector product over " << format_bytes(copy_bytes_moved / 2)
+      << ", " << format_seconds(read.median) << " median, " << spread_note(read) << ")\n";
+  out << "bandwidth  " << format_bandwidth(bandwidth) << "  (the faster of the two)\n";
   for (const Matmul& matmul : matmuls) {
     out << dtype_name(matmul.dtype) << "       " << format_flop_rate(matmul.flops_per_s) << "  (matmul " << matmul.size << "³, "
         << format_seconds(matmul.timing.median) << " median, " << spread_note(matmul.timing) << ")\n";

@@ -1,10 +1,13 @@
 // Measured roofs: what this device really sustains, against a Backend. Bandwidth from
-// large `copy` ops (bytes read + written), FLOP/s from a large square `matmul` per dtype
+// large `copy` ops (bytes read + written) and from a large matrix-vector `matmul` (the
+// weight streamed once, as in decode), whichever is faster; FLOP/s from a square `matmul` per dtype
 // (fp32, fp16, bf16) on random data; each timed by the device's own op timings (the
 // backend's take_timings after a sync), warm-up first, median of several repeats, with
 // the spread reported and a number flagged noisy when the repeats disagree.
 //
-// Non-obvious choice: CPU roofs are cached per machine (hostname, CPU model, threads) in
+// Non-obvious choices: the bandwidth roof is the faster of copy and streaming read, because
+// on a CPU a copy's stores also read their destination line first (write-allocate), so a
+// copy alone sits well below what a read-dominated decode step reaches. CPU roofs are cached per machine (hostname, CPU model, threads) in
 // ~/.cache/decodelab/ — or $DECODELAB_CACHE_DIR — so every run is held to measured roofs
 // by default while the measurement itself (seconds) happens once per machine.
 #pragma once
@@ -41,6 +44,10 @@ struct TimedSamples {
 struct RoofMeasurement {
   double copy_bytes_moved = 0;  // per copy, read + written
   TimedSamples copy;
+  double copy_bandwidth = 0;    // bytes/s
+  double read_bytes = 0;        // per matrix-vector product: weight + vector + output
+  TimedSamples read;
+  double read_bandwidth = 0;    // bytes/s
   struct Matmul {
     DType dtype = DType::F32;
     int size = 0;
@@ -48,7 +55,7 @@ struct RoofMeasurement {
     double flops_per_s = 0;
   };
   std::vector<Matmul> matmuls;
-  double bandwidth = 0;  // bytes/s
+  double bandwidth = 0;  // bytes/s: the faster of copy and read
 
   Roofs roofs() const;          // with a source line saying how they were measured
   std::string describe() const;  // one line per figure, with spread and noise flags
