@@ -104,6 +104,7 @@ struct RunAnalysis {
   std::vector<StepStats> steps;       // decode steps, in order
   int64_t ops_without_timing = 0;     // ops whose device time never arrived
   std::string summary;                // one sentence per phase and the device's idle share
+  std::vector<std::string> notes;     // caveats about the reading itself (roofs too low, untimed ops)
 
   const PhaseStats* phase(Phase which) const;
 };

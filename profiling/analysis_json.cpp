@@ -53,6 +53,7 @@ nlohmann::json thresholds_json(const LimiterThresholds& thresholds) {
           {"uncoalesced_sectors_per_request", thresholds.uncoalesced_sectors_per_request},
           {"low_occupancy_fraction", thresholds.low_occupancy_fraction},
           {"idle_overhead_fraction", thresholds.idle_overhead_fraction},
+          {"above_roof_fraction", thresholds.above_roof_fraction},
           {"gap_seconds_gpu", thresholds.gap_seconds_gpu},
           {"gap_seconds_cpu", thresholds.gap_seconds_cpu},
           {"bandwidth_view_below_intensity", thresholds.bandwidth_view_below_intensity}};
@@ -81,6 +82,7 @@ nlohmann::json to_json(const RunAnalysis& analysis) {
   json["roofs_origin"] = analysis.device_spec.roofs_origin();
   json["thresholds"] = thresholds_json(analysis.thresholds);
   json["summary"] = analysis.summary;
+  json["notes"] = analysis.notes;
   json["timeline"] = timeline_json(analysis.timeline);
   json["ops_without_timing"] = analysis.ops_without_timing;
 

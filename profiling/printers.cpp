@@ -143,7 +143,9 @@ std::string format_console(const RunAnalysis& analysis, size_t max_rows) {
   if (!analysis.model.name.empty()) out << " · " << analysis.model.name;
   if (!analysis.dtype.empty()) out << " " << analysis.dtype;
   out << "\n        " << roofs_line(analysis) << "\n\n";
-  out << analysis.summary << "\n\n";
+  out << analysis.summary << "\n";
+  for (const std::string& note : analysis.notes) out << "note: " << note << "\n";
+  out << "\n";
 
   TextTable phases({"phase", "steps", "wall", "device busy", "idle", "gaps", "syncs", "ops", "% roof", "limiter"});
   for (const PhaseStats& phase : analysis.phases) {
@@ -184,9 +186,6 @@ std::string format_console(const RunAnalysis& analysis, size_t max_rows) {
     top.add(row);
   }
   out << top.str();
-  if (analysis.ops_without_timing > 0) {
-    out << "\n  note: " << analysis.ops_without_timing << " ops have no device time (never synchronised)\n";
-  }
   return out.str();
 }
 

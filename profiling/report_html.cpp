@@ -41,6 +41,7 @@ tr:hover td { background: #f9fafb; }
 .share { display: inline-block; height: 8px; background: var(--bar); border-radius: 2px; vertical-align: middle; margin-right: 6px; }
 .swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 6px; vertical-align: -1px; }
 .chart { overflow-x: auto; } .chart svg { max-width: 100%; height: auto; }
+.caveat { background: #fffbeb; border: 1px solid #fcd34d; color: #78350f; border-radius: 6px; padding: 6px 10px; font-size: 12.5px; margin: 0 0 10px; }
 .note { color: #6b7280; font-size: 12.5px; margin: 8px 0 0; }
 footer { color: #6b7280; font-size: 12px; margin-top: 18px; }
 )";
@@ -60,7 +61,9 @@ std::string run_card(const LabelledRun& run, size_t index) {
   const RunAnalysis& analysis = *run.analysis;
   std::ostringstream html;
   html << "<div class=\"card\" style=\"--run: " << run_colour(index) << "\"><div class=\"label\">" << escape(run.label)
-       << "</div><p class=\"sentence\">" << escape(analysis.summary) << "</p><div class=\"figures\">";
+       << "</div><p class=\"sentence\">" << escape(analysis.summary) << "</p>";
+  for (const std::string& note : analysis.notes) html << "<p class=\"caveat\">" << escape(note) << "</p>";
+  html << "<div class=\"figures\">";
   html << figure("wall time", format_seconds(analysis.timeline.wall_seconds));
   html << figure("device busy", format_percent(analysis.timeline.busy_fraction()));
   html << figure("device idle", format_seconds(analysis.timeline.idle_seconds));
@@ -211,9 +214,6 @@ std::string report_html(const std::vector<LabelledRun>& runs, const std::string&
       html << group_row(group, std::string(phase_name(group.phase)) + " · " + group.name + (group.label.empty() ? "" : " · " + group.label));
     }
     html << "</table>\n";
-    if (run.analysis->ops_without_timing > 0) {
-      html << "<p class=\"note\">" << run.analysis->ops_without_timing << " ops never received a device time.</p>\n";
-    }
   }
   html << "</section>\n";
 

@@ -29,6 +29,7 @@ TimedSamples TimedSamples::of(std::vector<double> seconds, double noisy_spread) 
   std::sort(sorted.begin(), sorted.end());
   const size_t middle = sorted.size() / 2;
   samples.median = sorted.size() % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+  samples.best = sorted.front();
   samples.spread = samples.median > 0 ? (sorted.back() - sorted.front()) / samples.median : 0.0;
   samples.noisy = samples.spread > noisy_spread;
   return samples;
@@ -83,7 +84,8 @@ class OpTimer {
 };
 
 std::string spread_note(const TimedSamples& samples) {
-  return "spread " + format_percent(samples.spread) + (samples.noisy ? ", NOISY" : "");
+  return "spread " + format_percent(samples.spread) + (samples.noisy ? ", NOISY" : "") + ", best " +
+         format_percent(samples.best > 0 ? samples.median / samples.best - 1 : 0) + " faster";
 }
 
 }  // namespace
@@ -111,14 +113,18 @@ RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& option
     measurement.copy_bytes_moved = 2.0 * static_cast<double>(source.bytes());
     measurement.copy_bandwidth = measurement.copy_bytes_moved / measurement.copy.median;
 
-    // The same bytes as a weight [rows, 1024] read once by y = x · Wᵀ (x: one row).
-    DeviceBuffer vector(backend, row * sizeof(float));
-    DeviceBuffer product(backend, static_cast<size_t>(rows) * sizeof(float));
-    fill_random(backend, vector.get(), DType::F32, row, 4);
-    const Tensor x = Tensor::contiguous(vector.get(), DType::F32, {1, row});
-    const Tensor y = Tensor::contiguous(product.get(), DType::F32, {1, rows});
+    // The same bytes as an fp16 weight [2·rows, 1024] read once by y = x · Wᵀ (x: one
+    // row), the access pattern of a decode step's matmuls.
+    const int64_t weight_rows = 2 * rows;
+    const Tensor weight = Tensor::contiguous(source.get(), DType::F16, {weight_rows, row});
+    fill_random(backend, source.get(), DType::F16, static_cast<size_t>(weight_rows * row), 4);
+    DeviceBuffer vector(backend, row * dtype_size(DType::F16));
+    DeviceBuffer product(backend, static_cast<size_t>(weight_rows) * dtype_size(DType::F16));
+    fill_random(backend, vector.get(), DType::F16, row, 5);
+    const Tensor x = Tensor::contiguous(vector.get(), DType::F16, {1, row});
+    const Tensor y = Tensor::contiguous(product.get(), DType::F16, {1, weight_rows});
     if (progress) *progress << "measuring bandwidth: matrix-vector product over " << format_bytes(static_cast<double>(source.bytes())) << "\n";
-    measurement.read = timer.sample([&](OpId id) { backend.matmul(x, from, y, id); });
+    measurement.read = timer.sample([&](OpId id) { backend.matmul(x, weight, y, id); });
     measurement.read_bytes = static_cast<double>(source.bytes() + vector.bytes() + product.bytes());
     measurement.read_bandwidth = measurement.read_bytes / measurement.read.median;
     measurement.bandwidth = std::max(measurement.copy_bandwidth, measurement.read_bandwidth);

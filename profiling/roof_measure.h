@@ -35,6 +35,7 @@ struct RoofMeasureOptions {
 struct TimedSamples {
   std::vector<double> seconds;
   double median = 0;
+  double best = 0;    // the fastest sample
   double spread = 0;  // (max - min) / median
   bool noisy = false;
 

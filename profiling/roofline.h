@@ -42,6 +42,9 @@ struct LimiterThresholds {
   // stream's own hand-off between back-to-back ops).
   double gap_seconds_gpu = 5e-6;
   double gap_seconds_cpu = 10e-6;
+  // Work running this far above its roof means the roofs are wrong (measured under load,
+  // or on another access pattern), not that the op beats physics: the reading says so.
+  double above_roof_fraction = 1.10;
   // Below this intensity (FLOP/B) a reading quotes bandwidth rather than FLOP/s.
   double bandwidth_view_below_intensity = 1.0;
 

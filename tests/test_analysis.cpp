@@ -200,3 +200,18 @@ TEST_CASE("result JSON carries the schema version and every section", "[analysis
   CHECK(json["phases"].size() == 2);
   CHECK(json["roofs"]["bandwidth_bytes_per_s"] == 100e9);
 }
+
+TEST_CASE("work above its roof is called out: the roofs, not the op, are wrong", "[analysis]") {
+  const DeviceSpec device = test_device();
+  Trace trace;
+  trace.metadata().backend = "cpu";
+  trace.add_op(big_matmul(1), 0, 1, 0, 100 * kUs);  // 41 MB in 100 µs: 4x the 100 GB/s roof
+  const RunAnalysis fast = analyze(trace, &device);
+  REQUIRE(fast.notes.size() == 1);
+  CHECK_THAT(fast.notes[0], Catch::Contains("of its roof") && Catch::Contains("re-measure"));
+
+  Trace honest;
+  honest.metadata().backend = "cpu";
+  honest.add_op(big_matmul(1), 0, 1, 0, 500 * kUs);  // 82%
+  CHECK(analyze(honest, &device).notes.empty());
+}
