@@ -3,7 +3,8 @@
 //  2. batch-1 decode matvec GB/s per weight dtype at the lab-small shapes, as a fraction
 //     of that bandwidth (the fixed path's roof);
 //  3. batched matmul GFLOP/s for M = 1..64 and 512, next to OpenBLAS cblas_sgemm;
-//  4. stream costs: enqueue per op, and the sync round trip (worker awake and asleep).
+//  4. the other decode ops (norm, activation, argmax, attention) at lab-small shapes;
+//  5. stream costs: enqueue per op, and the sync round trip (worker awake and asleep).
 // The one non-obvious choice: every matmul measurement cycles through enough weight
 // copies (>= 256 MiB) that each call streams its weights from DRAM, as decode does,
 // rather than re-reading a matrix the 32 MiB L3 still holds. Kernel times are the
@@ -21,6 +22,7 @@
 
 #include "engine/clock.h"
 #include "engine/cpu/cpu_backend.h"
+#include "engine/cpu/simd.h"
 #include "engine/device_buffer.h"
 
 #if DECODELAB_HAVE_OPENBLAS
@@ -63,9 +65,17 @@ StreamResult measure_stream(int threads) {
       for (size_t i = 0; i < n; ++i) a[i] = b[i] + 3.0f * c[i];
     });
     float total = 0;
-    const double read_s = time([&] {
-#pragma omp parallel for simd num_threads(threads) schedule(static) reduction(+ : total)
-      for (size_t i = 0; i < n; ++i) total += b[i];
+    const double read_s = time([&] {  // four vector accumulators: the loads, not the adds, set the pace
+      const size_t step = 4 * cpu::kLanes;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+      {
+        cpu::VFloat acc[4] = {cpu::vzero(), cpu::vzero(), cpu::vzero(), cpu::vzero()};
+#pragma omp for schedule(static)
+        for (size_t i = 0; i < n; i += step) {
+          for (int j = 0; j < 4; ++j) acc[j] = cpu::vadd(acc[j], cpu::vload(&b[i + j * cpu::kLanes]));
+        }
+        total += cpu::vsum(cpu::vadd(cpu::vadd(acc[0], acc[1]), cpu::vadd(acc[2], acc[3])));
+      }
     });
     sink = sink + total;
     best.copy_gbs = std::max(best.copy_gbs, 2.0 * n * sizeof(float) / copy_s / 1e9);
@@ -203,7 +213,77 @@ void bench_batched(Backend& backend, int threads) {
   }
 }
 
-// --- 4. stream overheads ---
+// --- 4. the other decode ops at lab-small shapes (fp16), device time per call ---
+void bench_other_ops(Backend& backend) {
+  std::printf("\n## other ops, lab-small decode shapes (fp16, batch 1)\n\n| op | shape | us | GB/s |\n|---|---|---|---|\n");
+  const DType dtype = DType::F16;
+  const int64_t hidden = 1024, intermediate = 2816, heads = 16, head_dim = 64, vocab = 32000, capacity = 2048;
+  DeviceBuffer a(backend, 64 * intermediate * 2), b(backend, 64 * intermediate * 2), c(backend, 64 * intermediate * 2);
+  DeviceBuffer weight(backend, hidden * 2), logits(backend, vocab * 2), tokens(backend, capacity * 4);
+  DeviceBuffer k_cache(backend, heads * capacity * head_dim * 2), v_cache(backend, heads * capacity * head_dim * 2);
+  DeviceBuffer positions(backend, 4);
+  fill_random(backend, a.get(), dtype, 64 * intermediate, 1);
+  fill_random(backend, b.get(), dtype, 64 * intermediate, 2);
+  fill_random(backend, weight.get(), dtype, hidden, 3);
+  fill_random(backend, logits.get(), dtype, vocab, 4);
+  fill_random(backend, k_cache.get(), dtype, heads * capacity * head_dim, 5);
+  fill_random(backend, v_cache.get(), dtype, heads * capacity * head_dim, 6);
+  const Tensor position = Tensor::contiguous(positions.get(), DType::I32, {1});
+  OpId id = 1;
+  auto measure = [&](const char* name, const std::string& shape, double bytes, auto&& enqueue) {
+    for (int i = 0; i < 5; ++i) enqueue(id++);
+    backend.synchronize();
+    backend.take_timings();
+    for (int i = 0; i < 50; ++i) enqueue(id++);
+    backend.synchronize();
+    std::vector<double> seconds;
+    for (const OpTiming& timing : backend.take_timings()) seconds.push_back((timing.end_ns - timing.begin_ns) * 1e-9);
+    const double time = median(seconds);
+    std::printf("| %s | %s | %.1f | %.1f |\n", name, shape.c_str(), time * 1e6, bytes / time / 1e9);
+  };
+  const Tensor row = Tensor::contiguous(a.get(), dtype, {1, hidden});
+  const Tensor row_out = Tensor::contiguous(c.get(), dtype, {1, hidden});
+  measure("rmsnorm", "[1,1024]", 3.0 * hidden * 2, [&](OpId op) {
+    backend.rmsnorm(row, Tensor::contiguous(weight.get(), dtype, {hidden}), 1e-5f, row_out, op);
+  });
+  const Tensor gate = Tensor::contiguous(a.get(), dtype, {1, intermediate});
+  const Tensor up = Tensor::contiguous(b.get(), dtype, {1, intermediate});
+  const Tensor act = Tensor::contiguous(c.get(), dtype, {1, intermediate});
+  measure("swiglu", "[1,2816]", 3.0 * intermediate * 2, [&](OpId op) { backend.swiglu(gate, up, act, op); });
+  const Tensor wide = Tensor::contiguous(a.get(), dtype, {64, intermediate});
+  measure("add", "[64,2816]", 3.0 * 64 * intermediate * 2, [&](OpId op) {
+    backend.add(wide, Tensor::contiguous(b.get(), dtype, {64, intermediate}), Tensor::contiguous(c.get(), dtype, {64, intermediate}), op);
+  });
+  std::vector<int32_t> zeros(capacity, 0);
+  backend.upload(tokens.get(), zeros.data(), zeros.size() * 4);
+  measure("argmax", "[1,32000]", vocab * 2.0, [&](OpId op) {
+    backend.argmax(Tensor::contiguous(logits.get(), dtype, {1, vocab}),
+                   Tensor::contiguous(tokens.get(), DType::I32, {1, capacity}), position, op);
+  });
+  const Tensor q = Tensor::contiguous(a.get(), dtype, {1, heads * head_dim});
+  const Tensor out = Tensor::contiguous(c.get(), dtype, {1, heads * head_dim});
+  const Tensor keys = Tensor::contiguous(k_cache.get(), dtype, {1, heads, capacity, head_dim});
+  const Tensor values = Tensor::contiguous(v_cache.get(), dtype, {1, heads, capacity, head_dim});
+  // The non_contiguous bug's strided read: element (p, d) of a head at d * capacity + p.
+  const Tensor keys_strided = Tensor::strided(k_cache.get(), dtype, {1, heads, capacity, head_dim},
+                                              {heads * capacity * head_dim, capacity * head_dim, 1, capacity});
+  const Tensor values_strided = Tensor::strided(v_cache.get(), dtype, {1, heads, capacity, head_dim},
+                                                {heads * capacity * head_dim, capacity * head_dim, 1, capacity});
+  for (int32_t context : {128, 512, 2048}) {
+    const int32_t last = context - 1;
+    backend.upload(positions.get(), &last, 4);
+    const double bytes = 2.0 * heads * context * head_dim * 2;
+    const std::string shape = "16 heads, D 64, " + std::to_string(context) + " keys";
+    measure("attention", shape, bytes, [&](OpId op) {
+      backend.attention(q, keys, values, position, 1, 0.125f, out, op);
+    });
+    measure("attention, head_dim-strided cache", shape, bytes, [&](OpId op) {
+      backend.attention(q, keys_strided, values_strided, position, 1, 0.125f, out, op);
+    });
+  }
+}
+
+// --- 5. stream overheads ---
 void bench_overheads(Backend& backend) {
   std::printf("\n## stream overheads\n\n| measure | median us | p90 us |\n|---|---|---|\n");
   auto report = [](const char* name, std::vector<double> us) {
@@ -252,7 +332,7 @@ void bench_overheads(Backend& backend) {
 
 }  // namespace
 
-// Usage: decodelab_bench_cpu [--threads N] [stream|matvec|batched|overheads]...
+// Usage: decodelab_bench_cpu [--threads N] [overheads|stream|matvec|batched|ops]...
 int main(int argc, char** argv) {
   BackendOptions options;
   std::vector<std::string> sections;
@@ -278,5 +358,6 @@ int main(int argc, char** argv) {
     if (wanted("matvec")) bench_matvec(*backend, stream);
   }
   if (wanted("batched")) bench_batched(*backend, threads);
+  if (wanted("ops")) bench_other_ops(*backend);
   return 0;
 }

@@ -21,7 +21,11 @@ namespace {
 
 constexpr int kWeightRows = 4;        // W rows sharing each x load
 constexpr int kBatchRows = 4;         // x rows sharing each widened W load (tile schedule)
-constexpr int kDirectMaxRows = 4;     // up to this many x rows, widen W in registers
+constexpr int kDirectMaxRows = 4;     // x rows per register tile of the direct schedule
+#ifndef DECODELAB_DIRECT_ROWS
+#define DECODELAB_DIRECT_ROWS 16
+#endif
+constexpr int64_t kDirectSchedulingRows = DECODELAB_DIRECT_ROWS;  // up to this M, widen W in registers
 constexpr int64_t kXBlockBytes = 512 * 1024;  // x rows one tile pass keeps in L2
 constexpr int64_t kParallelMacs = 1 << 16;    // below this, a parallel region costs more than it saves
 constexpr int64_t kPrefetchBlocks = 2;        // W blocks ahead that the direct schedule prefetches
@@ -66,7 +70,7 @@ template <DType WD, int MR, int NR, bool Tail>
 // A block's rows are NR interleaved short streams, which the hardware prefetcher follows
 // poorly for 16-bit rows; prefetching the block kPrefetchBlocks ahead as one sequential
 // stream (NR·kLanes elements per step) keeps DRAM busy.
-template <DType WD, int MR, int NR>
+template <DType WD, int MR, int NR, bool PrefetchAhead>
 void direct_tile(const float* x, int64_t padded_k, const void* w, int64_t w_stride, int64_t k,
                  float (&dots)[kDirectMaxRows][kWeightRows]) {
   constexpr int64_t element = WD == DType::F32 ? 4 : 2;
@@ -78,7 +82,9 @@ void direct_tile(const float* x, int64_t padded_k, const void* w, int64_t w_stri
   const char* ahead = static_cast<const char*>(w) + kPrefetchBlocks * kWeightRows * w_stride * element;
   const int64_t full = k / kLanes * kLanes;
   for (int64_t column = 0; column < full; column += kLanes) {
-    for (int64_t line = 0; line < NR * kLanes * element; line += 64) prefetch(ahead + column * NR * element + line);
+    if constexpr (PrefetchAhead) {
+      for (int64_t line = 0; line < NR * kLanes * element; line += 64) prefetch(ahead + column * NR * element + line);
+    }
     direct_step<WD, MR, NR, false>(acc, x, padded_k, w, w_stride, column, k);
   }
   if (full < k) direct_step<WD, MR, NR, true>(acc, x, padded_k, w, w_stride, full, k);
@@ -138,6 +144,8 @@ void store_tile(const Tensor& out, int64_t m0, int64_t n0, int mr, int nr, const
     for (int n = 0; n < nr; ++n) store_from_float(out.data, out.dtype, (m0 + m) * out.strides[0] + n0 + n, dots[m][n]);
 }
 
+// Each W block of kWeightRows rows is widened in registers once per group of up to
+// kDirectMaxRows x rows; after the first group it is read from L1.
 template <DType WD>
 void matmul_direct(const float* x, int64_t padded_k, const Tensor& weight, const Tensor& out) {
   const int64_t rows = out.shape[0];
@@ -150,11 +158,15 @@ void matmul_direct(const float* x, int64_t padded_k, const Tensor& weight, const
     const int64_t n0 = block * kWeightRows;
     const int nr = static_cast<int>(std::min<int64_t>(kWeightRows, n_total - n0));
     const void* w = static_cast<const char*>(weight.data) + n0 * w_stride * static_cast<int64_t>(dtype_size(WD));
-    float dots[kDirectMaxRows][kWeightRows];
-    dispatch_tile(static_cast<int>(rows), nr, [&]<int MR, int NR>() {
-      direct_tile<WD, MR, NR>(x, padded_k, w, w_stride, k, dots);
-    });
-    store_tile(out, 0, n0, static_cast<int>(rows), nr, dots);
+    for (int64_t m0 = 0; m0 < rows; m0 += kDirectMaxRows) {
+      const int mr = static_cast<int>(std::min<int64_t>(kDirectMaxRows, rows - m0));
+      float dots[kDirectMaxRows][kWeightRows];
+      dispatch_tile(mr, nr, [&]<int MR, int NR>() {
+        if (m0 == 0) direct_tile<WD, MR, NR, true>(x, padded_k, w, w_stride, k, dots);
+        else direct_tile<WD, MR, NR, false>(x + m0 * padded_k, padded_k, w, w_stride, k, dots);
+      });
+      store_tile(out, m0, n0, mr, nr, dots);
+    }
   }
 }
 
@@ -225,7 +237,7 @@ void matmul(const Tensor& x, const Tensor& weight, const Tensor& out) {
   thread_local ScratchBuffer x_scratch;
   float* x_widened = x_scratch.floats(static_cast<size_t>(std::max<int64_t>(1, rows * padded_k)));
   widen_rows(x, x_widened, padded_k);
-  if (rows <= kDirectMaxRows) {
+  if (rows <= kDirectSchedulingRows) {
     switch (weight.dtype) {
       case DType::F16: matmul_direct<DType::F16>(x_widened, padded_k, weight, out); break;
       case DType::BF16: matmul_direct<DType::BF16>(x_widened, padded_k, weight, out); break;
