@@ -77,7 +77,9 @@ void add_run_command(CLI::App& app) {
   auto arguments = std::make_shared<RunArguments>();
   CLI::App* command = app.add_subcommand("run", "Run a scenario and print its table row");
   command->add_option("scenario", arguments->scenario, "Scenario file, or a name under scenarios/")->required();
-  command->add_option("--set", arguments->assignments, "Override a scenario key before validation: key.path=value (YAML)")
+  command
+      ->add_option("--set", arguments->assignments,
+                   "Override a scenario key before validation: key.path=value (YAML; empty removes the key)")
       ->allow_extra_args(false);
   command->add_option("--backend", arguments->backend, "Override the scenario's backend")
       ->check(CLI::IsMember({"cpu", "cuda"}));

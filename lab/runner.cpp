@@ -4,6 +4,7 @@
 #include "lab/runner.h"
 
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
@@ -65,12 +66,21 @@ void check_memory_fits(const MemoryPlan& plan, int64_t available, std::optional<
   throw ResourceError(what + " needs " + format_bytes(plan.total()) + " (" + parts + ") but " + limit_text);
 }
 
+namespace {
+
+// "scenario quickstart (lab-tiny fp32)", for messages.
+std::string run_label(const Scenario& scenario) {
+  return "scenario " + scenario.name + " (" + scenario.model_config.name + " " + dtype_name(scenario.dtype) + ")";
+}
+
+}  // namespace
+
 LoadedScenario::LoadedScenario(Backend& backend, const Scenario& scenario, std::optional<int64_t> max_memory_bytes)
     : scenario_(scenario) {
   const ModelConfig& config = scenario.model_config;
   memory_ = plan_memory(config, scenario.dtype, scenario.workload, scenario.bugs);
   check_memory_fits(memory_, static_cast<int64_t>(backend.available_memory()), max_memory_bytes,
-                    "scenario " + scenario.name + " (" + config.name + " " + dtype_name(scenario.dtype) + ")",
+                    run_label(scenario),
                     "the " + backend.name() + " backend (" + backend.device_description() + ")");
   ModelWeights weights = scenario.model_source.kind == ModelSourceKind::Checkpoint
                              ? load_hf_weights(backend, scenario.model_source.path, config, scenario.dtype)
@@ -109,6 +119,11 @@ void show_progress(bool enabled, const Scenario& scenario, const char* phase, in
 
 RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {
   warn_if_unoptimised_build();
+  // The user's cap needs no device: refuse before starting one.
+  if (options.max_memory_bytes) {
+    check_memory_fits(plan_memory(scenario.model_config, scenario.dtype, scenario.workload, scenario.bugs),
+                      INT64_MAX, options.max_memory_bytes, run_label(scenario), "");
+  }
   std::unique_ptr<Backend> backend = open_backend(scenario, options);
   LoadedScenario loaded(*backend, scenario, options.max_memory_bytes);
   for (int i = 0; i < scenario.warmup; ++i) {

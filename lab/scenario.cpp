@@ -160,7 +160,7 @@ void parse_bugs(const YamlField& field, Scenario& scenario) {
 
 Scenario parse_scenario(const YAML::Node& document, const fs::path& file, const std::vector<ScenarioOverride>& overrides) {
   YamlSource source{file, {}};
-  for (const ScenarioOverride& override_value : overrides) source.overridden_keys.insert(override_value.key);
+  for (const ScenarioOverride& override_value : overrides) source.overrides[override_value.key] = override_value.value;
   const YamlMapping root(source, document, "", line_of(document, 1),
                          {"name", "description", "model", "dtype", "backend", "workload", "run", "bugs"});
 

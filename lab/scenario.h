@@ -59,7 +59,8 @@ struct Scenario {
   BugSet bugs;
 };
 
-// One --set: "workload.batch_size=4" -> {key "workload.batch_size", value "4"}.
+// One --set: "workload.batch_size=4" -> {key "workload.batch_size", value "4"}. An empty
+// value ("workload.prompt_tokens=") removes the key.
 struct ScenarioOverride {
   std::string key;
   std::string value;  // parsed as YAML when applied

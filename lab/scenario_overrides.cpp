@@ -1,5 +1,5 @@
 // --set key.path=value: edits the scenario document before validation, so an override
-// is checked exactly like the file's own keys. The walk rebinds with Node::reset(),
+// is checked exactly like the file's own keys; an empty value removes the key. The walk rebinds with Node::reset(),
 // because assigning one yaml-cpp Node to another would overwrite the tree being walked.
 #include <string>
 #include <vector>
@@ -21,6 +21,12 @@ std::vector<std::string> split_key(const std::string& key) {
     if (dot == std::string::npos) return parts;
     begin = dot + 1;
   }
+}
+
+bool is_boolean(const YAML::Node& node) {
+  if (!node.IsScalar() || node.Tag() == "!") return false;
+  const std::string& text = node.Scalar();
+  return text == "true" || text == "false" || text == "True" || text == "False" || text == "TRUE" || text == "FALSE";
 }
 
 }  // namespace
@@ -55,7 +61,9 @@ void apply_override(YAML::Node& document, const ScenarioOverride& override_value
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
     walked += (walked.empty() ? "" : ".") + parts[i];
     YAML::Node child = current[parts[i]];
-    if (!child || child.IsNull()) {
+    // Absent or null becomes a mapping; so does a bug's true/false, so that
+    // --set bugs.host_sync.per=layer means {per: layer} whatever the file said.
+    if (!child || child.IsNull() || is_boolean(child)) {
       current[parts[i]] = YAML::Node(YAML::NodeType::Map);
       child.reset(current[parts[i]]);
     } else if (!child.IsMap()) {
@@ -65,7 +73,11 @@ void apply_override(YAML::Node& document, const ScenarioOverride& override_value
     }
     current.reset(child);
   }
-  current[parts.back()] = value;
+  if (override_value.value.empty()) {
+    current.remove(parts.back());  // "key=" removes the key (e.g. prompt_tokens before prompt_ids)
+  } else {
+    current[parts.back()] = value;
+  }
 }
 
 }  // namespace decodelab

@@ -13,9 +13,9 @@ namespace decodelab {
 
 void YamlSource::fail(int line, const std::string& key, const std::string& problem) const {
   // A key set with --set (or anything under it) has no line in the file.
-  for (const std::string& overridden : overridden_keys) {
+  for (const auto& [overridden, value] : overrides) {
     if (key == overridden || key.rfind(overridden + ".", 0) == 0 || key.rfind(overridden + "[", 0) == 0) {
-      throw InputError(file.string(), 0, key, problem + " (from --set " + overridden + "=...)");
+      throw InputError(file.string(), 0, key, problem + " (from --set " + overridden + "=" + value + ")");
     }
   }
   throw InputError(file.string(), line, key, problem);
@@ -23,18 +23,20 @@ void YamlSource::fail(int line, const std::string& key, const std::string& probl
 
 namespace {
 
+// Optimal string alignment distance: insertions, deletions, substitutions and adjacent
+// transpositions ("modle" -> "model" is one edit).
 size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> previous(b.size() + 1), current(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) previous[j] = j;
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
-    current[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t substitution = previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
-      current[j] = std::min({previous[j] + 1, current[j - 1] + 1, substitution});
+      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
-    std::swap(previous, current);
   }
-  return previous[b.size()];
+  return d[a.size()][b.size()];
 }
 
 bool is_plain_scalar(const YAML::Node& node) { return node && node.IsScalar() && node.Tag() != "!"; }
@@ -43,7 +45,7 @@ bool is_plain_scalar(const YAML::Node& node) { return node && node.IsScalar() &&
 
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates) {
   std::string best;
-  size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;  // allow ~1 typo per 3 letters
+  size_t best_distance = std::max<size_t>(1, word.size() / 3) + 1;  // ~1 typo per 3 letters, at least 1
   for (const std::string& candidate : candidates) {
     const size_t distance = edit_distance(word, candidate);
     if (distance < best_distance) {
@@ -61,8 +63,9 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
 
 std::string describe_node(const YAML::Node& node) {
   if (!node || node.IsNull()) return "nothing";
-  if (node.IsSequence()) return "a list";
+  if (node.IsSequence()) return node.size() == 0 ? "an empty list" : "a list";
   if (node.IsMap()) return "a mapping";
+  if (node.Tag() == "!") return "the quoted text \"" + node.Scalar() + "\"";
   return "'" + node.Scalar() + "'";
 }
 

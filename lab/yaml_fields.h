@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
-#include <set>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,16 +18,18 @@ namespace decodelab {
 // Where the document came from; which dotted keys were overridden from the command line.
 struct YamlSource {
   std::filesystem::path file;
-  std::set<std::string> overridden_keys;  // "workload.batch_size", "bugs.host_sync", ...
+  std::map<std::string, std::string> overrides;  // dotted key -> value as given: "workload.batch_size" -> "4"
 
   [[noreturn]] void fail(int line, const std::string& key, const std::string& problem) const;
 };
 
-// The closest candidate within a small edit distance, or "" (for "did you mean").
+// The closest candidate within a small edit distance (a transposition counts as one
+// edit), or "" (for "did you mean").
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
 // " (did you mean 'x'?)" or "".
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
-// How a node reads in an error message: 'text', a list, a mapping, nothing.
+// How a node reads in an error message: 'text', the quoted text "8", a list, an empty
+// list, a mapping, nothing.
 std::string describe_node(const YAML::Node& node);
 
 // One key's value with the means to complain about it.
