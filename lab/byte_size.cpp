@@ -16,10 +16,21 @@ std::optional<int64_t> parse_byte_size(std::string_view text) {
   if (end == input.c_str() || !std::isfinite(number) || number < 0) return std::nullopt;
   std::string suffix(end);
   while (!suffix.empty() && suffix.front() == ' ') suffix.erase(0, 1);
-  static const std::pair<const char*, double> kUnits[] = {
-      {"", 1.0},          {"B", 1.0},         {"KiB", 1024.0},  {"MiB", 1048576.0}, {"GiB", 1073741824.0},
-      {"TiB", 1099511627776.0}, {"kB", 1e3},  {"KB", 1e3},      {"MB", 1e6},        {"GB", 1e9},
-      {"TB", 1e12},       {"K", 1024.0},      {"M", 1048576.0}, {"G", 1073741824.0}, {"T", 1099511627776.0}};
+  static const std::pair<const char*, double> kUnits[] = {{"", 1.0},
+                                                          {"B", 1.0},
+                                                          {"KiB", 1024.0},
+                                                          {"MiB", 1048576.0},
+                                                          {"GiB", 1073741824.0},
+                                                          {"TiB", 1099511627776.0},
+                                                          {"kB", 1e3},
+                                                          {"KB", 1e3},
+                                                          {"MB", 1e6},
+                                                          {"GB", 1e9},
+                                                          {"TB", 1e12},
+                                                          {"K", 1024.0},
+                                                          {"M", 1048576.0},
+                                                          {"G", 1073741824.0},
+                                                          {"T", 1099511627776.0}};
   for (const auto& [unit, scale] : kUnits) {
     if (suffix == unit) {
       const double bytes = std::round(number * scale);

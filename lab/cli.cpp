@@ -3,11 +3,10 @@
 // Parse errors of the command line itself are bad input too, hence 2, not CLI11's codes.
 #include "lab/cli.h"
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "engine/backend.h"
 #include "engine/errors.h"

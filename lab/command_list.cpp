@@ -2,14 +2,14 @@
 // weight bytes per dtype) and the device specs found under the data root. Scenarios are
 // only read for their description here, not validated: one broken file should not hide
 // the rest of the list (`decodelab run` says what is wrong with it).
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <string>
 #include <system_error>
 #include <vector>
-
-#include <yaml-cpp/yaml.h>
 
 #include "lab/byte_size.h"
 #include "lab/commands.h"
@@ -74,7 +74,8 @@ void list_everything() {
   std::printf("Scenarios (%s)\n", scenarios.string().c_str());
   const std::vector<fs::path> scenario_files = yaml_files(scenarios, true);
   size_t width = 0;
-  for (const fs::path& file : scenario_files) width = std::max(width, file.lexically_relative(scenarios).string().size());
+  for (const fs::path& file : scenario_files)
+    width = std::max(width, file.lexically_relative(scenarios).string().size());
   for (const fs::path& file : scenario_files) {
     std::printf("  %s  %s\n", padded(file.lexically_relative(scenarios).string(), width).c_str(),
                 text_key(file, "description").c_str());

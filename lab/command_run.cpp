@@ -53,7 +53,8 @@ void execute_run(const RunArguments& arguments) {
   const RunResult result = run_scenario(scenario, options);
 
   StagedOutputs outputs;
-  if (!arguments.json_file.empty()) outputs.stage(arguments.json_file, run_result_json(scenario, result).dump(2) + "\n");
+  if (!arguments.json_file.empty())
+    outputs.stage(arguments.json_file, run_result_json(scenario, result).dump(2) + "\n");
   if (!arguments.logits_file.empty()) {
     const int64_t requests = scenario.workload.requests;
     const int64_t vocab = scenario.model_config.vocab_size;

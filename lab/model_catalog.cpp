@@ -3,10 +3,10 @@
 // and ignored, except those that would change the architecture (hidden_act, biases).
 #include "lab/model_catalog.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
 #include <system_error>
-
-#include <yaml-cpp/yaml.h>
 
 #include "engine/errors.h"
 #include "engine/hf_checkpoint.h"
@@ -58,20 +58,30 @@ namespace {
 
 // Keys a Hugging Face config.json carries that do not change the shape.
 const std::vector<std::string> kInformationalKeys = {
-    "architectures",      "model_type",      "torch_dtype",       "bos_token_id",
-    "eos_token_id",       "pad_token_id",    "attention_dropout", "pretraining_tp",
-    "use_cache",          "initializer_range", "transformers_version"};
+    "architectures",     "model_type",     "torch_dtype", "bos_token_id",      "eos_token_id",        "pad_token_id",
+    "attention_dropout", "pretraining_tp", "use_cache",   "initializer_range", "transformers_version"};
 
-const std::vector<std::string> kShapeKeys = {
-    "description",          "vocab_size",          "hidden_size",          "intermediate_size",
-    "num_hidden_layers",    "num_attention_heads", "num_key_value_heads",  "head_dim",
-    "max_position_embeddings", "rms_norm_eps",     "rope_theta",           "rope_scaling",
-    "tie_word_embeddings",  "hidden_act",          "attention_bias",       "mlp_bias"};
+const std::vector<std::string> kShapeKeys = {"description",
+                                             "vocab_size",
+                                             "hidden_size",
+                                             "intermediate_size",
+                                             "num_hidden_layers",
+                                             "num_attention_heads",
+                                             "num_key_value_heads",
+                                             "head_dim",
+                                             "max_position_embeddings",
+                                             "rms_norm_eps",
+                                             "rope_theta",
+                                             "rope_scaling",
+                                             "tie_word_embeddings",
+                                             "hidden_act",
+                                             "attention_bias",
+                                             "mlp_bias"};
 
 void read_rope_scaling(const YamlField& field, RopeScaling& scaling) {
   if (field.is_null()) return;
-  const YamlMapping mapping = YamlMapping::of(
-      field, {"rope_type", "type", "factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"});
+  const YamlMapping mapping = YamlMapping::of(field, {"rope_type", "type", "factor", "low_freq_factor",
+                                                      "high_freq_factor", "original_max_position_embeddings"});
   std::optional<YamlField> type = mapping.optional("rope_type");
   if (!type) type = mapping.optional("type");  // older configs spell it "type"
   if (!type) field.fail("missing rope_type (only 'llama3' rope scaling is supported)");
@@ -112,7 +122,8 @@ ModelConfig load_model_yaml(const fs::path& file, std::string* description) {
   config.num_hidden_layers = required_int("num_hidden_layers");
   config.num_attention_heads = required_int("num_attention_heads");
   config.max_position_embeddings = required_int("max_position_embeddings");
-  if (auto field = mapping.optional("num_key_value_heads")) config.num_key_value_heads = static_cast<int>(field->integer(1, INT32_MAX));
+  if (auto field = mapping.optional("num_key_value_heads"))
+    config.num_key_value_heads = static_cast<int>(field->integer(1, INT32_MAX));
   if (auto field = mapping.optional("head_dim")) config.head_dim = static_cast<int>(field->integer(1, INT32_MAX));
   if (auto field = mapping.optional("rms_norm_eps")) config.rms_norm_eps = field->number(0.0);
   if (auto field = mapping.optional("rope_theta")) config.rope_theta = field->number(0.0);
@@ -120,7 +131,8 @@ ModelConfig load_model_yaml(const fs::path& file, std::string* description) {
   if (auto field = mapping.optional("tie_word_embeddings")) config.tie_word_embeddings = field->boolean();
   if (auto field = mapping.optional("hidden_act")) field->choice({"silu"});
   for (const char* bias : {"attention_bias", "mlp_bias"}) {
-    if (auto field = mapping.optional(bias); field && field->boolean()) field->fail("biases are not supported (expected false)");
+    if (auto field = mapping.optional(bias); field && field->boolean())
+      field->fail("biases are not supported (expected false)");
   }
   if (description) *description = mapping.optional("description") ? mapping.optional("description")->text() : "";
 

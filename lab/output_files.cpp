@@ -55,7 +55,9 @@ void StagedOutputs::commit() {
   for (const Staged& file : staged_) {
     std::error_code error;
     fs::rename(file.temporary, file.destination, error);
-    if (error) throw std::runtime_error("cannot move " + file.temporary.string() + " to " + file.destination.string() + ": " + error.message());
+    if (error)
+      throw std::runtime_error("cannot move " + file.temporary.string() + " to " + file.destination.string() + ": " +
+                               error.message());
   }
   staged_.clear();
 }

@@ -23,8 +23,8 @@ MetricStats stats_of(std::vector<double> values);
 
 // One repeat's metrics.
 struct RepeatMetrics {
-  double decode_tokens_per_s = 0;   // every request's decode tokens / decode phase time
-  double decode_ms_per_step = 0;    // median decode step
+  double decode_tokens_per_s = 0;  // every request's decode tokens / decode phase time
+  double decode_ms_per_step = 0;   // median decode step
   double ttft_ms = 0;
   double total_s = 0;
   double achieved_bandwidth_gbps = 0;  // decode bytes (model below) / decode phase time

@@ -2,9 +2,8 @@
 // They only format a RunResult; nothing here measures or decides.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "lab/runner.h"
 #include "lab/scenario.h"

@@ -25,8 +25,9 @@ void warn_if_unoptimised_build() {
   if (std::strcmp(DECODELAB_BUILD_TYPE, "Debug") == 0) optimised = false;
 #endif
   if (!optimised && !warned.exchange(true)) {
-    std::fprintf(stderr, "decodelab: warning: this binary was built without optimisation; "
-                         "timings are not representative (build with the release preset)\n");
+    std::fprintf(stderr,
+                 "decodelab: warning: this binary was built without optimisation; "
+                 "timings are not representative (build with the release preset)\n");
   }
 }
 
@@ -36,10 +37,12 @@ BackendKind choose_backend(BackendChoice choice, std::optional<BackendKind> over
   }
   switch (choice) {
     case BackendChoice::Cpu: return BackendKind::Cpu;
-    case BackendChoice::Auto: return cuda_backend_compiled() && cuda_device_available() ? BackendKind::Cuda : BackendKind::Cpu;
+    case BackendChoice::Auto:
+      return cuda_backend_compiled() && cuda_device_available() ? BackendKind::Cuda : BackendKind::Cpu;
     case BackendChoice::Cuda:
       if (!cuda_backend_compiled()) {
-        throw ResourceError("backend cuda: this build of decodelab has no CUDA backend (configure with DECODELAB_CUDA=ON)");
+        throw ResourceError(
+            "backend cuda: this build of decodelab has no CUDA backend (configure with DECODELAB_CUDA=ON)");
       }
       if (!cuda_device_available()) throw ResourceError("backend cuda: no CUDA device is available on this machine");
       return BackendKind::Cuda;
@@ -61,8 +64,8 @@ void check_memory_fits(const MemoryPlan& plan, int64_t available, std::optional<
   std::string parts = "weights " + format_bytes(plan.weight_bytes);
   if (plan.extra_weight_bytes) parts += ", extra weight copies " + format_bytes(plan.extra_weight_bytes);
   parts += ", KV cache " + format_bytes(plan.kv_cache_bytes) + ", workspace " + format_bytes(plan.workspace_bytes);
-  const std::string limit_text = capped ? "--max-memory allows " + format_bytes(limit)
-                                        : device + " has " + format_bytes(limit) + " available";
+  const std::string limit_text =
+      capped ? "--max-memory allows " + format_bytes(limit) : device + " has " + format_bytes(limit) + " available";
   throw ResourceError(what + " needs " + format_bytes(plan.total()) + " (" + parts + ") but " + limit_text);
 }
 
@@ -79,8 +82,7 @@ LoadedScenario::LoadedScenario(Backend& backend, const Scenario& scenario, std::
     : scenario_(scenario) {
   const ModelConfig& config = scenario.model_config;
   memory_ = plan_memory(config, scenario.dtype, scenario.workload, scenario.bugs);
-  check_memory_fits(memory_, static_cast<int64_t>(backend.available_memory()), max_memory_bytes,
-                    run_label(scenario),
+  check_memory_fits(memory_, static_cast<int64_t>(backend.available_memory()), max_memory_bytes, run_label(scenario),
                     "the " + backend.name() + " backend (" + backend.device_description() + ")");
   ModelWeights weights = scenario.model_source.kind == ModelSourceKind::Checkpoint
                              ? load_hf_weights(backend, scenario.model_source.path, config, scenario.dtype)
@@ -121,8 +123,8 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {
   warn_if_unoptimised_build();
   // The user's cap needs no device: refuse before starting one.
   if (options.max_memory_bytes) {
-    check_memory_fits(plan_memory(scenario.model_config, scenario.dtype, scenario.workload, scenario.bugs),
-                      INT64_MAX, options.max_memory_bytes, run_label(scenario), "");
+    check_memory_fits(plan_memory(scenario.model_config, scenario.dtype, scenario.workload, scenario.bugs), INT64_MAX,
+                      options.max_memory_bytes, run_label(scenario), "");
   }
   std::unique_ptr<Backend> backend = open_backend(scenario, options);
   LoadedScenario loaded(*backend, scenario, options.max_memory_bytes);

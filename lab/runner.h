@@ -42,8 +42,8 @@ std::unique_ptr<Backend> open_backend(const Scenario& scenario, const RunOptions
 
 // Throws ResourceError, with the plan's parts and the limit, when plan.total() exceeds
 // what the device has (`available`) or the user's cap.
-void check_memory_fits(const MemoryPlan& plan, int64_t available, std::optional<int64_t> cap,
-                       const std::string& what, const std::string& device);
+void check_memory_fits(const MemoryPlan& plan, int64_t available, std::optional<int64_t> cap, const std::string& what,
+                       const std::string& device);
 
 // A scenario loaded on a backend: its weights and its engine, ready to generate.
 class LoadedScenario {

@@ -112,8 +112,8 @@ void parse_workload(const YamlField& field, const ModelConfig& model, Workload& 
   const int64_t context = int64_t{workload.prompt_length()} + workload.new_tokens;
   if (context > model.max_position_embeddings) {
     new_tokens.fail("prompt (" + std::to_string(workload.prompt_length()) + ") + new_tokens (" +
-                    std::to_string(workload.new_tokens) + ") = " + std::to_string(context) + " exceeds " +
-                    model.name + "'s max_position_embeddings (" + std::to_string(model.max_position_embeddings) + ")");
+                    std::to_string(workload.new_tokens) + ") = " + std::to_string(context) + " exceeds " + model.name +
+                    "'s max_position_embeddings (" + std::to_string(model.max_position_embeddings) + ")");
   }
   workload.seed = 0;
   if (auto seed = mapping.optional("seed")) workload.seed = seed->unsigned_integer();
@@ -128,8 +128,8 @@ void parse_run(const YamlField& field, Scenario& scenario) {
 }
 
 void parse_bugs(const YamlField& field, Scenario& scenario) {
-  const YamlMapping mapping = YamlMapping::of(
-      field, {"no_kv_cache", "non_contiguous", "host_sync", "fp32_ops", "sequential_generation"});
+  const YamlMapping mapping =
+      YamlMapping::of(field, {"no_kv_cache", "non_contiguous", "host_sync", "fp32_ops", "sequential_generation"});
   BugSet& bugs = scenario.bugs;
   bugs = BugSet{};
   if (auto bug = mapping.optional("no_kv_cache")) bugs.no_kv_cache = !read_bug(*bug, "", {}, "").empty();
@@ -141,7 +141,9 @@ void parse_bugs(const YamlField& field, Scenario& scenario) {
   if (auto bug = mapping.optional("host_sync")) {
     const std::string per = read_bug(*bug, "per", {"token", "layer", "sequence"}, "token");
     bugs.host_sync = !per.empty();
-    bugs.host_sync_per = per == "layer" ? HostSyncPer::Layer : per == "sequence" ? HostSyncPer::Sequence : HostSyncPer::Token;
+    bugs.host_sync_per = per == "layer"      ? HostSyncPer::Layer
+                         : per == "sequence" ? HostSyncPer::Sequence
+                                             : HostSyncPer::Token;
   }
   if (auto bug = mapping.optional("fp32_ops")) {
     const std::string scope = read_bug(*bug, "scope", {"norms", "matmuls", "all"}, "matmuls");
@@ -158,7 +160,8 @@ void parse_bugs(const YamlField& field, Scenario& scenario) {
 
 }  // namespace
 
-Scenario parse_scenario(const YAML::Node& document, const fs::path& file, const std::vector<ScenarioOverride>& overrides) {
+Scenario parse_scenario(const YAML::Node& document, const fs::path& file,
+                        const std::vector<ScenarioOverride>& overrides) {
   YamlSource source{file, {}};
   for (const ScenarioOverride& override_value : overrides) source.overrides[override_value.key] = override_value.value;
   const YamlMapping root(source, document, "", line_of(document, 1),
@@ -170,15 +173,17 @@ Scenario parse_scenario(const YAML::Node& document, const fs::path& file, const 
   if (scenario.name.empty()) scenario.name = file.stem().string();
   if (auto description = root.optional("description")) scenario.description = description->text();
 
-  scenario.model_source = resolve_model_field(
-      root.required("model", "a model name under configs/models or a path to a model"), file);
+  scenario.model_source =
+      resolve_model_field(root.required("model", "a model name under configs/models or a path to a model"), file);
   scenario.model_config = load_model_config(scenario.model_source);
 
   const std::string dtype = root.required("dtype", "fp32, fp16 or bf16").choice({"fp32", "fp16", "bf16"});
   scenario.dtype = *parse_dtype(dtype);
   if (auto backend = root.optional("backend")) {
     const std::string choice = backend->choice({"auto", "cpu", "cuda"});
-    scenario.backend = choice == "cpu" ? BackendChoice::Cpu : choice == "cuda" ? BackendChoice::Cuda : BackendChoice::Auto;
+    scenario.backend = choice == "cpu"    ? BackendChoice::Cpu
+                       : choice == "cuda" ? BackendChoice::Cuda
+                                          : BackendChoice::Auto;
   }
   parse_workload(root.required("workload", "a mapping with requests, batch_size, prompt, new_tokens"),
                  scenario.model_config, scenario.workload);

@@ -27,12 +27,12 @@
 // sweep can expand list-valued keys on the document before each copy is validated.
 #pragma once
 
+#include <yaml-cpp/yaml.h>
+
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
-#include <yaml-cpp/yaml.h>
 
 #include "bugs/bug_set.h"
 #include "engine/dtype.h"

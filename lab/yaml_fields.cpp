@@ -33,7 +33,8 @@ size_t edit_distance(const std::string& a, const std::string& b) {
     for (size_t j = 1; j <= b.size(); ++j) {
       const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
       d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   }
   return d[a.size()][b.size()];
@@ -144,11 +145,12 @@ YamlMapping::YamlMapping(const YamlSource& source, const YAML::Node& node, std::
     : source_(&source), path_(std::move(path)), line_(line) {
   if (!node || node.IsNull()) return;  // an empty mapping
   if (!node.IsMap()) {
-    source.fail(line_, path_, "expected a mapping of " + [&] {
-      std::string keys;
-      for (const std::string& key : allowed_keys) keys += (keys.empty() ? "" : ", ") + key;
-      return keys;
-    }() + ", got " + describe_node(node));
+    source.fail(
+        line_, path_, "expected a mapping of " + [&] {
+          std::string keys;
+          for (const std::string& key : allowed_keys) keys += (keys.empty() ? "" : ", ") + key;
+          return keys;
+        }() + ", got " + describe_node(node));
   }
   for (auto it = node.begin(); it != node.end(); ++it) {
     // Copies, not references: the iterator yields a temporary key/value pair.

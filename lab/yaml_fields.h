@@ -4,14 +4,14 @@
 // so their errors say so instead of pointing at a line that does not hold them.
 #pragma once
 
+#include <yaml-cpp/yaml.h>
+
 #include <cstdint>
 #include <filesystem>
-#include <optional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
-
-#include <yaml-cpp/yaml.h>
 
 namespace decodelab {
 
@@ -37,16 +37,16 @@ struct YamlField {
   const YamlSource* source = nullptr;
   std::string key;  // dotted path: "workload.batch_size"
   YAML::Node node;
-  int line = 0;     // 1-based; 0 when unknown
+  int line = 0;  // 1-based; 0 when unknown
 
   [[noreturn]] void fail(const std::string& problem) const { source->fail(line, key, problem); }
   [[noreturn]] void expected(const std::string& what) const;  // "expected <what>, got 'x'"
 
   int64_t integer(int64_t min, int64_t max) const;  // plain integer scalar within [min, max]
   uint64_t unsigned_integer() const;
-  double number(double min) const;                   // finite, ≥ min
+  double number(double min) const;  // finite, ≥ min
   bool boolean() const;
-  std::string text() const;                          // any scalar (null reads as "")
+  std::string text() const;  // any scalar (null reads as "")
   std::string choice(const std::vector<std::string>& choices) const;
   bool is_null() const { return !node || node.IsNull(); }
 };

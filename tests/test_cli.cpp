@@ -1,23 +1,21 @@
 // The built `decodelab` binary as a user meets it: exit codes (0 ok, 2 bad input),
 // one-line errors naming file, line and key, no output file left behind by a failed
 // run, `list`, DECODELAB_HOME, and a tiny `run` writing JSON and .npy files.
-#include <catch2/catch.hpp>
-
 #include <sys/wait.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "lab/npy.h"
 #include "support/temp_dir.h"
 
-using decodelab::testing::TempDir;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
+using decodelab::testing::TempDir;
 
 namespace {
 
@@ -82,19 +80,19 @@ TEST_CASE("cli: a malformed scenario exits 2 with file:line: key and leaves no o
                                   "  batch_size: x\n"
                                   "  prompt_tokens: 4\n"
                                   "  new_tokens: 4\n");
-  const CommandResult result = run_decodelab(
-      {"run", scenario.string(), "--json", (dir.path() / "out.json").string(), "--dump-logits",
-       (dir.path() / "logits.npy").string()});
+  const CommandResult result = run_decodelab({"run", scenario.string(), "--json", (dir.path() / "out.json").string(),
+                                              "--dump-logits", (dir.path() / "logits.npy").string()});
   CHECK(result.exit_code == 2);
-  CHECK(result.err == "decodelab: error: " + scenario.string() +
-                          ":5: workload.batch_size: expected an integer ≥ 1, got 'x'\n");
+  CHECK(result.err ==
+        "decodelab: error: " + scenario.string() + ":5: workload.batch_size: expected an integer ≥ 1, got 'x'\n");
   CHECK(result.out.empty());
   CHECK(dir.entry_count() == 1);  // only the scenario: no output, no temporary
 }
 
 TEST_CASE("cli: bad --set, missing files and bad sizes are input errors (exit 2)", "[cli]") {
   const TempDir dir;
-  const CommandResult bad_set = run_decodelab({"run", example("quickstart.yaml"), "--set", "bugs.host_sync={per: step}"});
+  const CommandResult bad_set =
+      run_decodelab({"run", example("quickstart.yaml"), "--set", "bugs.host_sync={per: step}"});
   CHECK(bad_set.exit_code == 2);
   CHECK_THAT(bad_set.err, Contains("bugs.host_sync.per: expected one of token | layer | sequence, got 'step'") &&
                               Contains("--set bugs.host_sync={per: step}"));
@@ -115,8 +113,8 @@ TEST_CASE("cli: bad --set, missing files and bad sizes are input errors (exit 2)
 
 TEST_CASE("cli: a plan above --max-memory exits 2 with the numbers and writes nothing", "[cli]") {
   const TempDir dir;
-  const CommandResult result =
-      run_decodelab({"run", example("quickstart.yaml"), "--max-memory", "64KiB", "--json", (dir.path() / "r.json").string()});
+  const CommandResult result = run_decodelab(
+      {"run", example("quickstart.yaml"), "--max-memory", "64KiB", "--json", (dir.path() / "r.json").string()});
   CHECK(result.exit_code == 2);
   CHECK_THAT(result.err, Contains("needs") && Contains("--max-memory allows 64.00 KiB"));
   CHECK(dir.entry_count() == 0);
@@ -139,7 +137,8 @@ TEST_CASE("cli: DECODELAB_HOME points list at another data folder", "[cli]") {
   dir.write("scenarios/mine.yaml", "description: my scenario\nmodel: mini\n");
   const CommandResult result = run_decodelab({"list"}, "DECODELAB_HOME=" + quoted(dir.path().string()) + " ");
   CHECK(result.exit_code == 0);
-  CHECK_THAT(result.out, Contains("mine.yaml") && Contains("my scenario") && Contains("mini") && Contains("a mini model"));
+  CHECK_THAT(result.out,
+             Contains("mine.yaml") && Contains("my scenario") && Contains("mini") && Contains("a mini model"));
   CHECK_THAT(result.out, !Contains("lab-tiny"));
 
   const CommandResult missing = run_decodelab({"list"}, "DECODELAB_HOME=" + quoted((dir.path() / "x").string()) + " ");
@@ -150,16 +149,17 @@ TEST_CASE("cli: DECODELAB_HOME points list at another data folder", "[cli]") {
 TEST_CASE("cli: a tiny run prints its row and writes JSON and logits", "[cli]") {
   const TempDir dir;
   const auto json_file = dir.path() / "result.json", logits_file = dir.path() / "logits.npy";
-  const CommandResult result = run_decodelab(
-      {"run", "quickstart", "--backend", "cpu", "--threads", "1", "--set", "run={warmup: 0, repeats: 2}", "--set",
-       "workload.new_tokens=4", "--json", json_file.string(), "--dump-logits", logits_file.string()});
+  const CommandResult result = run_decodelab({"run", "quickstart", "--backend", "cpu", "--threads", "1", "--set",
+                                              "run={warmup: 0, repeats: 2}", "--set", "workload.new_tokens=4", "--json",
+                                              json_file.string(), "--dump-logits", logits_file.string()});
   INFO(result.err);
   REQUIRE(result.exit_code == 0);
   CHECK_THAT(result.out, Contains("| backend | model |") && Contains("| cpu | lab-tiny | fp32 | 4 | 16 | 4 |"));
   CHECK(dir.entry_count() == 2);
 
   const nlohmann::json json = nlohmann::json::parse(read_text(json_file));
-  for (const char* key : {"schema_version", "scenario", "backend", "device", "model", "workload", "bugs", "metrics", "outputs"}) {
+  for (const char* key :
+       {"schema_version", "scenario", "backend", "device", "model", "workload", "bugs", "metrics", "outputs"}) {
     CHECK(json.contains(key));
   }
   CHECK(json["backend"] == "cpu");

@@ -2,7 +2,6 @@
 // counts match the Llama formula worked out here by hand, names and paths resolve, and
 // a bad model file gets an error naming its line and key.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <optional>
 
@@ -18,7 +17,7 @@ namespace {
 // embed + (lm_head unless tied) + final norm + layers × (2 norms + q,k,v,o + gate,up,down).
 int64_t llama_parameters(int64_t vocab, int64_t hidden, int64_t intermediate, int64_t layers, int64_t heads,
                          int64_t kv_heads, int64_t head_dim, bool tied) {
-  const int64_t attention = hidden * heads * head_dim      // q
+  const int64_t attention = hidden * heads * head_dim           // q
                             + 2 * hidden * kv_heads * head_dim  // k, v
                             + heads * head_dim * hidden;        // o
   const int64_t mlp = 3 * hidden * intermediate;
@@ -197,7 +196,8 @@ TEST_CASE("bad model files: the error names the file, the line and the key", "[m
       {"num_key_value_heads: 0\n", 7, "num_key_value_heads", "expected an integer ≥ 1, got '0'"},
       {"hidden_act: gelu\n", 7, "hidden_act", "expected one of silu, got 'gelu'"},
       {"mlp_bias: true\n", 7, "mlp_bias", "biases are not supported (expected false)"},
-      {"rope_scaling: {rope_type: yarn, factor: 4}\n", 7, "rope_scaling.rope_type", "expected one of llama3, got 'yarn'"},
+      {"rope_scaling: {rope_type: yarn, factor: 4}\n", 7, "rope_scaling.rope_type",
+       "expected one of llama3, got 'yarn'"},
       {"rope_scaling: {rope_type: llama3}\n", 7, "rope_scaling.factor", "missing (expected a number)"},
       {"rope_scaling: {rope_type: llama3, factor: 8, low_freq_factor: 4, high_freq_factor: 1}\n", 7, "rope_scaling",
        "rope_scaling.high_freq_factor must exceed low_freq_factor"},
@@ -220,5 +220,6 @@ TEST_CASE("bad model files: the error names the file, the line and the key", "[m
   }
   const TempDir missing_dir;
   const auto missing = missing_dir.write("m.yaml", "vocab_size: 64\n");
-  CHECK_THROWS_WITH(load_model_yaml(missing), Catch::Matchers::Contains("hidden_size: missing (expected an integer ≥ 1)"));
+  CHECK_THROWS_WITH(load_model_yaml(missing),
+                    Catch::Matchers::Contains("hidden_size: missing (expected an integer ≥ 1)"));
 }

@@ -1,7 +1,6 @@
 // .npy v1.0: the header layout numpy expects (magic, version, little-endian length, a
 // Python dict padded so the data starts at a multiple of 64) and a lossless round trip.
 #include <catch2/catch.hpp>
-
 #include <cstring>
 #include <random>
 
@@ -74,7 +73,8 @@ TEST_CASE("npy reader refuses what it does not understand", "[npy]") {
   CHECK_THROWS_AS(parse_npy(good.substr(0, good.size() - 1)), InputError);  // truncated data
   std::string wrong_dtype = good;
   wrong_dtype.replace(wrong_dtype.find("<f4"), 3, "<f8");
-  CHECK_THROWS_WITH(parse_npy(wrong_dtype, "x.npy"), Catch::Matchers::Contains("x.npy") && Catch::Matchers::Contains("<f4"));
+  CHECK_THROWS_WITH(parse_npy(wrong_dtype, "x.npy"),
+                    Catch::Matchers::Contains("x.npy") && Catch::Matchers::Contains("<f4"));
   std::string version_two = good;
   version_two[6] = '\x02';
   CHECK_THROWS_AS(parse_npy(version_two), InputError);

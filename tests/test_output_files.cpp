@@ -1,7 +1,6 @@
 // Staged output files: nothing appears at the destination before commit(), and an
 // uncommitted set leaves no file behind, not even its temporaries.
 #include <catch2/catch.hpp>
-
 #include <fstream>
 #include <sstream>
 

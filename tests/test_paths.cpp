@@ -1,7 +1,6 @@
 // Data-root discovery and scenario-name resolution: DECODELAB_HOME wins over the source
 // tree; a scenario is found by path, by path under scenarios/, or by a unique stem.
 #include <catch2/catch.hpp>
-
 #include <cstdlib>
 #include <optional>
 #include <string>

@@ -8,8 +8,8 @@
 #include "support/temp_dir.h"
 
 using namespace decodelab;
-using decodelab::testing::TempDir;
 using Catch::Matchers::Contains;
+using decodelab::testing::TempDir;
 
 namespace {
 

@@ -2,7 +2,6 @@
 // each with its exact error (file, line, key, problem); --set overrides; the fixed twin;
 // rendering back to YAML reloads to the same scenario.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -16,32 +15,32 @@
 #include "support/temp_dir.h"
 
 using namespace decodelab;
-using decodelab::testing::TempDir;
 using Catch::Matchers::Contains;
 using Catch::Matchers::EndsWith;
 using Catch::Matchers::StartsWith;
+using decodelab::testing::TempDir;
 
 namespace {
 
 // Line numbers below refer to this text.
 const char* const kBaseScenario =
-    "name: base\n"                     // 1
-    "description: a valid scenario\n"  // 2
-    "model: lab-tiny\n"                // 3
-    "dtype: fp16\n"                    // 4
-    "backend: cpu\n"                   // 5
-    "workload:\n"                      // 6
-    "  requests: 3\n"                  // 7
-    "  batch_size: 2\n"                // 8
-    "  prompt_tokens: 8\n"             // 9
-    "  new_tokens: 4\n"                // 10
-    "  seed: 5\n"                      // 11
-    "run: {warmup: 0, repeats: 2}\n"   // 12
-    "bugs:\n"                          // 13
-    "  no_kv_cache: false\n"           // 14
-    "  non_contiguous: false\n"        // 15
-    "  host_sync: false\n"             // 16
-    "  fp32_ops: false\n"              // 17
+    "name: base\n"                       // 1
+    "description: a valid scenario\n"    // 2
+    "model: lab-tiny\n"                  // 3
+    "dtype: fp16\n"                      // 4
+    "backend: cpu\n"                     // 5
+    "workload:\n"                        // 6
+    "  requests: 3\n"                    // 7
+    "  batch_size: 2\n"                  // 8
+    "  prompt_tokens: 8\n"               // 9
+    "  new_tokens: 4\n"                  // 10
+    "  seed: 5\n"                        // 11
+    "run: {warmup: 0, repeats: 2}\n"     // 12
+    "bugs:\n"                            // 13
+    "  no_kv_cache: false\n"             // 14
+    "  non_contiguous: false\n"          // 15
+    "  host_sync: false\n"               // 16
+    "  fp32_ops: false\n"                // 17
     "  sequential_generation: false\n";  // 18
 
 // Replaces 1-based lines of the base scenario; nullptr deletes the line; "\n" inside a
@@ -122,7 +121,8 @@ TEST_CASE("the base scenario of the error table is valid", "[scenario]") {
 TEST_CASE("optional keys take their documented defaults", "[scenario]") {
   const TempDir dir;
   const Scenario scenario = load_scenario(dir.write(
-      "minimal.yaml", "model: lab-tiny\ndtype: bf16\nworkload: {requests: 1, batch_size: 1, prompt_ids: [7, 9], new_tokens: 2}\n"));
+      "minimal.yaml",
+      "model: lab-tiny\ndtype: bf16\nworkload: {requests: 1, batch_size: 1, prompt_ids: [7, 9], new_tokens: 2}\n"));
   CHECK(scenario.name == "minimal");  // the file's stem
   CHECK(scenario.description.empty());
   CHECK(scenario.backend == BackendChoice::Auto);
@@ -136,9 +136,11 @@ TEST_CASE("optional keys take their documented defaults", "[scenario]") {
 
 TEST_CASE("bug values: false, true (default variant) or a mapping of the variant", "[scenario]") {
   const TempDir dir;
-  const Scenario defaults = load_scenario(dir.write(
-      "defaults.yaml", edited({{14, "  no_kv_cache: true"}, {15, "  non_contiguous: true"}, {16, "  host_sync: true"},
-                               {17, "  fp32_ops: true"}, {18, "  sequential_generation: true"}})));
+  const Scenario defaults = load_scenario(dir.write("defaults.yaml", edited({{14, "  no_kv_cache: true"},
+                                                                             {15, "  non_contiguous: true"},
+                                                                             {16, "  host_sync: true"},
+                                                                             {17, "  fp32_ops: true"},
+                                                                             {18, "  sequential_generation: true"}})));
   CHECK(defaults.bugs.no_kv_cache);
   CHECK(defaults.bugs.non_contiguous_mode == NonContiguousMode::Copy);
   CHECK(defaults.bugs.host_sync_per == HostSyncPer::Token);
@@ -147,9 +149,9 @@ TEST_CASE("bug values: false, true (default variant) or a mapping of the variant
   CHECK(defaults.bugs.describe() ==
         "no_kv_cache+non_contiguous(mode=copy)+host_sync(per=token)+fp32_ops(scope=matmuls)+sequential_generation");
 
-  const Scenario variants = load_scenario(dir.write(
-      "variants.yaml", edited({{15, "  non_contiguous: {mode: strided}"}, {16, "  host_sync: {per: sequence}"},
-                               {17, "  fp32_ops:\n    scope: norms"}})));
+  const Scenario variants = load_scenario(dir.write("variants.yaml", edited({{15, "  non_contiguous: {mode: strided}"},
+                                                                             {16, "  host_sync: {per: sequence}"},
+                                                                             {17, "  fp32_ops:\n    scope: norms"}})));
   CHECK(variants.bugs.non_contiguous);
   CHECK(variants.bugs.non_contiguous_mode == NonContiguousMode::Strided);
   CHECK(variants.bugs.host_sync_per == HostSyncPer::Sequence);
@@ -170,28 +172,38 @@ TEST_CASE("malformed scenarios: each error names the file, the line and the key"
       {edited({{3, "model: lab-tny"}}), 3, "model", "no model 'lab-tny': not a name under ..."},
       {edited({{4, "dtype: fp8"}}), 4, "dtype", "expected one of fp32 | fp16 | bf16, got 'fp8'"},
       {edited({{4, nullptr}}), 1, "dtype", "missing (expected fp32, fp16 or bf16)"},
-      {edited({{5, "backend: gpu"}}), 5, "backend", "expected one of auto | cpu | cuda, got 'gpu' (did you mean 'cpu'?)"},
+      {edited({{5, "backend: gpu"}}), 5, "backend",
+       "expected one of auto | cpu | cuda, got 'gpu' (did you mean 'cpu'?)"},
       {edited({{7, "  requests: 0"}}), 7, "workload.requests", "expected an integer ≥ 1, got '0'"},
       {edited({{7, nullptr}}), 6, "workload.requests", "missing (expected an integer ≥ 1)"},
       {edited({{8, "  batch_size: x"}}), 8, "workload.batch_size", "expected an integer ≥ 1, got 'x'"},
       {edited({{8, "  batch_size: 2.5"}}), 8, "workload.batch_size", "expected an integer ≥ 1, got '2.5'"},
-      {edited({{8, "  batch_size: \"2\""}}), 8, "workload.batch_size", "expected an integer ≥ 1, got the quoted text \"2\""},
+      {edited({{8, "  batch_size: \"2\""}}), 8, "workload.batch_size",
+       "expected an integer ≥ 1, got the quoted text \"2\""},
       {edited({{8, "  batch_size: [1, 2]"}}), 8, "workload.batch_size", "expected an integer ≥ 1, got a list"},
-      {edited({{8, "  batch_size: 99999999999"}}), 8, "workload.batch_size", "expected an integer ≥ 1, got '99999999999'"},
+      {edited({{8, "  batch_size: 99999999999"}}), 8, "workload.batch_size",
+       "expected an integer ≥ 1, got '99999999999'"},
       {edited({{8, "  bach_size: 2"}}), 8, "workload.bach_size", "unknown key (did you mean 'batch_size'?)"},
       {edited({{8, "  batch_size: 2\n  batch_size: 3"}}), 9, "workload.batch_size", "duplicate key"},
-      {edited({{9, "  prompt_ids: [1, 2, 512]"}}), 9, "workload.prompt_ids[2]", "expected an integer in [0, 511], got '512'"},
-      {edited({{9, "  prompt_ids:\n    - 4\n    - -1"}}), 11, "workload.prompt_ids[1]", "expected an integer in [0, 511], got '-1'"},
-      {edited({{9, "  prompt_ids: []"}}), 9, "workload.prompt_ids", "expected a non-empty list of token ids, got an empty list"},
+      {edited({{9, "  prompt_ids: [1, 2, 512]"}}), 9, "workload.prompt_ids[2]",
+       "expected an integer in [0, 511], got '512'"},
+      {edited({{9, "  prompt_ids:\n    - 4\n    - -1"}}), 11, "workload.prompt_ids[1]",
+       "expected an integer in [0, 511], got '-1'"},
+      {edited({{9, "  prompt_ids: []"}}), 9, "workload.prompt_ids",
+       "expected a non-empty list of token ids, got an empty list"},
       {edited({{9, nullptr}}), 6, "workload.prompt_tokens",
        "missing (expected prompt_tokens: an integer ≥ 1, or prompt_ids: a list of token ids)"},
-      {edited({{9, "  prompt_tokens: 8\n  prompt_ids: [1]"}}), 10, "workload.prompt_ids", "give prompt_tokens or prompt_ids, not both"},
+      {edited({{9, "  prompt_tokens: 8\n  prompt_ids: [1]"}}), 10, "workload.prompt_ids",
+       "give prompt_tokens or prompt_ids, not both"},
       {edited({{10, "  new_tokens: 1017"}}), 10, "workload.new_tokens",
        "prompt (8) + new_tokens (1017) = 1025 exceeds lab-tiny's max_position_embeddings (1024)"},
       {edited({{11, "  seed: -1"}}), 11, "workload.seed", "expected an integer in [0, 2^64), got '-1'"},
-      {edited({{11, "  seed: 0\n  host_overhead_us: -2"}}), 12, "workload.host_overhead_us", "expected a number ≥ 0, got '-2'"},
-      {edited({{6, "workload: 5"}, {7, nullptr}, {8, nullptr}, {9, nullptr}, {10, nullptr}, {11, nullptr}}), 6, "workload",
-       "expected a mapping of requests, batch_size, prompt_tokens, prompt_ids, new_tokens, seed, host_overhead_us, got '5'"},
+      {edited({{11, "  seed: 0\n  host_overhead_us: -2"}}), 12, "workload.host_overhead_us",
+       "expected a number ≥ 0, got '-2'"},
+      {edited({{6, "workload: 5"}, {7, nullptr}, {8, nullptr}, {9, nullptr}, {10, nullptr}, {11, nullptr}}), 6,
+       "workload",
+       "expected a mapping of requests, batch_size, prompt_tokens, prompt_ids, new_tokens, seed, host_overhead_us, got "
+       "'5'"},
       {edited({{12, "run: {warmup: -1, repeats: 2}"}}), 12, "run.warmup", "expected an integer ≥ 0, got '-1'"},
       {edited({{12, "run: {warmup: 0, repeats: 0}"}}), 12, "run.repeats", "expected an integer ≥ 1, got '0'"},
       {edited({{12, "run: {warmup: 0, repeat: 2}"}}), 12, "run.repeat", "unknown key (did you mean 'repeats'?)"},
@@ -202,13 +214,15 @@ TEST_CASE("malformed scenarios: each error names the file, the line and the key"
       {edited({{15, "  non_contiguous: {mode: sideways}"}}), 15, "bugs.non_contiguous.mode",
        "expected one of copy | strided, got 'sideways'"},
       {edited({{16, "  host_sync: {every: token}"}}), 16, "bugs.host_sync.every", "unknown key"},
-      {edited({{16, "  host_sync: {per: step}"}}), 16, "bugs.host_sync.per", "expected one of token | layer | sequence, got 'step'"},
+      {edited({{16, "  host_sync: {per: step}"}}), 16, "bugs.host_sync.per",
+       "expected one of token | layer | sequence, got 'step'"},
       {edited({{4, "dtype: fp32"}, {17, "  fp32_ops: {scope: all}"}}), 17, "bugs.fp32_ops",
        "fp32_ops runs ops of a half-precision model in fp32, but dtype is fp32 (use fp16 or bf16)"},
       {edited({{18, "  sequential_generaton: true"}}), 18, "bugs.sequential_generaton",
        "unknown key (did you mean 'sequential_generation'?)"},
       {edited({{1, "name: [a, b]"}}), 1, "name", "expected text, got a list"},
-      {"- just\n- a list\n", 1, "", "expected a mapping of name, description, model, dtype, backend, workload, run, bugs, got a list"},
+      {"- just\n- a list\n", 1, "",
+       "expected a mapping of name, description, model, dtype, backend, workload, run, bugs, got a list"},
       {"", 1, "model", "missing (expected a model name under configs/models or a path to a model)"},
       {"model: lab-tiny\ndtype: [fp16\n", 3, "", "not valid YAML: ..."},
   };
@@ -243,7 +257,9 @@ TEST_CASE("an error inside a model file names that file, its line and its key", 
                                                 "vocab_size: 64\nhidden_size: 32\nintermediate_size: 48\n"
                                                 "num_hidden_layers: 1\nnum_attention_heads: 4\n"
                                                 "num_key_value_heads: 3\nmax_position_embeddings: 64\n");
-  const auto error = input_error_of([&] { load_scenario(dir.write("s.yaml", edited({{3, "model: models/odd.yaml"}}))); });
+  const auto error = input_error_of([&] {
+    load_scenario(dir.write("s.yaml", edited({{3, "model: models/odd.yaml"}})));
+  });
   REQUIRE(error.has_value());
   CHECK(error->file() == model.string());
   CHECK(error->line() == 6);
@@ -256,8 +272,8 @@ TEST_CASE("a model path resolves relative to the scenario file, not the working 
   dir.write("shapes/mini.yaml",
             "vocab_size: 64\nhidden_size: 32\nintermediate_size: 48\nnum_hidden_layers: 1\n"
             "num_attention_heads: 2\nmax_position_embeddings: 32\n");
-  const Scenario scenario =
-      load_scenario(dir.write("deep/nested/s.yaml", edited({{3, "model: ../../shapes/mini.yaml"}, {10, "  new_tokens: 24"}})));
+  const Scenario scenario = load_scenario(
+      dir.write("deep/nested/s.yaml", edited({{3, "model: ../../shapes/mini.yaml"}, {10, "  new_tokens: 24"}})));
   CHECK(scenario.model_source.kind == ModelSourceKind::File);
   CHECK(scenario.model_config.name == "mini");
   CHECK(scenario.model_config.vocab_size == 64);
@@ -294,16 +310,14 @@ TEST_CASE("--set overrides any key before validation", "[scenario]") {
     CHECK(scenario.workload.prompt_length() == 3);
   }
   SECTION("a section the file does not have") {
-    const Scenario scenario =
-        load_scenario(dir.write("nobugs.yaml", edited({{13, nullptr}, {14, nullptr}, {15, nullptr}, {16, nullptr},
-                                                       {17, nullptr}, {18, nullptr}})),
-                      {"bugs.sequential_generation=true"});
+    const Scenario scenario = load_scenario(
+        dir.write("nobugs.yaml",
+                  edited({{13, nullptr}, {14, nullptr}, {15, nullptr}, {16, nullptr}, {17, nullptr}, {18, nullptr}})),
+        {"bugs.sequential_generation=true"});
     CHECK(scenario.bugs.sequential_generation);
     CHECK(scenario.bugs.describe() == "sequential_generation");
   }
-  SECTION("the model") {
-    CHECK(load_scenario(file, {"model=lab-small"}).model_config.vocab_size == 32000);
-  }
+  SECTION("the model") { CHECK(load_scenario(file, {"model=lab-small"}).model_config.vocab_size == 32000); }
 }
 
 TEST_CASE("--set errors name the key and say it came from the command line", "[scenario]") {
@@ -317,16 +331,26 @@ TEST_CASE("--set errors name the key and say it came from the command line", "[s
     std::string problem;
   };
   const std::vector<Case> cases = {
-      {{"workload.batch_size=0"}, file.string(), 0, "workload.batch_size",
+      {{"workload.batch_size=0"},
+       file.string(),
+       0,
+       "workload.batch_size",
        "expected an integer ≥ 1, got '0' (from --set workload.batch_size=0)"},
       {{"workload.bogus=1"}, file.string(), 0, "workload.bogus", "unknown key (from --set workload.bogus=1)"},
-      {{"bugs.host_sync={per: often}"}, file.string(), 0, "bugs.host_sync.per",
+      {{"bugs.host_sync={per: often}"},
+       file.string(),
+       0,
+       "bugs.host_sync.per",
        "expected one of token | layer | sequence, got 'often' (from --set bugs.host_sync={per: often})"},
       {{"run.repeats"}, "--set", 0, "run.repeats", "expected key.path=value, e.g. workload.batch_size=4"},
       {{"=3"}, "--set", 0, "=3", "expected key.path=value, e.g. workload.batch_size=4"},
       {{"workload..seed=3"}, "--set", 0, "workload..seed", "expected a dotted key such as bugs.host_sync"},
-      {{"workload.requests.x=1"}, file.string(), 7, "workload.requests.x",
-       "cannot set it: workload.requests is '3', not a mapping (set the whole value instead, e.g. --set workload.requests={...})"},
+      {{"workload.requests.x=1"},
+       file.string(),
+       7,
+       "workload.requests.x",
+       "cannot set it: workload.requests is '3', not a mapping (set the whole value instead, e.g. --set "
+       "workload.requests={...})"},
   };
   for (const Case& test_case : cases) {
     INFO(test_case.assignments.front());
@@ -345,9 +369,10 @@ TEST_CASE("--set errors name the key and say it came from the command line", "[s
 
 TEST_CASE("the fixed twin turns every bug off and keeps everything else", "[scenario]") {
   const TempDir dir;
-  const Scenario buggy = load_scenario(
-      dir.write("buggy.yaml", edited({{14, "  no_kv_cache: true"}, {16, "  host_sync: {per: layer}"},
-                                      {17, "  fp32_ops: {scope: all}"}, {18, "  sequential_generation: true"}})));
+  const Scenario buggy = load_scenario(dir.write("buggy.yaml", edited({{14, "  no_kv_cache: true"},
+                                                                       {16, "  host_sync: {per: layer}"},
+                                                                       {17, "  fp32_ops: {scope: all}"},
+                                                                       {18, "  sequential_generation: true"}})));
   REQUIRE(buggy.bugs.any());
   const Scenario twin = fixed_twin(buggy);
   CHECK_FALSE(twin.bugs.any());
@@ -380,10 +405,12 @@ TEST_CASE("a scenario rendered to YAML reloads to the same scenario", "[scenario
             "num_attention_heads: 2\nmax_position_embeddings: 32\n");
   for (const std::string& model_line : {std::string("model: lab-tiny"), std::string("model: shapes/mini.yaml")}) {
     INFO(model_line);
-    const Scenario original = load_scenario(dir.write(
-        "original.yaml",
-        edited({{3, model_line.c_str()}, {9, "  prompt_ids: [5, 6, 7]"}, {10, "  new_tokens: 3\n  host_overhead_us: 2.5"},
-                {15, "  non_contiguous: {mode: strided}"}, {16, "  host_sync: true"}})));
+    const Scenario original =
+        load_scenario(dir.write("original.yaml", edited({{3, model_line.c_str()},
+                                                         {9, "  prompt_ids: [5, 6, 7]"},
+                                                         {10, "  new_tokens: 3\n  host_overhead_us: 2.5"},
+                                                         {15, "  non_contiguous: {mode: strided}"},
+                                                         {16, "  host_sync: true"}})));
     // Rendered into another folder: a model path must still resolve.
     const Scenario reloaded = load_scenario(dir.write("elsewhere/rendered.yaml", scenario_to_yaml(original)));
     CHECK(reloaded.name == original.name);
