@@ -30,6 +30,19 @@ std::string version_text() {
   return text;
 }
 
+// Errors are one line, whatever bytes a bad file put into the message.
+std::string one_line(const char* message) {
+  std::string text(message);
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+  }
+  return text;
+}
+
+void print_error(const char* kind, const std::exception& error) {
+  std::fprintf(stderr, "decodelab: %s: %s\n", kind, one_line(error.what()).c_str());
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
@@ -46,13 +59,13 @@ int run_cli(int argc, char** argv) {
     const int code = app.exit(error);
     return code == 0 ? 0 : 2;
   } catch (const InputError& error) {
-    std::fprintf(stderr, "decodelab: error: %s\n", error.what());
+    print_error("error", error);
     return 2;
   } catch (const ResourceError& error) {
-    std::fprintf(stderr, "decodelab: error: %s\n", error.what());
+    print_error("error", error);
     return 2;
   } catch (const std::exception& error) {
-    std::fprintf(stderr, "decodelab: failed: %s\n", error.what());
+    print_error("failed", error);
     return 1;
   }
 }

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -87,6 +88,16 @@ TEST_CASE("cli: a malformed scenario exits 2 with file:line: key and leaves no o
         "decodelab: error: " + scenario.string() + ":5: workload.batch_size: expected an integer ≥ 1, got 'x'\n");
   CHECK(result.out.empty());
   CHECK(dir.entry_count() == 1);  // only the scenario: no output, no temporary
+}
+
+TEST_CASE("cli: bytes that are not YAML still give one clean line", "[cli]") {
+  const TempDir dir;
+  const auto scenario = dir.write("garbage.yaml", "model: \"\\\x1b\"\n\x01\x02\xff\n");
+  const CommandResult result = run_decodelab({"run", scenario.string()});
+  CHECK(result.exit_code == 2);
+  CHECK_THAT(result.err, StartsWith("decodelab: error: " + scenario.string() + ":1: not valid YAML"));
+  CHECK(std::count(result.err.begin(), result.err.end(), '\n') == 1);
+  CHECK(result.err.find('\x1b') == std::string::npos);
 }
 
 TEST_CASE("cli: bad --set, missing files and bad sizes are input errors (exit 2)", "[cli]") {
