@@ -29,8 +29,13 @@ std::string describe_value(const json& value) {
 class FieldReader {
  public:
   FieldReader(const std::string& file, const std::string& text, const json& object, std::string prefix,
-              size_t search_from)
-      : file_(file), text_(text), object_(object), prefix_(std::move(prefix)), search_from_(search_from) {}
+              size_t search_from, int object_line)
+      : file_(file),
+        text_(text),
+        object_(object),
+        prefix_(std::move(prefix)),
+        search_from_(search_from),
+        object_line_(object_line) {}
 
   bool has(const char* key) const { return object_.contains(key) && !object_.at(key).is_null(); }
 
@@ -81,13 +86,14 @@ class FieldReader {
   FieldReader nested(const char* key) const {
     const json& value = object_.at(key);
     if (!value.is_object()) fail(key, "expected an object or null, got " + describe_value(value));
-    return FieldReader(file_, text_, value, prefix_ + key + ".", key_position(key));
+    return FieldReader(file_, text_, value, prefix_ + key + ".", key_position(key), line_of(key));
   }
 
-  // 1-based line of `"key":` in the text, 0 when not found.
+  // 1-based line of `"key":` in the text; for a key that is not there, the line of the
+  // object that should hold it (0 for the root).
   int line_of(const std::string& key) const {
     const size_t position = key_position(key);
-    if (position == std::string::npos) return 0;
+    if (position == std::string::npos) return object_line_;
     return 1 + static_cast<int>(std::count(text_.begin(), text_.begin() + static_cast<ptrdiff_t>(position), '\n'));
   }
 
@@ -107,6 +113,7 @@ class FieldReader {
   const json& object_;
   std::string prefix_;
   size_t search_from_;
+  int object_line_;
 };
 
 // rope_type "llama3" fills the scaling; "default" (or no object) is plain RoPE.
@@ -160,7 +167,7 @@ ModelConfig read_hf_config(const std::filesystem::path& config_json) {
     throw InputError(file, line, "", "not valid JSON: " + what);
   }
   if (!root.is_object()) throw InputError(file, 0, "", "expected a JSON object of model settings");
-  const FieldReader fields(file, text, root, "", 0);
+  const FieldReader fields(file, text, root, "", 0, 0);
 
   if (const auto model_type = fields.string("model_type"); model_type && *model_type != "llama")
     fields.fail("model_type", "\"" + *model_type + "\" is not supported (expected \"llama\")");
