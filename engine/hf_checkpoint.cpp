@@ -4,6 +4,7 @@
 // run dtype is uploaded straight from the mapping, with no host copy.
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 

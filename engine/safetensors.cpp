@@ -82,6 +82,7 @@ std::string SafetensorsTensor::shape_string() const { return shape_text(shape); 
 
 void SafetensorsTensor::convert_to(DType destination_dtype, void* destination) const {
   const int64_t count = numel();
+  if (count == 0) return;  // nothing to copy (and `destination` may be null)
   if (destination_dtype == dtype) {
     std::memcpy(destination, data, bytes);
     return;
