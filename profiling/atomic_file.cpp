@@ -12,7 +12,7 @@
 
 namespace decodelab {
 
-void write_file_atomically(const std::filesystem::path& file, std::string_view contents) {
+void save_file_atomically(const std::filesystem::path& file, std::string_view contents) {
   std::error_code error;
   if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path(), error);
   if (error) throw std::runtime_error("cannot create directory " + file.parent_path().string() + ": " + error.message());

@@ -8,6 +8,6 @@
 namespace decodelab {
 
 // Creates missing parent directories. Throws std::runtime_error naming the file on failure.
-void write_file_atomically(const std::filesystem::path& file, std::string_view contents);
+void save_file_atomically(const std::filesystem::path& file, std::string_view contents);
 
 }  // namespace decodelab

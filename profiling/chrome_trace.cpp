@@ -74,7 +74,7 @@ nlohmann::json op_args(const TraceOp& op, size_t index) {
 
 std::string range_name(const TraceRange& range) {
   std::string name = range_kind_name(range.kind);
-  if (range.index >= 0) name += " " + std::to_string(range.index);
+  if (range.index >= 0) name.append(" ").append(std::to_string(range.index));
   return name;
 }
 
@@ -159,7 +159,7 @@ nlohmann::json chrome_trace_json(const Trace& trace) {
 }
 
 void write_chrome_trace(const Trace& trace, const std::filesystem::path& file) {
-  write_file_atomically(file, chrome_trace_json(trace).dump());
+  save_file_atomically(file, chrome_trace_json(trace).dump());
 }
 
 }  // namespace decodelab

@@ -297,7 +297,7 @@ std::string device_spec_to_yaml(const DeviceSpec& spec) {
 }
 
 void save_device_spec(const DeviceSpec& spec, const std::filesystem::path& file) {
-  write_file_atomically(file, device_spec_to_yaml(spec));
+  save_file_atomically(file, device_spec_to_yaml(spec));
 }
 
 // ---------------------------------------------------------------------------------------

@@ -235,11 +235,11 @@ std::string report_html(const std::vector<LabelledRun>& runs, const std::string&
 void write_report_directory(const std::filesystem::path& directory, const std::vector<LabelledRun>& runs,
                             const std::string& title) {
   std::filesystem::create_directories(directory);
-  write_file_atomically(directory / "roofline.svg", roofline_svg(runs));
-  write_file_atomically(directory / "ops.csv", ops_csv(runs));
-  write_file_atomically(directory / "result.json", report_json(runs).dump(2) + "\n");
+  save_file_atomically(directory / "roofline.svg", roofline_svg(runs));
+  save_file_atomically(directory / "ops.csv", ops_csv(runs));
+  save_file_atomically(directory / "result.json", report_json(runs).dump(2) + "\n");
   // The page last: once report.html exists, everything it describes is in place.
-  write_file_atomically(directory / "report.html", report_html(runs, title));
+  save_file_atomically(directory / "report.html", report_html(runs, title));
 }
 
 }  // namespace decodelab
