@@ -83,9 +83,11 @@ class OpTimer {
   OpId next_id_ = 1;
 };
 
+// "best of 5, median 12% slower, spread 20% (noisy)"
 std::string spread_note(const TimedSamples& samples) {
-  return "spread " + format_percent(samples.spread) + (samples.noisy ? ", NOISY" : "") + ", best " +
-         format_percent(samples.best > 0 ? samples.median / samples.best - 1 : 0) + " faster";
+  return "best of " + std::to_string(samples.seconds.size()) + ", median " +
+         format_percent(samples.best > 0 ? samples.median / samples.best - 1 : 0) + " slower, spread " +
+         format_percent(samples.spread) + (samples.noisy ? " (NOISY)" : "");
 }
 
 }  // namespace
@@ -111,7 +113,7 @@ RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& option
     if (progress) *progress << "measuring bandwidth: copy of " << format_bytes(static_cast<double>(source.bytes())) << "\n";
     measurement.copy = timer.sample([&](OpId id) { backend.copy(from, to, id); });
     measurement.copy_bytes_moved = 2.0 * static_cast<double>(source.bytes());
-    measurement.copy_bandwidth = measurement.copy_bytes_moved / measurement.copy.median;
+    measurement.copy_bandwidth = measurement.copy_bytes_moved / measurement.copy.best;
 
     // The same bytes as an fp16 weight [2·rows, 1024] read once by y = x · Wᵀ (x: one
     // row), the access pattern of a decode step's matmuls.
@@ -126,7 +128,7 @@ RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& option
     if (progress) *progress << "measuring bandwidth: matrix-vector product over " << format_bytes(static_cast<double>(source.bytes())) << "\n";
     measurement.read = timer.sample([&](OpId id) { backend.matmul(x, weight, y, id); });
     measurement.read_bytes = static_cast<double>(source.bytes() + vector.bytes() + product.bytes());
-    measurement.read_bandwidth = measurement.read_bytes / measurement.read.median;
+    measurement.read_bandwidth = measurement.read_bytes / measurement.read.best;
     measurement.bandwidth = std::max(measurement.copy_bandwidth, measurement.read_bandwidth);
   }
 
@@ -149,7 +151,7 @@ RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& option
     matmul.size = static_cast<int>(size);
     matmul.timing = timer.sample([&](OpId id) { backend.matmul(x_view, weight_view, out_view, id); });
     matmul.flops_per_s = 2.0 * static_cast<double>(size) * static_cast<double>(size) * static_cast<double>(size) /
-                         matmul.timing.median;
+                         matmul.timing.best;
     measurement.matmuls.push_back(matmul);
   }
   return measurement;
@@ -163,9 +165,9 @@ Roofs RoofMeasurement::roofs() const {
   char date[16];
   std::strftime(date, sizeof date, "%Y-%m-%d", std::localtime(&now));
   source << "measured by decodelab on " << date << ": bandwidth the faster of a copy of " << format_bytes(copy_bytes_moved / 2)
-         << " (bytes read + written; " << format_bandwidth(copy_bandwidth) << ", median of " << copy.seconds.size() << ", "
-         << spread_note(copy) << ") and a matrix-vector product streaming the same bytes (" << format_bandwidth(read_bandwidth)
-         << ", " << spread_note(read) << ")";
+         << " (bytes read + written; " << format_bandwidth(copy_bandwidth) << ", " << spread_note(copy)
+         << ") and an fp16 matrix-vector product streaming the same bytes (" << format_bandwidth(read_bandwidth) << ", "
+         << spread_note(read) << ")";
   for (const Matmul& matmul : matmuls) {
     switch (matmul.dtype) {
       case DType::F32: result.fp32_flops = matmul.flops_per_s; break;
@@ -173,8 +175,8 @@ Roofs RoofMeasurement::roofs() const {
       case DType::BF16: result.bf16_flops = matmul.flops_per_s; break;
       case DType::I32: break;
     }
-    source << "; " << dtype_name(matmul.dtype) << " matmul " << matmul.size << "^3 on random data, median of "
-           << matmul.timing.seconds.size() << ", " << spread_note(matmul.timing);
+    source << "; " << dtype_name(matmul.dtype) << " matmul " << matmul.size << "^3 on random data, "
+           << spread_note(matmul.timing);
   }
   result.source = source.str();
   return result;
@@ -183,13 +185,13 @@ Roofs RoofMeasurement::roofs() const {
 std::string RoofMeasurement::describe() const {
   std::ostringstream out;
   out << "copy       " << format_bandwidth(copy_bandwidth) << "  (" << format_bytes(copy_bytes_moved / 2) << " read and written, "
-      << format_seconds(copy.median) << " median, " << spread_note(copy) << ")\n";
+      << format_seconds(copy.best) << ", " << spread_note(copy) << ")\n";
   out << "read       " << format_bandwidth(read_bandwidth) << "  (matrix-vector product over " << format_bytes(copy_bytes_moved / 2)
-      << ", " << format_seconds(read.median) << " median, " << spread_note(read) << ")\n";
+      << ", " << format_seconds(read.best) << ", " << spread_note(read) << ")\n";
   out << "bandwidth  " << format_bandwidth(bandwidth) << "  (the faster of the two)\n";
   for (const Matmul& matmul : matmuls) {
     out << dtype_name(matmul.dtype) << "       " << format_flop_rate(matmul.flops_per_s) << "  (matmul " << matmul.size << "³, "
-        << format_seconds(matmul.timing.median) << " median, " << spread_note(matmul.timing) << ")\n";
+        << format_seconds(matmul.timing.best) << ", " << spread_note(matmul.timing) << ")\n";
   }
   return out.str();
 }

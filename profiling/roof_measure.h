@@ -2,8 +2,11 @@
 // large `copy` ops (bytes read + written) and from a large matrix-vector `matmul` (the
 // weight streamed once, as in decode), whichever is faster; FLOP/s from a square `matmul` per dtype
 // (fp32, fp16, bf16) on random data; each timed by the device's own op timings (the
-// backend's take_timings after a sync), warm-up first, median of several repeats, with
-// the spread reported and a number flagged noisy when the repeats disagree.
+// backend's take_timings after a sync), warm-up first, then several repeats whose
+// median and spread are reported, a figure flagged noisy when the repeats disagree.
+// A roof is an upper bound and contention only ever slows an op down, so the roof itself
+// is the fastest repeat: on a shared machine the median sits well below what the same
+// hardware sustains, and a roof below achieved performance would read as >100% of roof.
 //
 // Non-obvious choices: the bandwidth roof is the faster of copy and streaming read, because
 // on a CPU a copy's stores also read their destination line first (write-allocate), so a
