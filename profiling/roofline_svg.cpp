@@ -168,7 +168,7 @@ std::string roofline_svg(const std::vector<LabelledRun>& runs) {
 
   // Which roofs: fp32 plus every precision the points were held to, datasheet and measured.
   std::set<Precision> precisions = {Precision::Fp32};
-  double low_intensity = 0.1, high_intensity = 10, low_flops = INFINITY;
+  double low_intensity = 0.1, high_intensity = 10, low_flops = INFINITY, high_achieved = 0;
   for (const LabelledRun& run : runs) {
     for (const OpGroup& group : run.analysis->categories) {
       for (Precision precision : split_precisions(group.precision)) precisions.insert(precision);
@@ -176,6 +176,7 @@ std::string roofline_svg(const std::vector<LabelledRun>& runs) {
       low_intensity = std::min(low_intensity, group.point.intensity());
       high_intensity = std::max(high_intensity, group.point.intensity());
       low_flops = std::min(low_flops, group.point.achieved_flops());
+      high_achieved = std::max(high_achieved, group.point.achieved_flops());
     }
   }
   std::vector<RoofLine> lines;
@@ -192,6 +193,7 @@ std::string roofline_svg(const std::vector<LabelledRun>& runs) {
     }
   }
   if (high_flops <= 0) high_flops = 1e12;
+  high_flops = std::max(high_flops, high_achieved);  // a point above its roof stays on the chart
   if (!std::isfinite(low_flops)) low_flops = high_flops / 1e4;
   const LogAxis x{std::floor(std::log10(low_intensity / 1.5)), std::ceil(std::log10(high_intensity * 1.5)), kLeft, kRight};
   double y_low = std::floor(std::log10(low_flops / 2));
