@@ -153,7 +153,7 @@ TEST_CASE("category rows and top ops: work, roof and limiter", "[analysis]") {
   // sorted by time: the decode matmuls come first
   CHECK(&analysis.categories.front() == decode_matmul);
 
-  // a 64-element add for 50 µs is neither tiny (CPU line 20 µs) nor near a roof
+  // a 64-element add for 50 µs is neither tiny (CPU line 5 µs) nor near a roof
   REQUIRE_FALSE(analysis.top_ops.empty());
   CHECK(analysis.top_ops.front().name == "matmul");
   CHECK(analysis.top_ops.front().label == "down_proj");

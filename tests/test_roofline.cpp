@@ -88,8 +88,8 @@ TEST_CASE("limiter thresholds: each rule switches exactly at its edge", "[roofli
   SECTION("tiny ops are overhead-bound below the duration line, on either side of it per device") {
     CHECK(classify_limiter(9.99e-6, 0.9, 0.1, true, thresholds) == Limiter::Overhead);
     CHECK(classify_limiter(10e-6, 0.9, 0.1, true, thresholds) == Limiter::Compute);
-    CHECK(classify_limiter(19.9e-6, 0.9, 0.1, false, thresholds) == Limiter::Overhead);
-    CHECK(classify_limiter(20e-6, 0.9, 0.1, false, thresholds) == Limiter::Compute);
+    CHECK(classify_limiter(4.99e-6, 0.9, 0.1, false, thresholds) == Limiter::Overhead);
+    CHECK(classify_limiter(5e-6, 0.9, 0.1, false, thresholds) == Limiter::Compute);
   }
   SECTION("both units below the busy line is latency; at the line the busier unit wins") {
     CHECK(classify_limiter(long_op, 0.5999, 0.5999, true, thresholds) == Limiter::Latency);
