@@ -280,7 +280,8 @@ RunAnalysis analyze(const Trace& trace, const DeviceSpec* device, const Analysis
   }
   if (analysis.ops_without_timing > 0) {
     analysis.notes.push_back(std::to_string(analysis.ops_without_timing) +
-                             " ops never received a device time (the trace ended before a sync)");
+                             " ops never received a device time (no sync after them, or replayed inside a "
+                             "captured graph): they are left out of the tables");
   }
   auto by_time = [](const OpGroup& a, const OpGroup& b) { return a.point.seconds > b.point.seconds; };
   std::stable_sort(analysis.categories.begin(), analysis.categories.end(), by_time);

@@ -64,7 +64,9 @@ std::string run_card(const LabelledRun& run, size_t index) {
        << "</div><p class=\"sentence\">" << escape(analysis.summary) << "</p>";
   for (const std::string& note : analysis.notes) html << "<p class=\"caveat\">" << escape(note) << "</p>";
   html << "<div class=\"figures\">";
-  html << figure("wall time", format_seconds(analysis.timeline.wall_seconds));
+  const size_t runs_recorded = std::max<size_t>(1, analysis.runs.size());
+  html << figure(runs_recorded > 1 ? "wall time per run (" + std::to_string(runs_recorded) + " runs)" : "wall time",
+                 format_seconds(analysis.timeline.wall_seconds / static_cast<double>(runs_recorded)));
   html << figure("device busy", format_percent(analysis.timeline.busy_fraction()));
   html << figure("device idle", format_seconds(analysis.timeline.idle_seconds));
   if (const PhaseStats* decode = analysis.phase(Phase::Decode); decode && decode->steps > 0) {
