@@ -107,7 +107,8 @@ __global__ void __launch_bounds__(kThreads) attention_partial_kernel(AttentionAr
     const int tile_length = static_cast<int>(min(static_cast<int64_t>(kTile), end - tile));
 
     // 1. scores[h][j] = (scale·q_h) · k_(tile+j)
-    for (int base = 0; base < kTile; base += kWarps * keys_per_warp) {
+    // Bounded by tile_length (block-uniform, so every lane of a warp reaches the shuffles).
+    for (int base = 0; base < tile_length; base += kWarps * keys_per_warp) {
       const int j = base + warp * keys_per_warp + key_slot;
       float dot[kMaxGroup];
 #pragma unroll

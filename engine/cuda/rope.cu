@@ -1,4 +1,5 @@
-// rope: one thread per rotated pair (row, head, j < head_dim/2), q's heads then k's.
+// rope: one thread per rotated pair (row, head, j < head_dim/2), q's heads then k's;
+// the rounding of every intermediate follows eager torch (rope.cuh).
 // sincosf, not __sincosf: angles reach thousands of radians at long positions, where
 // the fast intrinsic's range reduction loses digits the CPU backend keeps.
 #include "engine/cuda/cuda_check.h"
@@ -13,13 +14,16 @@ constexpr int kThreads = 256;
 
 __device__ __forceinline__ void rotate_pair(const KernelTensor& t, int64_t row, int64_t head, int64_t j, int half,
                                             float cosine, float sine) {
+  const DType dtype = t.dtype;
   const int64_t base = row * t.strides[0] + head * 2 * half * t.strides[1];
   const int64_t first = base + j * t.strides[1];
   const int64_t second = base + (j + half) * t.strides[1];
-  const float x1 = load_any(t.data, t.dtype, first);
-  const float x2 = load_any(t.data, t.dtype, second);
-  store_any(t.data, t.dtype, first, x1 * cosine - x2 * sine);
-  store_any(t.data, t.dtype, second, x2 * cosine + x1 * sine);
+  const float x1 = load_any(t.data, dtype, first);
+  const float x2 = load_any(t.data, dtype, second);
+  const float c = round_any(dtype, cosine);
+  const float s = round_any(dtype, sine);
+  store_any(t.data, dtype, first, round_any(dtype, x1 * c) + round_any(dtype, -x2 * s));
+  store_any(t.data, dtype, second, round_any(dtype, x2 * c) + round_any(dtype, x1 * s));
 }
 
 __global__ void rope_kernel(KernelTensor q, KernelTensor k, KernelTensor positions, KernelTensor inv_freq,

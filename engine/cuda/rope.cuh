@@ -8,8 +8,11 @@
 namespace decodelab::cuda {
 
 // q [M, heads*head_dim], k [M, kv_heads*head_dim], positions [M] i32, inv_freq
-// [head_dim/2] fp32. out[j] = x[j]·cos a − x[j+d/2]·sin a, out[j+d/2] = x[j+d/2]·cos a + x[j]·sin a,
-// a = position · inv_freq[j], all in fp32, rounded once to the tensor's dtype.
+// [head_dim/2] fp32; a = position · inv_freq[j] in fp32. As eager torch (and the CPU
+// backend) compute it, cos a and sin a are rounded to the tensor's dtype, and so is
+// every product and the sum (identity for fp32):
+//   out[j]       = round(round(x[j]·c) + round(−x[j+d/2]·s))
+//   out[j + d/2] = round(round(x[j+d/2]·c) + round(x[j]·s))
 void launch_rope(const KernelTensor& q, const KernelTensor& k, const KernelTensor& positions,
                  const KernelTensor& inv_freq, int head_dim, cudaStream_t stream);
 
