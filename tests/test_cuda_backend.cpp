@@ -32,6 +32,7 @@ TEST_CASE("cuda availability is answered without throwing, device or not", "[cud
   CHECK(cuda->name() == "cuda");
   CHECK(cuda->supports_graphs());
   CHECK_FALSE(cuda->device_description().empty());
+  WARN("CUDA device: " << cuda->device_description());  // in every log: the device, and CUPTI or events
 }
 
 TEST_CASE("cuda memory and host transfers round-trip", "[cuda]") {
