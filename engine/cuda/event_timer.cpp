@@ -63,15 +63,22 @@ class EventTimer final : public OpTimer {
     while (!pending_.empty()) {
       Pending& op = pending_.front();
       const cudaError_t status = cudaEventQuery(op.end);
-      if (status == cudaErrorNotReady) break;  // later ops are later on the stream too
+      if (status == cudaErrorNotReady) {
+        cudaGetLastError();  // "not ready" is an answer: keep it out of the next launch check
+        break;               // later ops are later on the stream too
+      }
       CUDA_CHECK(status);
       timings.push_back({op.id, host_time(op.begin), host_time(op.end)});
       free_.push_back(op.begin);
       if (op.end != op.begin) free_.push_back(op.end);
       pending_.pop_front();
     }
-    if (pending_.empty() && now_ns() - anchor_host_ns_ > kAnchorRenewNs && cudaStreamQuery(stream_) == cudaSuccess) {
-      renew_anchor();
+    if (pending_.empty() && now_ns() - anchor_host_ns_ > kAnchorRenewNs) {
+      if (cudaStreamQuery(stream_) == cudaSuccess) {
+        renew_anchor();
+      } else {
+        cudaGetLastError();  // busy ("not ready"): renew at a later take
+      }
     }
     return timings;
   }

@@ -27,7 +27,10 @@ PinnedStaging::~PinnedStaging() {
 bool PinnedStaging::still_busy(Block& block) {
   if (!block.busy) return false;
   const cudaError_t status = cudaEventQuery(block.done);
-  if (status == cudaErrorNotReady) return true;
+  if (status == cudaErrorNotReady) {
+    cudaGetLastError();  // "not ready" is an answer: keep it out of the next launch check
+    return true;
+  }
   CUDA_CHECK(status);
   block.busy = false;
   return false;
