@@ -132,8 +132,8 @@ TEST_CASE("non_contiguous copy: copy bytes per step grow with the cache", "[bugs
     if (op.step > 0 && op.desc.category == OpCategory::Copy && std::string(op.desc.name) == "copy")
       copy_bytes[op.step] += tensor_bytes(op.desc.outputs[0]);
   REQUIRE(copy_bytes.size() == 7);
-  // Per step: 2 layers x (K + V) x 4 sequences x 2 KV heads x positions x 64 dims x 2 bytes.
-  for (const auto& [step, bytes] : copy_bytes) CHECK(bytes == 2 * 2 * 4 * 2 * (9 + step) * 64 * 2);
+  // Per step: 2 layers x (K + V) x 4 sequences x 2 KV heads x positions x 32 dims x 2 bytes.
+  for (const auto& [step, bytes] : copy_bytes) CHECK(bytes == 2 * 2 * 4 * 2 * (9 + step) * 32 * 2);
 
   RecordingSink fixed_sink;
   generate_on_cpu(lab_case(DType::F16), &fixed_sink);

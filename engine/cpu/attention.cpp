@@ -1,0 +1,207 @@
+// CPU causal grouped-query attention over a KV cache with any strides.
+// Work items are (query row, KV head): the group of query heads sharing a KV head reads
+// each key and value once. For each query head: s_j = (q·k_j)·scale in fp32, softmax in
+// fp32 with the max subtracted, out = Σ_j p_j·v_j in fp32, rounded once to out's dtype.
+// The one non-obvious choice: when a cache's head_dim axis is not unit-stride (a
+// transposed view), each key/value vector is first gathered into a contiguous,
+// zero-padded buffer and then goes through the very same arithmetic as a direct load
+// (which zero-fills its tail lanes identically). A query row's output is therefore
+// bitwise the same whatever M, rows_per_sequence or the cache layout.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "engine/cpu/checks.h"
+#include "engine/cpu/kernels.h"
+#include "engine/cpu/scratch.h"
+#include "engine/cpu/simd.h"
+
+namespace decodelab::cpu {
+
+namespace {
+
+constexpr int64_t kParallelWork = 1 << 15;  // multiply-adds below which one thread is faster
+constexpr int kHeadBlock = 8;               // query heads whose dot products share a key load
+constexpr int kMaxChunks = 512 / kLanes;    // head_dim up to 512
+
+struct CacheView {
+  const char* base;   // this item's (sequence, kv head) slice
+  int64_t position_stride;
+  int64_t dim_stride;
+};
+
+// Position j's vector as kLanes-wide chunks: direct loads when unit-stride, else gathered.
+template <DType D>
+void load_vector(const CacheView& cache, int64_t j, int64_t head_dim, float* gather, VFloat* chunks, int chunk_count) {
+  const char* vector = cache.base + j * cache.position_stride * static_cast<int64_t>(dtype_size(D));
+  if (cache.dim_stride == 1) {
+    for (int c = 0; c < chunk_count; ++c) {
+      const int64_t d = static_cast<int64_t>(c) * kLanes;
+      const int count = static_cast<int>(std::min<int64_t>(kLanes, head_dim - d));
+      chunks[c] = count == kLanes ? vload_as<D>(vector, d) : vload_partial_as<D>(vector, d, count);
+    }
+    return;
+  }
+  for (int64_t d = 0; d < head_dim; ++d) gather[d] = load_as_float(vector, D, d * cache.dim_stride);
+  for (int c = 0; c < chunk_count; ++c) chunks[c] = vload(gather + static_cast<int64_t>(c) * kLanes);
+}
+
+// Softmax of scores[0..n) in place (padded tail lanes hold -inf and become 0).
+void softmax_in_place(float* scores, int64_t n) {
+  const int64_t padded = round_up_to_lanes(n);
+  for (int64_t j = n; j < padded; ++j) scores[j] = -std::numeric_limits<float>::infinity();
+  VFloat max_lanes = vbroadcast(-std::numeric_limits<float>::infinity());
+  for (int64_t j = 0; j < padded; j += kLanes) max_lanes = vmax(max_lanes, vload(scores + j));
+  const VFloat max_value = vbroadcast(vmax_lanes(max_lanes));
+  VFloat sum_lanes = vzero();
+  for (int64_t j = 0; j < padded; j += kLanes) {
+    const VFloat e = vexp(vsub(vload(scores + j), max_value));
+    vstore(scores + j, e);
+    sum_lanes = vadd(sum_lanes, e);
+  }
+  const VFloat sum = vbroadcast(vsum(sum_lanes));
+  for (int64_t j = 0; j < padded; j += kLanes) vstore(scores + j, vdiv(vload(scores + j), sum));
+}
+
+template <DType D>
+void attend(const Tensor& q, const CacheView& keys, const CacheView& values, int64_t m, int64_t kv_head, int64_t group,
+            int64_t head_dim, int64_t n, float scale, const Tensor& out) {
+  const int64_t padded_dim = round_up_to_lanes(head_dim);
+  const int chunk_count = static_cast<int>(padded_dim / kLanes);
+  const int64_t padded_n = round_up_to_lanes(n);
+  thread_local ScratchBuffer scratch;
+  float* queries = scratch.floats(static_cast<size_t>(group * (2 * padded_dim + padded_n) + padded_dim));
+  float* accumulators = queries + group * padded_dim;
+  float* scores = accumulators + group * padded_dim;  // [group][padded_n]
+  float* gather = scores + group * padded_n;
+  std::fill(gather, gather + padded_dim, 0.0f);
+  std::fill(accumulators, accumulators + group * padded_dim, 0.0f);
+
+  const size_t q_element = dtype_size(q.dtype);
+  for (int64_t g = 0; g < group; ++g) {
+    const int64_t head = kv_head * group + g;
+    const char* q_head = static_cast<const char*>(q.data) + (m * q.strides[0] + head * head_dim) * static_cast<int64_t>(q_element);
+    for (int c = 0; c < chunk_count; ++c) {
+      const int64_t d = static_cast<int64_t>(c) * kLanes;
+      vstore(queries + g * padded_dim + d, vload_n(q.dtype, q_head, d, static_cast<int>(std::min<int64_t>(kLanes, head_dim - d))));
+    }
+  }
+
+  VFloat chunks[kMaxChunks];
+  for (int64_t j = 0; j < n; ++j) {
+    load_vector<D>(keys, j, head_dim, gather, chunks, chunk_count);
+    for (int64_t g0 = 0; g0 < group; g0 += kHeadBlock) {
+      const int block = static_cast<int>(std::min<int64_t>(kHeadBlock, group - g0));
+      VFloat dot[kHeadBlock];
+      for (int g = 0; g < block; ++g) dot[g] = vzero();
+      for (int c = 0; c < chunk_count; ++c) {
+        for (int g = 0; g < block; ++g) {
+          dot[g] = vfma(vload(queries + (g0 + g) * padded_dim + static_cast<int64_t>(c) * kLanes), chunks[c], dot[g]);
+        }
+      }
+      for (int g = 0; g < block; ++g) scores[(g0 + g) * padded_n + j] = vsum(dot[g]) * scale;
+    }
+  }
+  for (int64_t g = 0; g < group; ++g) softmax_in_place(scores + g * padded_n, n);
+
+  for (int64_t j = 0; j < n; ++j) {
+    load_vector<D>(values, j, head_dim, gather, chunks, chunk_count);
+    for (int64_t g = 0; g < group; ++g) {
+      const VFloat weight = vbroadcast(scores[g * padded_n + j]);
+      float* acc = accumulators + g * padded_dim;
+      for (int c = 0; c < chunk_count; ++c) {
+        const int64_t d = static_cast<int64_t>(c) * kLanes;
+        vstore(acc + d, vfma(weight, chunks[c], vload(acc + d)));
+      }
+    }
+  }
+
+  const size_t out_element = dtype_size(out.dtype);
+  for (int64_t g = 0; g < group; ++g) {
+    const int64_t head = kv_head * group + g;
+    char* out_head = static_cast<char*>(out.data) + (m * out.strides[0] + head * head_dim) * static_cast<int64_t>(out_element);
+    for (int c = 0; c < chunk_count; ++c) {
+      const int64_t d = static_cast<int64_t>(c) * kLanes;
+      vstore_n(out.dtype, out_head, d, vload(accumulators + g * padded_dim + d),
+               static_cast<int>(std::min<int64_t>(kLanes, head_dim - d)));
+    }
+  }
+}
+
+template <DType D>
+void attention_for(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& positions,
+                   int rows_per_sequence, float scale, const Tensor& out, int64_t work) {
+  const int64_t rows = q.shape[0];
+  const int64_t kv_heads = k_cache.shape[1];
+  const int64_t head_dim = k_cache.shape[3];
+  const int64_t group = q.shape[1] / head_dim / kv_heads;
+  const int32_t* position_data = positions.as<const int32_t>();
+  const int64_t element = static_cast<int64_t>(dtype_size(D));
+  const int64_t items = rows * kv_heads;
+#pragma omp parallel for schedule(dynamic, 1) if (work > kParallelWork)
+  for (int64_t item = 0; item < items; ++item) {
+    const int64_t m = item / kv_heads;
+    const int64_t kv_head = item % kv_heads;
+    const int64_t sequence = m / rows_per_sequence;
+    const int64_t n = static_cast<int64_t>(position_data[m * positions.strides[0]]) + 1;
+    const CacheView keys{static_cast<const char*>(k_cache.data) +
+                             (sequence * k_cache.strides[0] + kv_head * k_cache.strides[1]) * element,
+                         k_cache.strides[2], k_cache.strides[3]};
+    const CacheView values{static_cast<const char*>(v_cache.data) +
+                               (sequence * v_cache.strides[0] + kv_head * v_cache.strides[1]) * element,
+                           v_cache.strides[2], v_cache.strides[3]};
+    attend<D>(q, keys, values, m, kv_head, group, head_dim, n, scale, out);
+  }
+}
+
+}  // namespace
+
+void check_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& positions,
+                     int rows_per_sequence, const Tensor& out) {
+  const char* op = "attention";
+  require_rank(q, 2, op, "q");
+  require_rank(out, 2, op, "out");
+  require_rank(k_cache, 4, op, "k_cache");
+  require_rank(v_cache, 4, op, "v_cache");
+  require_float(q, op, "q");
+  require_float(out, op, "out");
+  require_float(k_cache, op, "k_cache");
+  require_unit_inner_stride(q, op, "q");
+  require_unit_inner_stride(out, op, "out");
+  require_same_shape(q, out, op, "q", "out");
+  require_same_shape(k_cache, v_cache, op, "k_cache", "v_cache");
+  require(k_cache.dtype == v_cache.dtype, op, [&] { return "k_cache and v_cache must share a dtype, got " + describe_tensor(k_cache) + " and " + describe_tensor(v_cache); });
+  const int64_t kv_heads = k_cache.shape[1];
+  const int64_t head_dim = k_cache.shape[3];
+  require(head_dim > 0 && head_dim <= kMaxChunks * kLanes, op, [&] { return "head_dim must be 1.." + std::to_string(kMaxChunks * kLanes) + ", got cache " + describe_tensor(k_cache); });
+  require(kv_heads > 0 && q.shape[1] % (kv_heads * head_dim) == 0, op, [&] { return "q [M, heads*head_dim] must hold a whole number of heads per KV head, got q " + describe_tensor(q) +
+              " and cache " + describe_tensor(k_cache); });
+  require_rank(positions, 1, op, "positions");
+  require_dtype(positions, DType::I32, op, "positions");
+  require(positions.shape[0] == q.shape[0], op, [&] { return "positions must be [M] = [" + std::to_string(q.shape[0]) + "], got " + describe_tensor(positions); });
+  require(rows_per_sequence > 0, op, [&] { return "rows_per_sequence must be positive, got " + std::to_string(rows_per_sequence); });
+  require(q.shape[0] == 0 || (q.shape[0] - 1) / rows_per_sequence < k_cache.shape[0], op, [&] { return std::to_string(q.shape[0]) + " rows at " + std::to_string(rows_per_sequence) +
+              " per sequence need more than the " + std::to_string(k_cache.shape[0]) + " sequences of the cache"; });
+}
+
+void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& positions,
+               int rows_per_sequence, float scale, const Tensor& out) {
+  const int64_t capacity = k_cache.shape[2];
+  const int32_t* position_data = positions.as<const int32_t>();
+  int64_t work = 0;  // multiply-adds, to decide whether to fan out
+  for (int64_t m = 0; m < q.shape[0]; ++m) {
+    const int32_t position = position_data[m * positions.strides[0]];
+    if (position < 0 || position >= capacity) {
+      fail_on_device("attention", "row " + std::to_string(m) + " has position " + std::to_string(position) +
+                                      ", outside the cache's " + std::to_string(capacity) + " positions");
+    }
+    work += 2 * (static_cast<int64_t>(position) + 1) * q.shape[1];
+  }
+  switch (k_cache.dtype) {
+    case DType::F16: attention_for<DType::F16>(q, k_cache, v_cache, positions, rows_per_sequence, scale, out, work); break;
+    case DType::BF16: attention_for<DType::BF16>(q, k_cache, v_cache, positions, rows_per_sequence, scale, out, work); break;
+    default: attention_for<DType::F32>(q, k_cache, v_cache, positions, rows_per_sequence, scale, out, work); break;
+  }
+}
+
+}  // namespace decodelab::cpu
