@@ -20,9 +20,13 @@ build=build-gpu
 cmake --preset gpu-portable -DDECODELAB_PTXAS_VERBOSE=ON >/dev/null
 # -Xptxas -v prints at compile time only: touch the CUDA sources so the summary is complete.
 touch engine/cuda/*.cu
-cmake --build "$build" -j "$jobs" --target decodelab decodelab_tests 2>&1 | tee "$build/build.log" |
-  grep -E "error|warning: |FAILED" || true
-test -x "$build/decodelab" && test -x "$build/decodelab_tests"
+status=0
+cmake --build "$build" -j "$jobs" --target decodelab decodelab_tests >"$build/build.log" 2>&1 || status=$?
+grep -E "error|warning: |FAILED" "$build/build.log" || true
+if (( status != 0 )); then
+  echo "gpu-bundle: the build failed (exit $status); see $build/build.log" >&2
+  exit 1
+fi
 
 # --- register / spill summary of every kernel (sm_90), from the ptxas output -------------
 python3 - "$build/build.log" >"$build/ptxas-summary.txt" <<'PY'
