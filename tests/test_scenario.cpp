@@ -281,7 +281,7 @@ TEST_CASE("a model path resolves relative to the scenario file, not the working 
   CHECK(scenario.model_config.head_dim == 16);
 }
 
-TEST_CASE("--set overrides any key before validation", "[scenario]") {
+TEST_CASE("a --set override changes any key before validation", "[scenario]") {
   const TempDir dir;
   const std::filesystem::path file = dir.write("s.yaml", kBaseScenario);
 
@@ -320,7 +320,7 @@ TEST_CASE("--set overrides any key before validation", "[scenario]") {
   SECTION("the model") { CHECK(load_scenario(file, {"model=lab-small"}).model_config.vocab_size == 32000); }
 }
 
-TEST_CASE("--set errors name the key and say it came from the command line", "[scenario]") {
+TEST_CASE("a --set error names the key and say it came from the command line", "[scenario]") {
   const TempDir dir;
   const std::filesystem::path file = dir.write("s.yaml", kBaseScenario);
   struct Case {
