@@ -173,7 +173,7 @@ Scenario parse_scenario(const YAML::Node& document, const fs::path& file,
   for (const ScenarioOverride& override_value : overrides) source.overrides[override_value.key] = override_value.value;
   const YamlMapping root(source, document, "", line_of(document, 1),
                          {"name", "description", "model", "dtype", "backend", "workload", "run", "bugs",
-                          "expected_slowdown"});
+                          "expected_slowdown", "sweep"});
 
   Scenario scenario;
   scenario.file = file;
@@ -198,6 +198,7 @@ Scenario parse_scenario(const YAML::Node& document, const fs::path& file,
   if (auto run = root.optional("run")) parse_run(*run, scenario);
   if (auto bugs = root.optional("bugs")) parse_bugs(*bugs, scenario);
   if (auto expected = root.optional("expected_slowdown")) parse_expected_slowdown(*expected, scenario);
+  if (auto sweep = root.optional("sweep")) sweep->choice({"product", "zip"});  // read by lab/sweep.cpp
   return scenario;
 }
 

@@ -17,6 +17,7 @@
 //     host_overhead_us: 0    # optional, default 0
 //   run: {warmup: 1, repeats: 3}   # optional, these defaults; warmup ≥ 0, repeats ≥ 1
 //   expected_slowdown: {min: 2, max: 4}  # optional: the range the lesson expects (decodelab lab)
+//   sweep: product           # optional: how list-valued workload keys combine (product | zip; decodelab sweep)
 //   bugs:                    # optional, all false: each false, true, or a mapping of options
 //     no_kv_cache: false            # true only
 //     non_contiguous: false         # {mode: copy|strided}, true = copy
