@@ -273,10 +273,10 @@ RunAnalysis analyze(const Trace& trace, const DeviceSpec* device, const Analysis
   for (const OpGroup& group : analysis.categories) {
     if (group.share_of_device_time < 0.05 || group.point.roof_fraction() <= thresholds.above_roof_fraction) continue;
     analysis.notes.push_back(std::string(phase_name(group.phase)) + " " + op_category_name(group.category) + " runs at " +
-                             format_percent(group.point.roof_fraction()) + " of its roof: the roofs (" +
+                             format_percent(group.point.roof_fraction()) +
+                             " of its roof: its data stays in cache between steps (a small model), or the " +
                              analysis.device_spec.roofs_origin() +
-                             ") are below what this device sustains; re-measure on a quiet machine with "
-                             "`decodelab roofline --measure`");
+                             " roofs are low (re-measure on a quiet machine: decodelab roofline --measure)");
   }
   if (analysis.ops_without_timing > 0) {
     analysis.notes.push_back(std::to_string(analysis.ops_without_timing) +
