@@ -28,8 +28,8 @@ namespace decodelab::cpu {
 
 class CpuStream {
  public:
-  static constexpr size_t kCapacity = 1024;       // commands the host may run ahead
-  static constexpr size_t kCommandBytes = 480;    // inline storage per command
+  static constexpr size_t kCapacity = 1024;     // commands the host may run ahead
+  static constexpr size_t kCommandBytes = 480;  // inline storage per command
 
   // kernel_threads: OpenMP threads for kernels (0 = every core).
   explicit CpuStream(int kernel_threads);
