@@ -23,11 +23,13 @@ class InputError : public std::runtime_error {
 
  private:
   static std::string format(const std::string& file, int line, const std::string& key, const std::string& problem) {
-    std::string text = file.empty() ? std::string("<input>") : file;
-    if (line > 0) text += ":" + std::to_string(line);
-    text += ": ";
-    if (!key.empty()) text += key + ": ";
-    return text + problem;
+    std::string text;
+    text.append(file.empty() ? "<input>" : file.c_str());
+    if (line > 0) text.append(":").append(std::to_string(line));
+    text.append(": ");
+    if (!key.empty()) text.append(key).append(": ");
+    text.append(problem);
+    return text;
   }
 
   std::string file_;

@@ -36,7 +36,7 @@ void Ops::describe(OpDesc&& desc, int64_t host_begin_ns) {
 
 #define DECODELAB_DESCRIBE(...)                       \
   do {                                                \
-    if (sink_) describe(OpDesc{__VA_ARGS__}, begin); \
+    if (sink_) describe(OpDesc{__VA_ARGS__, AttentionExtent{}}, begin); \
   } while (0)
 
 void Ops::embedding(const Tensor& table, const Tensor& tokens, const Tensor& positions, int rows_per_sequence,
@@ -86,8 +86,7 @@ void Ops::attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cach
   backend_.attention(q, k_cache, v_cache, positions, rows_per_sequence, scale, out, id);
   if (sink_) {
     OpDesc desc{id, "attention", "self_attn", OpCategory::Attention, infos({&q, &k_cache, &v_cache, &positions}),
-                infos({&out})};
-    desc.attention = extent;
+                infos({&out}), extent};
     describe(std::move(desc), begin);
   }
 }
@@ -150,7 +149,7 @@ void Ops::upload(void* device_destination, const void* host_source, size_t bytes
   backend_.upload_async(device_destination, host_source, bytes, id);
   if (sink_) {
     const Tensor view = Tensor::contiguous(device_destination, DType::I32, {static_cast<int64_t>(bytes / 4)});
-    describe(OpDesc{id, "memcpy_htod", "", OpCategory::Memcpy, {}, infos({&view})}, begin);
+    describe(OpDesc{id, "memcpy_htod", "", OpCategory::Memcpy, {}, infos({&view}), AttentionExtent{}}, begin);
     sink_->host_call(HostCall{HostCallKind::HostToDevice, "memcpy_htod", begin, now_ns(), static_cast<int64_t>(bytes)});
   }
 }
@@ -162,7 +161,7 @@ void Ops::read_to_host(void* host_destination, const void* device_source, size_t
   if (sink_) {
     const Tensor view =
         Tensor::contiguous(const_cast<void*>(device_source), DType::I32, {static_cast<int64_t>((bytes + 3) / 4)});
-    describe(OpDesc{id, "memcpy_dtoh", label, OpCategory::Memcpy, infos({&view}), {}}, begin);
+    describe(OpDesc{id, "memcpy_dtoh", label, OpCategory::Memcpy, infos({&view}), {}, AttentionExtent{}}, begin);
   }
   backend_.copy_to_host(host_destination, device_source, bytes, pinned, id);
   if (sink_) {
@@ -183,7 +182,7 @@ OpId Ops::marker(const char* label) {
   const OpId id = begin_op(begin);
   backend_.marker(id);
   pending_markers_[id] = true;
-  if (sink_) describe(OpDesc{id, "marker", label, OpCategory::Marker, {}, {}}, begin);
+  if (sink_) describe(OpDesc{id, "marker", label, OpCategory::Marker, {}, {}, AttentionExtent{}}, begin);
   return id;
 }
 

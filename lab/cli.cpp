@@ -1,13 +1,73 @@
-// Placeholder CLI until the lab layer lands.
+// The decodelab command line: builds the CLI11 app from the subcommands and maps every
+// failure to one line on stderr and an exit code (0 ok, 1 runtime failure, 2 bad input).
+// Parse errors of the command line itself are bad input too, hence 2, not CLI11's codes.
 #include "lab/cli.h"
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
+#include <exception>
+#include <string>
+
+#include "engine/backend.h"
+#include "engine/errors.h"
+#include "lab/commands.h"
 
 namespace decodelab {
 
-int run_cli(int, char**) {
-  std::fprintf(stderr, "decodelab: not implemented yet\n");
-  return 1;
+namespace {
+
+std::string version_text() {
+  std::string text = "decodelab ";
+#ifdef DECODELAB_VERSION
+  text += DECODELAB_VERSION;
+#endif
+#ifdef DECODELAB_BUILD_TYPE
+  text += std::string(" (") + DECODELAB_BUILD_TYPE + " build";
+#else
+  text += " (";
+#endif
+  text += cuda_backend_compiled() ? ", CPU and CUDA backends)" : ", CPU backend)";
+  return text;
+}
+
+// Errors are one line, whatever bytes a bad file put into the message.
+std::string one_line(const char* message) {
+  std::string text(message);
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+  }
+  return text;
+}
+
+void print_error(const char* kind, const std::exception& error) {
+  std::fprintf(stderr, "decodelab: %s: %s\n", kind, one_line(error.what()).c_str());
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{"decodelab: a performance lab for LLM inference (decode engine, five classic bugs, roofline)",
+               "decodelab"};
+  app.set_version_flag("--version", version_text());
+  app.require_subcommand(1);
+  add_run_command(app);
+  add_list_command(app);
+  try {
+    app.parse(argc, argv);
+    return 0;
+  } catch (const CLI::ParseError& error) {
+    const int code = app.exit(error);
+    return code == 0 ? 0 : 2;
+  } catch (const InputError& error) {
+    print_error("error", error);
+    return 2;
+  } catch (const ResourceError& error) {
+    print_error("error", error);
+    return 2;
+  } catch (const std::exception& error) {
+    print_error("failed", error);
+    return 1;
+  }
 }
 
 }  // namespace decodelab

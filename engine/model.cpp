@@ -1,0 +1,250 @@
+// The Llama forward pass (Hugging Face LlamaForCausalLM semantics), written once against
+// the op front layer. Each decoder layer reads like the model; the few places where the
+// bugs deviate ask the BugSet and call bugs/ (see bugs/deviations.h).
+#include "engine/model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "bugs/deviations.h"
+
+namespace decodelab {
+
+struct Model::Rows {
+  Tensor hidden;        // [M, hidden]: the residual stream
+  Tensor normed;        // [M, hidden]
+  Tensor q;             // [M, heads*head_dim]
+  Tensor k;             // [M, kv_heads*head_dim]
+  Tensor v;             // [M, kv_heads*head_dim]
+  Tensor attn;          // [M, heads*head_dim]
+  Tensor projected;     // [M, hidden]: o_proj / down_proj outputs
+  Tensor gate;          // [M, intermediate]
+  Tensor up;            // [M, intermediate]
+  Tensor activated;     // [M, intermediate]
+  Tensor last_hidden;   // [S, hidden]: the last row of each sequence
+  Tensor final_normed;  // [S, hidden]
+};
+
+namespace {
+
+// Widths of the activation buffers, in the order of Model::Rows.
+std::vector<int64_t> activation_widths(const ModelConfig& c) {
+  return {c.hidden_size, c.hidden_size,       c.q_width(),         c.kv_width(),        c.kv_width(),
+          c.q_width(),   c.hidden_size,       c.intermediate_size, c.intermediate_size, c.intermediate_size,
+          c.hidden_size, c.hidden_size};
+}
+
+int64_t widest_activation(const ModelConfig& c) {
+  return std::max<int64_t>({c.hidden_size, c.intermediate_size, c.q_width()});
+}
+
+}  // namespace
+
+Model::Model(Backend& backend, const ModelConfig& config, ModelWeights weights, const BugSet& bugs)
+    : backend_(backend), config_(config), weights_(std::move(weights)), bugs_(bugs) {
+  const std::vector<float> inv_freq = rope_inverse_frequencies(config_);
+  inv_freq_ = DeviceBuffer(backend_, inv_freq.size() * sizeof(float));
+  backend_.upload(inv_freq_.get(), inv_freq.data(), inv_freq.size() * sizeof(float));
+  if (bugs_.fp32_ops && is_half(weights_.dtype)) prepare_fp32_weights();
+}
+
+int64_t Model::workspace_bytes(const ModelConfig& config, DType dtype, const BugSet& bugs, int sequences,
+                               int max_rows) {
+  int64_t elements = 0;
+  for (int64_t width : activation_widths(config)) elements += width * max_rows;
+  int64_t bytes = elements * static_cast<int64_t>(dtype_size(dtype));
+  if (bugs.non_contiguous) {
+    bytes += KvCache::bytes_needed(1, sequences, max_rows / std::max(sequences, 1) + 1, config.num_key_value_heads,
+                                   config.head_dim, dtype);
+  }
+  if (bugs.fp32_ops) {
+    bytes += 4 * widest_activation(config) * max_rows;
+    bytes += 4 * std::max<int64_t>(widest_activation(config) * max_rows, int64_t{config.vocab_size} * sequences);
+  }
+  return bytes;
+}
+
+int64_t Model::extra_weight_bytes(const ModelConfig& config, const BugSet& bugs) {
+  if (!bugs.fp32_ops) return 0;
+  int64_t parameters = 0;
+  if (bugs.fp32_matmuls()) {
+    parameters += config.streamed_parameters_per_step() -
+                  (int64_t{config.num_hidden_layers} * 2 + 1) * config.hidden_size;  // all but the norms
+    if (config.tie_word_embeddings) parameters += int64_t{config.vocab_size} * config.hidden_size;
+  }
+  if (bugs.fp32_norms()) parameters += (int64_t{config.num_hidden_layers} * 2 + 1) * config.hidden_size;
+  return 4 * parameters;
+}
+
+void Model::prepare_fp32_weights() {
+  // What the buggy code holds: fp32 parameters (the model cast to half was forgotten for
+  // these parts). Made once, on the device, before anything is timed.
+  Ops setup(backend_);
+  auto widen = [&](const Tensor& tensor) {
+    fp32_weights_.storage.emplace_back(backend_, static_cast<size_t>(tensor.numel()) * 4);
+    Tensor copy = tensor;
+    copy.data = fp32_weights_.storage.back().get();
+    copy.dtype = DType::F32;
+    setup.cast(tensor, copy, "fp32_copy");
+    return copy;
+  };
+  fp32_weights_.layers.resize(weights_.layers.size());
+  for (size_t i = 0; i < weights_.layers.size(); ++i) {
+    const LayerWeights& w = weights_.layers[i];
+    LayerWeights& w32 = fp32_weights_.layers[i];
+    if (bugs_.fp32_matmuls()) {
+      w32.q_proj = widen(w.q_proj);
+      w32.k_proj = widen(w.k_proj);
+      w32.v_proj = widen(w.v_proj);
+      w32.o_proj = widen(w.o_proj);
+      w32.gate_proj = widen(w.gate_proj);
+      w32.up_proj = widen(w.up_proj);
+      w32.down_proj = widen(w.down_proj);
+    }
+    if (bugs_.fp32_norms()) {
+      w32.input_layernorm = widen(w.input_layernorm);
+      w32.post_attention_layernorm = widen(w.post_attention_layernorm);
+    }
+  }
+  if (bugs_.fp32_matmuls()) fp32_weights_.lm_head = widen(weights_.lm_head);
+  if (bugs_.fp32_norms()) fp32_weights_.norm = widen(weights_.norm);
+  setup.synchronize();
+}
+
+void Model::reserve(int sequences, int max_positions, int max_rows) {
+  max_rows = std::max(max_rows, sequences);
+  if (kv_cache_.sequences() < sequences || kv_cache_.max_positions() < max_positions) {
+    kv_cache_ = KvCache();  // free first: the old cache may be large
+    kv_cache_ = KvCache(backend_, config_.num_hidden_layers, sequences, max_positions, config_.num_key_value_heads,
+                        config_.head_dim, weights_.dtype,
+                        bugs_.non_contiguous ? bugs::kv_cache_layout(bugs_) : KvLayout::HeadMajor);
+    if (bugs_.non_contiguous) {
+      const size_t bytes = static_cast<size_t>(KvCache::bytes_needed(1, sequences, max_positions,
+                                                                     config_.num_key_value_heads, config_.head_dim,
+                                                                     weights_.dtype)) / 2;
+      contiguous_keys_ = DeviceBuffer(backend_, bytes);
+      contiguous_values_ = DeviceBuffer(backend_, bytes);
+    }
+  }
+  if (reserved_rows_ >= max_rows && (!bugs_.fp32_ops || fp32_out_.bytes() >= 4ull * config_.vocab_size * sequences))
+    return;
+  workspace_.clear();
+  const size_t element = dtype_size(weights_.dtype);
+  for (int64_t width : activation_widths(config_)) workspace_.emplace_back(backend_, width * max_rows * element);
+  if (bugs_.fp32_ops) {
+    const int64_t widest = widest_activation(config_) * max_rows;
+    fp32_in_ = DeviceBuffer(backend_, 4 * widest);
+    fp32_out_ = DeviceBuffer(backend_, 4 * std::max<int64_t>(widest, int64_t{config_.vocab_size} * sequences));
+  }
+  reserved_rows_ = max_rows;
+}
+
+Model::Rows Model::rows(int count) const {
+  const std::vector<int64_t> widths = activation_widths(config_);
+  std::vector<Tensor> views;
+  for (size_t i = 0; i < widths.size(); ++i)
+    views.push_back(Tensor::contiguous(workspace_[i].get(), weights_.dtype, {count, widths[i]}));
+  return Rows{views[0], views[1], views[2], views[3], views[4],  views[5],
+              views[6], views[7], views[8], views[9], views[10], views[11]};
+}
+
+void Model::forward(Ops& ops, const ForwardPass& pass) {
+  const int S = pass.sequences, R = pass.rows_per_sequence;
+  Rows a = rows(S * R);
+
+  ops.embedding(weights_.embed_tokens, pass.tokens, pass.positions, R, a.hidden);
+  for (int layer = 0; layer < config_.num_hidden_layers; ++layer) {
+    ops.range_begin(RangeKind::Layer, layer);
+    decoder_layer(ops, layer, pass, a);
+    if (bugs_.host_sync) bugs::sync_after_layer(ops, bugs_, a.hidden);
+    ops.range_end(RangeKind::Layer, layer);
+  }
+
+  // Only the last row of each sequence predicts a token (hidden[:, -1, :]).
+  Tensor last = a.hidden;
+  a.last_hidden = a.last_hidden.rows(0, S);
+  a.final_normed = a.final_normed.rows(0, S);
+  if (R > 1) {
+    Tensor last_rows = a.hidden.rows(R - 1, S);
+    last_rows.strides[0] *= R;
+    ops.copy(last_rows, a.last_hidden, "last_token");
+    last = a.last_hidden;
+  }
+  norm(ops, last, weights_.norm, fp32_weights_.norm, a.final_normed, "norm");
+  project(ops, a.final_normed, weights_.lm_head, fp32_weights_.lm_head, pass.logits, "lm_head");
+
+  Tensor last_positions = pass.positions.rows(R - 1, S);
+  last_positions.strides[0] *= R;
+  ops.argmax(pass.logits, pass.tokens, last_positions);
+}
+
+void Model::decoder_layer(Ops& ops, int layer, const ForwardPass& pass, const Rows& a) {
+  const LayerWeights& w = weights_.layers[layer];
+  static const LayerWeights no_fp32_copies;
+  const LayerWeights& w32 = fp32_weights_.layers.empty() ? no_fp32_copies : fp32_weights_.layers[layer];
+  const Tensor inv_freq = Tensor::contiguous(inv_freq_.get(), DType::F32, {config_.head_dim / 2});
+
+  // Self-attention block.
+  norm(ops, a.hidden, w.input_layernorm, w32.input_layernorm, a.normed, "input_layernorm");
+  project(ops, a.normed, w.q_proj, w32.q_proj, a.q, "q_proj");
+  project(ops, a.normed, w.k_proj, w32.k_proj, a.k, "k_proj");
+  project(ops, a.normed, w.v_proj, w32.v_proj, a.v, "v_proj");
+  ops.rope(a.q, a.k, pass.positions, inv_freq, config_.head_dim);
+  attend(ops, layer, pass, a);
+  project(ops, a.attn, w.o_proj, w32.o_proj, a.projected, "o_proj");
+  ops.add(a.hidden, a.projected, a.hidden, "residual");
+
+  // MLP block: down(silu(gate(x)) * up(x)).
+  norm(ops, a.hidden, w.post_attention_layernorm, w32.post_attention_layernorm, a.normed,
+       "post_attention_layernorm");
+  project(ops, a.normed, w.gate_proj, w32.gate_proj, a.gate, "gate_proj");
+  project(ops, a.normed, w.up_proj, w32.up_proj, a.up, "up_proj");
+  ops.swiglu(a.gate, a.up, a.activated);
+  project(ops, a.activated, w.down_proj, w32.down_proj, a.projected, "down_proj");
+  ops.add(a.hidden, a.projected, a.hidden, "residual");
+}
+
+void Model::attend(Ops& ops, int layer, const ForwardPass& pass, const Rows& a) {
+  const int S = pass.sequences, R = pass.rows_per_sequence;
+  Tensor keys = kv_cache_.key(layer);
+  Tensor values = kv_cache_.value(layer);
+  keys.shape[0] = values.shape[0] = S;
+  ops.kv_store(a.k, a.v, keys, values, pass.positions, R);
+
+  const int positions_used = pass.first_position + R;
+  bugs::KeyValueViews cache{keys, values};
+  if (bugs_.non_contiguous) {
+    cache = bugs::keys_values_for_attention(ops, bugs_, keys, values, positions_used, contiguous_keys_.get(),
+                                            contiguous_values_.get());
+  }
+
+  AttentionExtent extent;
+  extent.query_key_pairs = int64_t{S} * (int64_t{R} * pass.first_position + int64_t{R} * (R + 1) / 2);
+  extent.key_positions_read = int64_t{S} * positions_used;
+  extent.query_heads = config_.num_attention_heads;
+  extent.kv_heads = config_.num_key_value_heads;
+  extent.head_dim = config_.head_dim;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
+  ops.attention(a.q, cache.keys, cache.values, pass.positions, R, scale, a.attn, extent);
+}
+
+void Model::norm(Ops& ops, const Tensor& x, const Tensor& weight, const Tensor& fp32_weight, const Tensor& out,
+                 const char* label) {
+  const float eps = static_cast<float>(config_.rms_norm_eps);
+  if (fp32_weight.data != nullptr) {
+    bugs::norm_in_fp32(ops, x, fp32_weight, eps, out, fp32_in_.get(), fp32_out_.get(), label);
+    return;
+  }
+  ops.rmsnorm(x, weight, eps, out, label);
+}
+
+void Model::project(Ops& ops, const Tensor& x, const Tensor& weight, const Tensor& fp32_weight, const Tensor& out,
+                    const char* label) {
+  if (fp32_weight.data != nullptr) {
+    bugs::project_in_fp32(ops, x, fp32_weight, out, fp32_in_.get(), fp32_out_.get(), label);
+    return;
+  }
+  ops.matmul(x, weight, out, label);
+}
+
+}  // namespace decodelab

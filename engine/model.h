@@ -1,0 +1,84 @@
+// The Llama model: config, weights, KV cache and activation workspace, and the forward
+// pass written once against the op front layer. `forward` runs `rows_per_sequence`
+// consecutive tokens of each sequence in a group (a prompt for prefill, one token for a
+// decode step, the whole prefix when the cache is not used), writes their keys/values,
+// and leaves the next token of every sequence in the token history.
+#pragma once
+
+#include <vector>
+
+#include "bugs/bug_set.h"
+#include "engine/device_buffer.h"
+#include "engine/kv_cache.h"
+#include "engine/model_config.h"
+#include "engine/ops.h"
+#include "engine/weights.h"
+
+namespace decodelab {
+
+// fp32 copies of the projection weights (kept only when a bug computes matmuls in fp32).
+struct Fp32Weights {
+  std::vector<LayerWeights> layers;  // projections only; norms filled when norms run in fp32
+  Tensor norm;
+  Tensor lm_head;
+  std::vector<DeviceBuffer> storage;
+  bool empty() const { return layers.empty() && norm.data == nullptr; }
+};
+
+// One call of the forward pass over a group of sequences.
+struct ForwardPass {
+  int sequences = 1;          // S: sequences in the group
+  int rows_per_sequence = 1;  // R: consecutive tokens per sequence in this pass
+  int first_position = 0;     // position of each sequence's first row (all sequences share it)
+  Tensor positions;           // [S*R] int32 on the device: first_position + row % R
+  Tensor tokens;              // [S, max_positions] int32 token history of the group
+  Tensor logits;              // [S, vocab] output rows of the group
+};
+
+class Model {
+ public:
+  Model(Backend& backend, const ModelConfig& config, ModelWeights weights, const BugSet& bugs);
+
+  const ModelConfig& config() const { return config_; }
+  DType dtype() const { return weights_.dtype; }
+  const BugSet& bugs() const { return bugs_; }
+
+  // Makes room for groups of `sequences` sequences of up to `max_positions` tokens, and
+  // forward passes of up to `max_rows` rows. Reuses what it has when it is big enough.
+  void reserve(int sequences, int max_positions, int max_rows);
+
+  // Workspace bytes reserve() allocates for these sizes (memory planning).
+  static int64_t workspace_bytes(const ModelConfig& config, DType dtype, const BugSet& bugs, int sequences,
+                                 int max_rows);
+  // Bytes of the extra weight copies the bugs keep.
+  static int64_t extra_weight_bytes(const ModelConfig& config, const BugSet& bugs);
+
+  // Embedding -> layers -> final norm -> LM head -> argmax into the token history.
+  void forward(Ops& ops, const ForwardPass& pass);
+
+ private:
+  struct Rows;  // activation views for one pass
+  Rows rows(int count) const;
+  void decoder_layer(Ops& ops, int layer, const ForwardPass& pass, const Rows& a);
+  void attend(Ops& ops, int layer, const ForwardPass& pass, const Rows& a);
+  void norm(Ops& ops, const Tensor& x, const Tensor& weight, const Tensor& fp32_weight, const Tensor& out,
+            const char* label);
+  void project(Ops& ops, const Tensor& x, const Tensor& weight, const Tensor& fp32_weight, const Tensor& out,
+               const char* label);
+  void prepare_fp32_weights();
+
+  Backend& backend_;
+  ModelConfig config_;
+  ModelWeights weights_;
+  BugSet bugs_;
+  Fp32Weights fp32_weights_;
+  DeviceBuffer inv_freq_;  // [head_dim/2] fp32
+  KvCache kv_cache_;
+  int reserved_rows_ = 0;
+  std::vector<DeviceBuffer> workspace_;
+  DeviceBuffer contiguous_keys_, contiguous_values_;  // scratch of the cache-copy bug
+  DeviceBuffer fp32_in_, fp32_out_;                    // scratch of the fp32 bug
+  std::vector<Tensor> activation_views_;
+};
+
+}  // namespace decodelab

@@ -1,0 +1,210 @@
+// Parsing and validation of safetensors headers, and element conversion out of the mapping.
+// Offsets are checked for overlap after sorting by their begin, so the header's key order
+// (JSON objects are unordered) never matters; zero-byte tensors hold nothing to overlap.
+#include "engine/safetensors.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/errors.h"
+
+namespace decodelab {
+
+static_assert(std::endian::native == std::endian::little, "safetensors data is little-endian");
+
+std::optional<DType> parse_safetensors_dtype(std::string_view name) {
+  if (name == "F32") return DType::F32;
+  if (name == "F16") return DType::F16;
+  if (name == "BF16") return DType::BF16;
+  return std::nullopt;
+}
+
+const char* safetensors_dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::F32: return "F32";
+    case DType::F16: return "F16";
+    case DType::BF16: return "BF16";
+    case DType::I32: return "I32";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string offsets_string(uint64_t begin, uint64_t end) {
+  return "[" + std::to_string(begin) + ", " + std::to_string(end) + "]";
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) text += ',';
+    text += std::to_string(shape[i]);
+  }
+  return text + "]";
+}
+
+bool is_non_negative_integer(const nlohmann::json& value) {
+  return value.is_number_unsigned() || (value.is_number_integer() && value.get<int64_t>() >= 0);
+}
+
+// The file's element as a float (exact for all three dtypes); `source` may be unaligned.
+float load_unaligned(const uint8_t* source, DType dtype, size_t index) {
+  if (dtype == DType::F32) {
+    float value;
+    std::memcpy(&value, source + index * 4, 4);
+    return value;
+  }
+  uint16_t bits;
+  std::memcpy(&bits, source + index * 2, 2);
+  return dtype == DType::F16 ? fp16_to_float(bits) : bf16_to_float(bits);
+}
+
+struct ParsedOffsets {
+  std::string name;
+  uint64_t begin = 0;
+  uint64_t end = 0;
+};
+
+}  // namespace
+
+int64_t SafetensorsTensor::numel() const {
+  int64_t count = 1;
+  for (int64_t dim : shape) count *= dim;
+  return count;
+}
+
+std::string SafetensorsTensor::shape_string() const { return shape_text(shape); }
+
+void SafetensorsTensor::convert_to(DType destination_dtype, void* destination) const {
+  const int64_t count = numel();
+  if (count == 0) return;  // nothing to copy (and `destination` may be null)
+  if (destination_dtype == dtype) {
+    std::memcpy(destination, data, bytes);
+    return;
+  }
+  const auto* source = static_cast<const uint8_t*>(data);
+  const DType source_dtype = dtype;
+#pragma omp parallel for schedule(static) if (count > 65536)
+  for (int64_t i = 0; i < count; ++i) {
+    store_from_float(destination, destination_dtype, static_cast<size_t>(i),
+                     load_unaligned(source, source_dtype, static_cast<size_t>(i)));
+  }
+}
+
+SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : file_(path) {
+  const std::string file_name = path.string();
+  auto fail = [&](const std::string& key, const std::string& problem) -> InputError {
+    return InputError(file_name, 0, key, problem);
+  };
+
+  if (file_.size() < 8)
+    throw fail("header", "file is " + std::to_string(file_.size()) +
+                             " bytes, too short for the 8-byte little-endian header length");
+  uint64_t header_length;
+  std::memcpy(&header_length, file_.data(), 8);
+  const uint64_t after_length = file_.size() - 8;
+  if (header_length > after_length)
+    throw fail("header", "header length " + std::to_string(header_length) + " exceeds the " +
+                             std::to_string(after_length) + " bytes that follow the length field");
+
+  const auto* header_begin = reinterpret_cast<const char*>(file_.data() + 8);
+  nlohmann::json header;
+  std::string duplicate_name;
+  std::set<std::string> names;
+  // JSON objects silently keep the last of two equal keys; a checkpoint must not.
+  auto catch_duplicates = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    if (depth == 1 && event == nlohmann::json::parse_event_t::key && duplicate_name.empty() &&
+        !names.insert(parsed.get<std::string>()).second)
+      duplicate_name = parsed.get<std::string>();
+    return true;
+  };
+  try {
+    header = nlohmann::json::parse(header_begin, header_begin + header_length, catch_duplicates);
+  } catch (const nlohmann::json::parse_error& error) {
+    throw fail("header", std::string("is not valid JSON (") + error.what() + ")");
+  }
+  if (!duplicate_name.empty()) throw fail(duplicate_name, "appears twice in the header");
+  if (!header.is_object()) throw fail("header", "must be a JSON object of tensor entries");
+
+  const uint8_t* data_begin = file_.data() + 8 + header_length;
+  const uint64_t data_size = after_length - header_length;
+  std::vector<ParsedOffsets> extents;
+
+  for (const auto& [name, entry] : header.items()) {
+    if (name == "__metadata__") {
+      if (!entry.is_object()) throw fail(name, "must be an object of string values");
+      for (const auto& [key, value] : entry.items()) {
+        if (!value.is_string()) throw fail(name, "value of \"" + key + "\" must be a string");
+        metadata_[key] = value.get<std::string>();
+      }
+      continue;
+    }
+    if (!entry.is_object()) throw fail(name, "entry must be an object with dtype, shape and data_offsets");
+
+    SafetensorsTensor tensor;
+    const auto dtype_entry = entry.find("dtype");
+    if (dtype_entry == entry.end() || !dtype_entry->is_string())
+      throw fail(name, "dtype must be a string such as \"F32\"");
+    const std::string dtype_name = dtype_entry->get<std::string>();
+    const auto dtype = parse_safetensors_dtype(dtype_name);
+    if (!dtype) throw fail(name, "dtype \"" + dtype_name + "\" is not supported (expected F32, F16 or BF16)");
+    tensor.dtype = *dtype;
+
+    const auto shape_entry = entry.find("shape");
+    if (shape_entry == entry.end() || !shape_entry->is_array())
+      throw fail(name, "shape must be an array of non-negative integers");
+    uint64_t element_count = 1;
+    for (const auto& dim : *shape_entry) {
+      if (!is_non_negative_integer(dim)) throw fail(name, "shape must be an array of non-negative integers");
+      const uint64_t size = dim.get<uint64_t>();
+      if (size > static_cast<uint64_t>(INT64_MAX) || __builtin_mul_overflow(element_count, size, &element_count))
+        throw fail(name, "shape " + shape_entry->dump() + " is too large");
+      tensor.shape.push_back(static_cast<int64_t>(size));
+    }
+
+    const auto offsets_entry = entry.find("data_offsets");
+    if (offsets_entry == entry.end() || !offsets_entry->is_array() || offsets_entry->size() != 2 ||
+        !is_non_negative_integer((*offsets_entry)[0]) || !is_non_negative_integer((*offsets_entry)[1]))
+      throw fail(name, "data_offsets must be [begin, end] with non-negative integers");
+    const uint64_t begin = (*offsets_entry)[0].get<uint64_t>();
+    const uint64_t end = (*offsets_entry)[1].get<uint64_t>();
+    if (begin > end) throw fail(name, "data_offsets " + offsets_string(begin, end) + " are reversed (begin > end)");
+    if (end > data_size)
+      throw fail(name, "data_offsets " + offsets_string(begin, end) + " exceed the " + std::to_string(data_size) +
+                           " data bytes (file truncated?)");
+    uint64_t expected_bytes;
+    if (__builtin_mul_overflow(element_count, uint64_t{dtype_size(tensor.dtype)}, &expected_bytes))
+      throw fail(name, "shape " + shape_text(tensor.shape) + " is too large");
+    if (end - begin != expected_bytes)
+      throw fail(name, "data_offsets " + offsets_string(begin, end) + " hold " + std::to_string(end - begin) +
+                           " bytes, but shape " + shape_text(tensor.shape) + " of " + dtype_name + " needs " +
+                           std::to_string(expected_bytes));
+
+    tensor.data = data_begin + begin;
+    tensor.bytes = static_cast<size_t>(expected_bytes);
+    if (expected_bytes > 0) extents.push_back({name, begin, end});
+    tensors_.emplace(name, std::move(tensor));
+  }
+
+  std::sort(extents.begin(), extents.end(),
+            [](const ParsedOffsets& a, const ParsedOffsets& b) { return a.begin < b.begin; });
+  for (size_t i = 1; i < extents.size(); ++i) {
+    const ParsedOffsets& previous = extents[i - 1];
+    const ParsedOffsets& current = extents[i];
+    if (current.begin < previous.end)
+      throw fail(current.name, "data_offsets " + offsets_string(current.begin, current.end) + " overlap tensor \"" +
+                                   previous.name + "\" " + offsets_string(previous.begin, previous.end));
+  }
+}
+
+const SafetensorsTensor* SafetensorsFile::find(const std::string& name) const {
+  const auto found = tensors_.find(name);
+  return found == tensors_.end() ? nullptr : &found->second;
+}
+
+}  // namespace decodelab

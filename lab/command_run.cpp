@@ -1,0 +1,97 @@
+// `decodelab run SCENARIO`: validate the scenario and the output paths, run it, then
+// print one table row and write the requested files. The files are staged and renamed
+// only after everything succeeded, so a failed run leaves none of them behind.
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/errors.h"
+#include "lab/byte_size.h"
+#include "lab/commands.h"
+#include "lab/npy.h"
+#include "lab/output_files.h"
+#include "lab/paths.h"
+#include "lab/run_report.h"
+#include "lab/runner.h"
+#include "lab/scenario.h"
+
+namespace decodelab {
+
+namespace {
+
+struct RunArguments {
+  std::string scenario;
+  std::vector<std::string> assignments;
+  std::string backend;
+  int threads = 0;
+  std::string json_file;
+  std::string logits_file;
+  std::string max_memory;
+  bool quiet = false;
+};
+
+void execute_run(const RunArguments& arguments) {
+  const Scenario scenario = load_scenario(resolve_scenario_argument(arguments.scenario), arguments.assignments);
+  if (!arguments.json_file.empty()) check_output_path(arguments.json_file, "--json");
+  if (!arguments.logits_file.empty()) check_output_path(arguments.logits_file, "--dump-logits");
+
+  RunOptions options;
+  if (!arguments.backend.empty()) options.backend = arguments.backend == "cuda" ? BackendKind::Cuda : BackendKind::Cpu;
+  options.threads = arguments.threads;
+  if (!arguments.max_memory.empty()) {
+    options.max_memory_bytes = parse_byte_size(arguments.max_memory);
+    if (!options.max_memory_bytes) {
+      throw InputError("--max-memory", 0, arguments.max_memory, "expected a size such as 8GiB, 512MiB or 1000000");
+    }
+  }
+  options.show_progress = !arguments.quiet && ::isatty(::fileno(stderr));
+
+  const RunResult result = run_scenario(scenario, options);
+
+  StagedOutputs outputs;
+  if (!arguments.json_file.empty())
+    outputs.stage(arguments.json_file, run_result_json(scenario, result).dump(2) + "\n");
+  if (!arguments.logits_file.empty()) {
+    const int64_t requests = scenario.workload.requests;
+    const int64_t vocab = scenario.model_config.vocab_size;
+    if (static_cast<int64_t>(result.last_logits.size()) != requests * vocab) {
+      throw std::runtime_error("the engine returned " + std::to_string(result.last_logits.size()) +
+                               " logits, expected requests × vocab = " + std::to_string(requests * vocab));
+    }
+    outputs.stage(arguments.logits_file, npy_bytes(result.last_logits.data(), {requests, vocab}));
+  }
+  outputs.commit();
+
+  if (!arguments.quiet) {
+    std::fputs((run_table_header() + run_table_row(scenario, result)).c_str(), stdout);
+    std::fflush(stdout);
+  }
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app) {
+  auto arguments = std::make_shared<RunArguments>();
+  CLI::App* command = app.add_subcommand("run", "Run a scenario and print its table row");
+  command->add_option("scenario", arguments->scenario, "Scenario file, or a name under scenarios/")->required();
+  command
+      ->add_option("--set", arguments->assignments,
+                   "Override a scenario key before validation: key.path=value (YAML; empty removes the key)")
+      ->allow_extra_args(false);
+  command->add_option("--backend", arguments->backend, "Override the scenario's backend")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  command->add_option("--threads", arguments->threads, "CPU kernel threads (0 = every core)")
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--json", arguments->json_file, "Write the result as JSON");
+  command->add_option("--dump-logits", arguments->logits_file,
+                      "Write each request's last logits as .npy (float32, [requests, vocab])");
+  command->add_option("--max-memory", arguments->max_memory, "Refuse to run when the plan needs more (e.g. 8GiB)");
+  command->add_flag("--quiet,-q", arguments->quiet, "Print no table and no progress");
+  command->callback([arguments] { execute_run(*arguments); });
+}
+
+}  // namespace decodelab

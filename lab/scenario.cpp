@@ -1,0 +1,209 @@
+// Scenario parsing and validation. The model is resolved first, because the prompt ids
+// (within the vocab) and the context (within max_position_embeddings) are checked
+// against it; everything else is checked in the order the schema lists it.
+#include "lab/scenario.h"
+
+#include <system_error>
+
+#include "engine/errors.h"
+#include "lab/paths.h"
+#include "lab/yaml_fields.h"
+
+namespace decodelab {
+
+namespace fs = std::filesystem;
+
+const char* to_string(BackendChoice choice) {
+  switch (choice) {
+    case BackendChoice::Auto: return "auto";
+    case BackendChoice::Cpu: return "cpu";
+    case BackendChoice::Cuda: return "cuda";
+  }
+  return "?";
+}
+
+YAML::Node read_scenario_document(const fs::path& file) {
+  std::error_code error;
+  if (!fs::is_regular_file(file, error)) throw InputError(file.string(), 0, "", "no such scenario file");
+  try {
+    return YAML::LoadFile(file.string());
+  } catch (const YAML::BadFile&) {
+    throw InputError(file.string(), 0, "", "cannot read the scenario file");
+  } catch (const YAML::ParserException& parse_error) {
+    throw InputError(file.string(), parse_error.mark.line + 1, "", "not valid YAML: " + parse_error.msg);
+  }
+}
+
+namespace {
+
+std::string joined(const std::vector<std::string>& words) {
+  std::string text;
+  for (const std::string& word : words) text += (text.empty() ? "" : ", ") + word;
+  return text;
+}
+
+ModelSource resolve_model_field(const YamlField& field, const fs::path& scenario_file) {
+  const std::string value = field.text();
+  if (value.empty()) field.expected("a model name under configs/models or a path to a model");
+  const fs::path folder = scenario_file.parent_path().empty() ? fs::path(".") : scenario_file.parent_path();
+  if (std::optional<ModelSource> source = find_model(value, folder)) return *source;
+  const std::vector<std::string> names = catalog_model_names();
+  std::error_code error;
+  const fs::path as_path = fs::path(value).is_absolute() ? fs::path(value) : folder / value;
+  if (fs::is_directory(as_path, error)) {
+    field.fail("'" + value + "' is a directory without config.json, not a Hugging Face checkpoint");
+  }
+  field.fail("no model '" + value + "': not a name under " + models_dir().string() + " (" + joined(names) +
+             ") nor a model file or checkpoint directory relative to " + folder.string() + did_you_mean(value, names));
+}
+
+// A bug value: false (off), true (on, default variant) or a mapping of its one option.
+// Returns "" when off, else the option's value (the default for `true`).
+std::string read_bug(const YamlField& field, const std::string& option, const std::vector<std::string>& choices,
+                     const std::string& default_choice) {
+  if (field.node && field.node.IsMap()) {
+    if (option.empty()) field.expected("true or false (this bug has no options)");
+    const YamlMapping mapping = YamlMapping::of(field, {option});
+    if (auto value = mapping.optional(option)) return value->choice(choices);
+    return default_choice;
+  }
+  if (option.empty()) return field.boolean() ? "on" : "";
+  if (field.node && field.node.IsScalar() && field.node.Tag() != "!") {
+    const std::string& text = field.node.Scalar();
+    if (text == "true" || text == "True" || text == "TRUE") return default_choice;
+    if (text == "false" || text == "False" || text == "FALSE") return "";
+  }
+  field.expected("true, false or {" + option + ": " + joined(choices) + "}");
+}
+
+void parse_workload(const YamlField& field, const ModelConfig& model, Workload& workload) {
+  const YamlMapping mapping = YamlMapping::of(
+      field, {"requests", "batch_size", "prompt_tokens", "prompt_ids", "new_tokens", "seed", "host_overhead_us"});
+  if (!field.node || !field.node.IsMap()) field.expected("a mapping with requests, batch_size, prompt, new_tokens");
+  const std::string size = "an integer ≥ 1";
+  workload.requests = static_cast<int>(mapping.required("requests", size).integer(1, INT32_MAX));
+  workload.batch_size = static_cast<int>(mapping.required("batch_size", size).integer(1, INT32_MAX));
+
+  const std::optional<YamlField> prompt_tokens = mapping.optional("prompt_tokens");
+  const std::optional<YamlField> prompt_ids = mapping.optional("prompt_ids");
+  if (prompt_tokens && prompt_ids) prompt_ids->fail("give prompt_tokens or prompt_ids, not both");
+  if (!prompt_tokens && !prompt_ids) {
+    field.source->fail(mapping.line(), mapping.key_path("prompt_tokens"),
+                       "missing (expected prompt_tokens: an integer ≥ 1, or prompt_ids: a list of token ids)");
+  }
+  workload.prompt_ids.clear();
+  if (prompt_tokens) {
+    workload.prompt_tokens = static_cast<int>(prompt_tokens->integer(1, INT32_MAX));
+  } else {
+    if (!prompt_ids->node.IsSequence() || prompt_ids->node.size() == 0) {
+      prompt_ids->expected("a non-empty list of token ids");
+    }
+    for (size_t i = 0; i < prompt_ids->node.size(); ++i) {
+      const YAML::Node element = prompt_ids->node[i];
+      const YamlField id{field.source, prompt_ids->key + "[" + std::to_string(i) + "]", element,
+                         line_of(element, prompt_ids->line)};
+      workload.prompt_ids.push_back(static_cast<int32_t>(id.integer(0, model.vocab_size - 1)));
+    }
+    workload.prompt_tokens = static_cast<int>(workload.prompt_ids.size());
+  }
+
+  const YamlField new_tokens = mapping.required("new_tokens", size);
+  workload.new_tokens = static_cast<int>(new_tokens.integer(1, INT32_MAX));
+  const int64_t context = int64_t{workload.prompt_length()} + workload.new_tokens;
+  if (context > model.max_position_embeddings) {
+    new_tokens.fail("prompt (" + std::to_string(workload.prompt_length()) + ") + new_tokens (" +
+                    std::to_string(workload.new_tokens) + ") = " + std::to_string(context) + " exceeds " + model.name +
+                    "'s max_position_embeddings (" + std::to_string(model.max_position_embeddings) + ")");
+  }
+  workload.seed = 0;
+  if (auto seed = mapping.optional("seed")) workload.seed = seed->unsigned_integer();
+  workload.host_overhead_us = 0.0;
+  if (auto overhead = mapping.optional("host_overhead_us")) workload.host_overhead_us = overhead->number(0.0);
+}
+
+void parse_run(const YamlField& field, Scenario& scenario) {
+  const YamlMapping mapping = YamlMapping::of(field, {"warmup", "repeats"});
+  if (auto warmup = mapping.optional("warmup")) scenario.warmup = static_cast<int>(warmup->integer(0, INT32_MAX));
+  if (auto repeats = mapping.optional("repeats")) scenario.repeats = static_cast<int>(repeats->integer(1, INT32_MAX));
+}
+
+void parse_bugs(const YamlField& field, Scenario& scenario) {
+  const YamlMapping mapping =
+      YamlMapping::of(field, {"no_kv_cache", "non_contiguous", "host_sync", "fp32_ops", "sequential_generation"});
+  BugSet& bugs = scenario.bugs;
+  bugs = BugSet{};
+  if (auto bug = mapping.optional("no_kv_cache")) bugs.no_kv_cache = !read_bug(*bug, "", {}, "").empty();
+  if (auto bug = mapping.optional("non_contiguous")) {
+    const std::string mode = read_bug(*bug, "mode", {"copy", "strided"}, "copy");
+    bugs.non_contiguous = !mode.empty();
+    bugs.non_contiguous_mode = mode == "strided" ? NonContiguousMode::Strided : NonContiguousMode::Copy;
+  }
+  if (auto bug = mapping.optional("host_sync")) {
+    const std::string per = read_bug(*bug, "per", {"token", "layer", "sequence"}, "token");
+    bugs.host_sync = !per.empty();
+    bugs.host_sync_per = per == "layer"      ? HostSyncPer::Layer
+                         : per == "sequence" ? HostSyncPer::Sequence
+                                             : HostSyncPer::Token;
+  }
+  if (auto bug = mapping.optional("fp32_ops")) {
+    const std::string scope = read_bug(*bug, "scope", {"norms", "matmuls", "all"}, "matmuls");
+    bugs.fp32_ops = !scope.empty();
+    bugs.fp32_scope = scope == "norms" ? Fp32Scope::Norms : scope == "all" ? Fp32Scope::All : Fp32Scope::Matmuls;
+    if (bugs.fp32_ops && scenario.dtype == DType::F32) {
+      bug->fail("fp32_ops runs ops of a half-precision model in fp32, but dtype is fp32 (use fp16 or bf16)");
+    }
+  }
+  if (auto bug = mapping.optional("sequential_generation")) {
+    bugs.sequential_generation = !read_bug(*bug, "", {}, "").empty();
+  }
+}
+
+}  // namespace
+
+Scenario parse_scenario(const YAML::Node& document, const fs::path& file,
+                        const std::vector<ScenarioOverride>& overrides) {
+  YamlSource source{file, {}};
+  for (const ScenarioOverride& override_value : overrides) source.overrides[override_value.key] = override_value.value;
+  const YamlMapping root(source, document, "", line_of(document, 1),
+                         {"name", "description", "model", "dtype", "backend", "workload", "run", "bugs"});
+
+  Scenario scenario;
+  scenario.file = file;
+  scenario.name = root.has("name") ? root.optional("name")->text() : "";
+  if (scenario.name.empty()) scenario.name = file.stem().string();
+  if (auto description = root.optional("description")) scenario.description = description->text();
+
+  scenario.model_source =
+      resolve_model_field(root.required("model", "a model name under configs/models or a path to a model"), file);
+  scenario.model_config = load_model_config(scenario.model_source);
+
+  const std::string dtype = root.required("dtype", "fp32, fp16 or bf16").choice({"fp32", "fp16", "bf16"});
+  scenario.dtype = *parse_dtype(dtype);
+  if (auto backend = root.optional("backend")) {
+    const std::string choice = backend->choice({"auto", "cpu", "cuda"});
+    scenario.backend = choice == "cpu"    ? BackendChoice::Cpu
+                       : choice == "cuda" ? BackendChoice::Cuda
+                                          : BackendChoice::Auto;
+  }
+  parse_workload(root.required("workload", "a mapping with requests, batch_size, prompt, new_tokens"),
+                 scenario.model_config, scenario.workload);
+  if (auto run = root.optional("run")) parse_run(*run, scenario);
+  if (auto bugs = root.optional("bugs")) parse_bugs(*bugs, scenario);
+  return scenario;
+}
+
+Scenario load_scenario(const fs::path& file, const std::vector<std::string>& assignments) {
+  std::vector<ScenarioOverride> overrides;
+  for (const std::string& assignment : assignments) overrides.push_back(parse_override(assignment));
+  YAML::Node document = read_scenario_document(file);
+  for (const ScenarioOverride& override_value : overrides) apply_override(document, override_value, file);
+  return parse_scenario(document, file, overrides);
+}
+
+Scenario fixed_twin(const Scenario& scenario) {
+  Scenario twin = scenario;
+  twin.bugs = BugSet{};
+  return twin;
+}
+
+}  // namespace decodelab

@@ -1,0 +1,92 @@
+// A scenario: which model, precision, backend, workload and bugs one run uses. Loading
+// validates the whole file before any work starts; every problem is an InputError with
+// the file, the line and the dotted key. Schema (optional keys marked, with defaults):
+//
+//   name: example            # optional, default: the file's stem
+//   description: text        # optional
+//   model: lab-small         # catalogue name, or a path (relative to this file) to a model YAML or checkpoint dir
+//   dtype: fp16              # fp32 | fp16 | bf16
+//   backend: auto            # optional, default auto: auto | cpu | cuda
+//   workload:
+//     requests: 8            # ≥ 1
+//     batch_size: 8          # ≥ 1
+//     prompt_tokens: 128     # ≥ 1 seeded random ids ... or
+//     prompt_ids: [1, 2, 3]  # ... explicit ids (in the vocab) for every request: exactly one of the two
+//     new_tokens: 128        # ≥ 1; prompt + new_tokens ≤ max_position_embeddings
+//     seed: 0                # optional, default 0
+//     host_overhead_us: 0    # optional, default 0
+//   run: {warmup: 1, repeats: 3}   # optional, these defaults; warmup ≥ 0, repeats ≥ 1
+//   bugs:                    # optional, all false: each false, true, or a mapping of options
+//     no_kv_cache: false            # true only
+//     non_contiguous: false         # {mode: copy|strided}, true = copy
+//     host_sync: false              # {per: token|layer|sequence}, true = token
+//     fp32_ops: false               # {scope: norms|matmuls|all}, true = matmuls; not on an fp32 model
+//     sequential_generation: false  # true only
+//
+// The steps are exposed separately (read the document, apply --set, parse) so that a
+// sweep can expand list-valued keys on the document before each copy is validated.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "bugs/bug_set.h"
+#include "engine/dtype.h"
+#include "engine/generator.h"
+#include "engine/model_config.h"
+#include "lab/model_catalog.h"
+
+namespace decodelab {
+
+enum class BackendChoice { Auto, Cpu, Cuda };
+const char* to_string(BackendChoice choice);
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  std::filesystem::path file;
+  ModelConfig model_config;
+  ModelSource model_source;  // catalogue name, model file, or checkpoint directory
+  DType dtype = DType::F16;
+  BackendChoice backend = BackendChoice::Auto;
+  Workload workload;
+  int warmup = 1;
+  int repeats = 3;
+  BugSet bugs;
+};
+
+// One --set: "workload.batch_size=4" -> {key "workload.batch_size", value "4"}. An empty
+// value ("workload.prompt_tokens=") removes the key.
+struct ScenarioOverride {
+  std::string key;
+  std::string value;  // parsed as YAML when applied
+};
+ScenarioOverride parse_override(const std::string& assignment);
+
+// The raw document (syntax errors become InputError with their line).
+YAML::Node read_scenario_document(const std::filesystem::path& file);
+// Replaces (or adds) the value at the override's dotted key, creating mappings on the way.
+void apply_override(YAML::Node& document, const ScenarioOverride& override_value, const std::filesystem::path& file);
+// Validates a document completely and resolves the model. `overrides` only changes how
+// errors point at keys that came from the command line.
+Scenario parse_scenario(const YAML::Node& document, const std::filesystem::path& file,
+                        const std::vector<ScenarioOverride>& overrides = {});
+// read + every --set + parse.
+Scenario load_scenario(const std::filesystem::path& file, const std::vector<std::string>& assignments = {});
+
+// The same scenario with every bug off (the reference a buggy run is compared with).
+Scenario fixed_twin(const Scenario& scenario);
+
+// Back to the scenario schema, for result files. A model given by path is written as an
+// absolute path so that the rendering still resolves from wherever it is stored.
+std::string scenario_to_yaml(const Scenario& scenario);
+nlohmann::json scenario_to_json(const Scenario& scenario);
+nlohmann::json workload_to_json(const Workload& workload);
+// Each bug as false, true, or its options: {"host_sync": {"per": "layer"}, ...}.
+nlohmann::json bugs_to_json(const BugSet& bugs);
+
+}  // namespace decodelab

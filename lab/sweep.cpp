@@ -1,0 +1,55 @@
+// Expansion of list-valued workload keys into the product of their values.
+#include "lab/sweep.h"
+
+namespace decodelab {
+
+namespace {
+
+bool is_swept(const std::string& key, const YAML::Node& value) {
+  if (!value.IsSequence() || value.size() == 0) return false;
+  if (key == "prompt_ids") return value[0].IsSequence();
+  return true;
+}
+
+std::string scalar_text(const YAML::Node& value) {
+  if (value.IsScalar()) return value.Scalar();
+  YAML::Emitter emitter;
+  emitter << YAML::Flow << value;
+  return emitter.c_str();
+}
+
+}  // namespace
+
+std::vector<std::string> swept_keys(const YAML::Node& scenario) {
+  std::vector<std::string> keys;
+  const YAML::Node workload = scenario["workload"];
+  if (!workload || !workload.IsMap()) return keys;
+  for (const auto& entry : workload) {
+    const std::string key = entry.first.as<std::string>();
+    if (is_swept(key, entry.second)) keys.push_back(key);
+  }
+  return keys;
+}
+
+std::vector<SweepPoint> expand_sweep(const YAML::Node& scenario) {
+  const std::vector<std::string> keys = swept_keys(scenario);
+  std::vector<SweepPoint> points{SweepPoint{"", {}, YAML::Clone(scenario)}};
+  for (const std::string& key : keys) {
+    const YAML::Node values = scenario["workload"][key];
+    std::vector<SweepPoint> expanded;
+    for (const SweepPoint& point : points) {
+      for (const auto& value : values) {
+        SweepPoint next{point.label, point.values, YAML::Clone(point.scenario)};
+        next.scenario["workload"][key] = YAML::Clone(value);
+        const std::string text = scalar_text(value);
+        next.values.emplace_back(key, text);
+        next.label += (next.label.empty() ? "" : " ") + key + "=" + text;
+        expanded.push_back(std::move(next));
+      }
+    }
+    points = std::move(expanded);
+  }
+  return points;
+}
+
+}  // namespace decodelab

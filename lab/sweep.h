@@ -1,0 +1,25 @@
+// Sweeps: a scenario in which workload keys are given as lists expands into one scenario
+// per combination (the Cartesian product, first key outermost), like llama-bench's
+// parameter lists. `prompt_ids` is a list by nature: only a list of lists sweeps it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+namespace decodelab {
+
+struct SweepPoint {
+  std::string label;                                        // "batch_size=8 prompt_tokens=64"
+  std::vector<std::pair<std::string, std::string>> values;  // swept key -> value, in order
+  YAML::Node scenario;                                      // a deep copy with scalars in place of lists
+};
+
+// The swept keys of a scenario document, in file order (empty when nothing is swept).
+std::vector<std::string> swept_keys(const YAML::Node& scenario);
+
+// Every combination; a scenario without lists gives one point with an empty label.
+std::vector<SweepPoint> expand_sweep(const YAML::Node& scenario);
+
+}  // namespace decodelab

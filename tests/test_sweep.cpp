@@ -1,0 +1,37 @@
+// Sweep expansion: lists in the workload become the product of their values.
+#include <catch2/catch.hpp>
+
+#include "lab/sweep.h"
+
+using namespace decodelab;
+
+TEST_CASE("a scenario without lists is one point", "[sweep]") {
+  const YAML::Node scenario = YAML::Load("model: lab-tiny\nworkload: {batch_size: 4, prompt_ids: [1, 2, 3]}\n");
+  const auto points = expand_sweep(scenario);
+  REQUIRE(points.size() == 1);
+  CHECK(points[0].label.empty());
+  CHECK(points[0].scenario["workload"]["prompt_ids"].size() == 3);
+}
+
+TEST_CASE("list-valued workload keys expand to their product, first key outermost", "[sweep]") {
+  const YAML::Node scenario =
+      YAML::Load("model: lab-tiny\nworkload: {batch_size: [1, 2, 4], prompt_tokens: [8, 16], new_tokens: 4}\n");
+  CHECK(swept_keys(scenario) == std::vector<std::string>{"batch_size", "prompt_tokens"});
+  const auto points = expand_sweep(scenario);
+  REQUIRE(points.size() == 6);
+  CHECK(points[0].label == "batch_size=1 prompt_tokens=8");
+  CHECK(points[1].label == "batch_size=1 prompt_tokens=16");
+  CHECK(points[5].label == "batch_size=4 prompt_tokens=16");
+  CHECK(points[5].scenario["workload"]["batch_size"].as<int>() == 4);
+  CHECK(points[5].scenario["workload"]["new_tokens"].as<int>() == 4);
+  // The original document is untouched.
+  CHECK(scenario["workload"]["batch_size"].IsSequence());
+}
+
+TEST_CASE("prompt_ids sweeps only as a list of lists", "[sweep]") {
+  const YAML::Node scenario = YAML::Load("workload: {prompt_ids: [[1, 2], [3, 4, 5]]}\n");
+  const auto points = expand_sweep(scenario);
+  REQUIRE(points.size() == 2);
+  CHECK(points[1].scenario["workload"]["prompt_ids"].size() == 3);
+  CHECK(points[1].label == "prompt_ids=[3, 4, 5]");
+}
