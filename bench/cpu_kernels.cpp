@@ -1,5 +1,5 @@
 // decodelab_bench_cpu: the CPU backend's yardsticks, printed as one table per question.
-//  1. STREAM-like bandwidth (copy, triad, read) over arrays far larger than the caches;
+//  1. STREAM-like bandwidth (copy, triad) over arrays far larger than the caches;
 //  2. batch-1 decode matvec GB/s per weight dtype at the lab-small shapes, as a fraction
 //     of that bandwidth (the fixed path's roof);
 //  3. batched matmul GFLOP/s for M = 1..64 and 512, next to OpenBLAS cblas_sgemm;
@@ -23,7 +23,6 @@
 
 #include "engine/clock.h"
 #include "engine/cpu/cpu_backend.h"
-#include "engine/cpu/simd.h"
 #include "engine/device_buffer.h"
 
 #if DECODELAB_HAVE_OPENBLAS
@@ -54,18 +53,16 @@ struct Seconds {
 
 // --- 1. STREAM-like bandwidth, OpenMP on `threads` threads ---
 struct StreamResult {
-  Seconds copy, triad, read;  // per pass over 128 MiB arrays
+  Seconds copy, triad;  // per pass over 128 MiB arrays
   static constexpr double kArrayBytes = double(size_t{32} << 20) * sizeof(float);
   double copy_gbs(bool best) const { return 2 * kArrayBytes / (best ? copy.best : copy.median) / 1e9; }
   double triad_gbs(bool best) const { return 3 * kArrayBytes / (best ? triad.best : triad.median) / 1e9; }
-  double read_gbs(bool best) const { return kArrayBytes / (best ? read.best : read.median) / 1e9; }
 };
 
 StreamResult measure_stream(int threads) {
   const size_t n = size_t{32} << 20;
   std::vector<float> a(n, 1.0f), b(n, 2.0f), c(n, 0.5f);
-  std::vector<double> copy_s, triad_s, read_s;
-  volatile float sink = 0;
+  std::vector<double> copy_s, triad_s;
   auto time = [&](auto&& body) {
     const int64_t begin = now_ns();
     body();
@@ -80,22 +77,8 @@ StreamResult measure_stream(int threads) {
 #pragma omp parallel for num_threads(threads) schedule(static)
       for (size_t i = 0; i < n; ++i) a[i] = b[i] + 3.0f * c[i];
     }));
-    float total = 0;
-    read_s.push_back(time([&] {  // four vector accumulators: the loads, not the adds, set the pace
-      const size_t step = 4 * cpu::kLanes;
-#pragma omp parallel num_threads(threads) reduction(+ : total)
-      {
-        cpu::VFloat acc[4] = {cpu::vzero(), cpu::vzero(), cpu::vzero(), cpu::vzero()};
-#pragma omp for schedule(static)
-        for (size_t i = 0; i < n; i += step) {
-          for (int j = 0; j < 4; ++j) acc[j] = cpu::vadd(acc[j], cpu::vload(&b[i + j * cpu::kLanes]));
-        }
-        total += cpu::vsum(cpu::vadd(cpu::vadd(acc[0], acc[1]), cpu::vadd(acc[2], acc[3])));
-      }
-    }));
-    sink = sink + total;
   }
-  return {Seconds::of(copy_s), Seconds::of(triad_s), Seconds::of(read_s)};
+  return {Seconds::of(copy_s), Seconds::of(triad_s)};
 }
 
 // --- helpers over the backend ---
@@ -148,7 +131,7 @@ void bench_matvec(Backend& backend, const StreamResult& stream) {
       {1024, 1024, "q/k/v/o_proj"}, {1024, 2816, "gate/up_proj"}, {1024, 32000, "lm_head"}, {2816, 1024, "down_proj"}};
   std::printf("\n## batch-1 decode matvec (weights streamed from DRAM)\n\n");
   std::printf("Fractions compare best runs with best runs (the least disturbed by other processes).\n\n");
-  std::printf("| weights | K | N | layer | median us | GB/s (median) | GB/s (best) | of triad | of read | noisy |\n");
+  std::printf("| weights | K | N | layer | median us | GB/s (median) | GB/s (best) | of triad | of copy | noisy |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
   for (DType dtype : {DType::F16, DType::BF16, DType::F32}) {
     for (const Shape& shape : shapes) {
@@ -165,7 +148,7 @@ void bench_matvec(Backend& backend, const StreamResult& stream) {
       std::printf("| %s | %lld | %lld | %s | %.1f | %.1f | %.1f | %.0f%% | %.0f%% | %s |\n", dtype_name(dtype),
                   static_cast<long long>(shape.k), static_cast<long long>(shape.n), shape.where, seconds.median * 1e6,
                   bytes / seconds.median / 1e9, best_gbs, 100.0 * best_gbs / stream.triad_gbs(true),
-                  100.0 * best_gbs / stream.read_gbs(true), seconds.noisy() ? "yes" : "");
+                  100.0 * best_gbs / stream.copy_gbs(true), seconds.noisy() ? "yes" : "");
     }
   }
 }
@@ -375,9 +358,8 @@ int main(int argc, char** argv) {
     const StreamResult stream = measure_stream(threads);
     std::printf("\n## STREAM-like bandwidth (%d threads, 128 MiB arrays, 7 runs)\n\n", threads);
     std::printf("| kernel | GB/s (median) | GB/s (best) |\n|---|---|---|\n");
-    std::printf("| copy | %.1f | %.1f |\n| triad | %.1f | %.1f |\n| read (sum) | %.1f | %.1f |\n",
-                stream.copy_gbs(false), stream.copy_gbs(true), stream.triad_gbs(false), stream.triad_gbs(true),
-                stream.read_gbs(false), stream.read_gbs(true));
+    std::printf("| copy | %.1f | %.1f |\n| triad | %.1f | %.1f |\n", stream.copy_gbs(false), stream.copy_gbs(true),
+                stream.triad_gbs(false), stream.triad_gbs(true));
     if (wanted("matvec")) bench_matvec(*backend, stream);
   }
   if (wanted("batched")) bench_batched(*backend, threads);
