@@ -27,9 +27,9 @@ constexpr int64_t kHostSpinNs = 20'000;
 // hand-off sub-microsecond when both threads have a core, and cost little when they share one.
 constexpr int kPauseRounds = 16;
 
-// Polls ready() for up to budget_ns: a short pause-spin, then
-// yielding between polls so that a thread waiting for this core (the other side of the
-// stream, an OpenMP helper, anything else on a shared machine) runs instead.
+// Polls ready() for up to budget_ns: a short pause-spin, then yields between polls so that
+// a thread waiting for this core (the other side of the stream, an OpenMP helper,
+// anything else on a shared machine) runs instead.
 template <typename Ready>
 bool spin_until(Ready&& ready, int64_t budget_ns) {
   const int64_t start = now_ns();
@@ -62,7 +62,11 @@ CpuStream::~CpuStream() {
 
 CpuStream::Slot& CpuStream::claim_slot() {
   // The slot at enqueued_ is free once the command kCapacity places earlier has finished.
-  if (enqueued_ >= kCapacity) wait_until_completed(enqueued_ - kCapacity + 1);
+  // When the ring is full, wait until half of it has drained: the host then enqueues in
+  // bursts instead of waking (and taking a core from the kernels) for every command.
+  if (enqueued_ >= kCapacity && completed_.load(std::memory_order_acquire) + kCapacity <= enqueued_) {
+    wait_until_completed(enqueued_ - kCapacity / 2);
+  }
   return ring_[enqueued_ % kCapacity];
 }
 
