@@ -81,7 +81,7 @@ struct CheckpointOptions {
   bool lm_head_when_tied = false;    // some tied checkpoints carry lm_head.weight anyway
   bool extra_tensors = false;        // rotary_emb.inv_freq buffers, as older checkpoints have
   Defect defect = Defect::None;
-  std::string defect_target;         // tensor the defect concerns
+  std::string defect_target = "";    // tensor the defect concerns
 };
 
 // Writes config.json and the safetensors file(s) into `directory` (created); returns the
