@@ -6,9 +6,8 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "engine/errors.h"
 
@@ -25,10 +24,14 @@ std::optional<DType> parse_safetensors_dtype(std::string_view name) {
 
 const char* safetensors_dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::F32: return "F32";
-    case DType::F16: return "F16";
-    case DType::BF16: return "BF16";
-    case DType::I32: return "I32";
+    case DType::F32:
+      return "F32";
+    case DType::F16:
+      return "F16";
+    case DType::BF16:
+      return "BF16";
+    case DType::I32:
+      return "I32";
   }
   return "?";
 }

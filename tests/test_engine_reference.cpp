@@ -6,7 +6,6 @@
 // reference's top-2 gap is wider than the logit tolerance (beyond that a different choice
 // is legitimate, and everything after it diverges).
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "engine/generator.h"
@@ -32,9 +31,12 @@ std::vector<BackendKind> backends_present() {
 // Largest logit error allowed, relative to the row's largest |logit| (at least 1).
 double logit_tolerance(DType dtype) {
   switch (dtype) {
-    case DType::F16: return 6.0 / 2048;  // 6 units of fp16's 2^-11 epsilon
-    case DType::BF16: return 4.0 / 256;  // 4 units of bf16's 2^-8 epsilon
-    default: return 1e-4;
+    case DType::F16:
+      return 6.0 / 2048;  // 6 units of fp16's 2^-11 epsilon
+    case DType::BF16:
+      return 4.0 / 256;  // 4 units of bf16's 2^-8 epsilon
+    default:
+      return 1e-4;
   }
 }
 

@@ -1,9 +1,8 @@
 // Hugging Face checkpoints: config.json parsing (fields, defaults, llama3 rope scaling,
 // bad configs with the key and line they name) and weight loading (single file, shards,
 // a directory of *.safetensors, dtype conversion, tied heads, and every loading error).
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -172,8 +171,8 @@ TEST_CASE("hf config: bad configs name the key, its line and what was expected",
   const std::vector<BadConfig> cases = {
       {"integer given as a string", [](nlohmann::json& json) { json["hidden_size"] = "64"; }, "hidden_size",
        "expected an integer, got string \"64\""},
-      {"integer given as a float", [](nlohmann::json& json) { json["num_hidden_layers"] = 2.5; },
-       "num_hidden_layers", "expected an integer, got number 2.5"},
+      {"integer given as a float", [](nlohmann::json& json) { json["num_hidden_layers"] = 2.5; }, "num_hidden_layers",
+       "expected an integer, got number 2.5"},
       {"negative count", [](nlohmann::json& json) { json["num_attention_heads"] = -4; }, "num_attention_heads",
        "expected a positive integer, got -4"},
       {"zero kv heads", [](nlohmann::json& json) { json["num_key_value_heads"] = 0; }, "num_key_value_heads",
@@ -191,9 +190,14 @@ TEST_CASE("hf config: bad configs name the key, its line and what was expected",
       {"attention bias", [](nlohmann::json& json) { json["attention_bias"] = true; }, "attention_bias",
        "bias tensors are not supported (expected false)"},
       {"other rope scaling",
-       [](nlohmann::json& json) { json["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}}; },
+       [](nlohmann::json& json) {
+         json["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+       },
        "rope_scaling.rope_type", "\"yarn\" is not supported (expected \"llama3\", or no rope scaling)"},
-      {"legacy rope scaling key", [](nlohmann::json& json) { json["rope_scaling"] = {{"type", "linear"}}; },
+      {"legacy rope scaling key",
+       [](nlohmann::json& json) {
+         json["rope_scaling"] = {{"type", "linear"}};
+       },
        "rope_scaling.type", "\"linear\" is not supported (expected \"llama3\", or no rope scaling)"},
       {"llama3 without factor",
        [](nlohmann::json& json) {
@@ -223,8 +227,10 @@ TEST_CASE("hf config: bad configs name the key, its line and what was expected",
       CHECK(error.key() == bad.key);
       CHECK(error.problem() == bad.problem);
       // Every key of a dump(2) file sits below the opening brace; a missing top-level key has no line.
-      if (bad.edit_removes_top_level_key) CHECK(error.line() == 0);
-      else CHECK(error.line() > 1);
+      if (bad.edit_removes_top_level_key)
+        CHECK(error.line() == 0);
+      else
+        CHECK(error.line() > 1);
     }
   }
 }
@@ -343,8 +349,7 @@ TEST_CASE("hf checkpoint: a tied model ignores lm_head.weight, and extra tensors
   require_loaded(*backend, config, weights, written, DType::F16);
 }
 
-TEST_CASE("hf checkpoint: loading errors name the file, the tensor and what was expected",
-          "[hf_checkpoint][errors]") {
+TEST_CASE("hf checkpoint: loading errors name the file, the tensor and what was expected", "[hf_checkpoint][errors]") {
   auto backend = make_backend(BackendKind::Cpu, {});
   const ModelConfig config = small_config();
   ScratchDirectory directory("load-errors");
@@ -372,8 +377,9 @@ TEST_CASE("hf checkpoint: loading errors name the file, the tensor and what was 
     CHECK(error.key() == "lm_head.weight");
   }
   SECTION("config.json disagrees with a tensor's shape") {
-    write_checkpoint(directory.path(), config,
-                     {.defect = Defect::ShapeDisagreesWithConfig, .defect_target = "model.layers.0.self_attn.k_proj.weight"});
+    write_checkpoint(
+        directory.path(), config,
+        {.defect = Defect::ShapeDisagreesWithConfig, .defect_target = "model.layers.0.self_attn.k_proj.weight"});
     const InputError error = catch_input_error(load);
     CHECK(error.file() == (directory / "model.safetensors").string());
     CHECK(error.key() == "model.layers.0.self_attn.k_proj.weight");
