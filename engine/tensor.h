@@ -76,8 +76,12 @@ struct Tensor {
 
   std::string shape_string() const {
     std::string text = "[";
-    for (int i = 0; i < rank; ++i) text += (i ? "," : "") + std::to_string(shape[i]);
-    return text + "]";
+    for (int i = 0; i < rank; ++i) {
+      if (i) text += ',';
+      text += std::to_string(shape[i]);
+    }
+    text += ']';
+    return text;
   }
 };
 

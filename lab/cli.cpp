@@ -52,6 +52,9 @@ int run_cli(int argc, char** argv) {
   app.require_subcommand(1);
   add_run_command(app);
   add_list_command(app);
+  add_compare_command(app);
+  add_lab_command(app);
+  add_sweep_command(app);
   try {
     app.parse(argc, argv);
     return 0;

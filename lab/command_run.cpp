@@ -18,6 +18,11 @@
 #include "lab/run_report.h"
 #include "lab/runner.h"
 #include "lab/scenario.h"
+#include "profiling/analysis.h"
+#include "profiling/chrome_trace.h"
+#include "profiling/report.h"
+#include "profiling/roof_measure.h"
+#include "profiling/trace.h"
 
 namespace decodelab {
 
@@ -31,6 +36,8 @@ struct RunArguments {
   std::string json_file;
   std::string logits_file;
   std::string max_memory;
+  std::string trace_file;
+  std::string report_dir;
   bool quiet = false;
 };
 
@@ -38,6 +45,7 @@ void execute_run(const RunArguments& arguments) {
   const Scenario scenario = load_scenario(resolve_scenario_argument(arguments.scenario), arguments.assignments);
   if (!arguments.json_file.empty()) check_output_path(arguments.json_file, "--json");
   if (!arguments.logits_file.empty()) check_output_path(arguments.logits_file, "--dump-logits");
+  if (!arguments.trace_file.empty()) check_output_path(arguments.trace_file, "--trace");
 
   RunOptions options;
   if (!arguments.backend.empty()) options.backend = arguments.backend == "cuda" ? BackendKind::Cuda : BackendKind::Cpu;
@@ -50,7 +58,21 @@ void execute_run(const RunArguments& arguments) {
   }
   options.show_progress = !arguments.quiet && ::isatty(::fileno(stderr));
 
-  const RunResult result = run_scenario(scenario, options);
+  // The trace sees every timed repeat; it names what ran where, never the bugs.
+  const bool profiled = !arguments.trace_file.empty() || !arguments.report_dir.empty();
+  std::unique_ptr<Backend> backend = open_backend(scenario, options);
+  Trace trace;
+  DeviceSpec spec;
+  if (profiled) {
+    spec = default_device_spec(*backend, arguments.threads);
+    trace.metadata().backend = backend->name();
+    trace.metadata().device = backend->device_description();
+    trace.metadata().dtype = dtype_name(scenario.dtype);
+    trace.metadata().model = ModelShape::of(scenario.model_config);
+    trace.metadata().device_spec = spec;
+    options.sink = &trace;
+  }
+  const RunResult result = run_scenario(scenario, options, backend.get());
 
   StagedOutputs outputs;
   if (!arguments.json_file.empty())
@@ -64,10 +86,15 @@ void execute_run(const RunArguments& arguments) {
     }
     outputs.stage(arguments.logits_file, npy_bytes(result.last_logits.data(), {requests, vocab}));
   }
+  if (!arguments.trace_file.empty()) outputs.stage(arguments.trace_file, chrome_trace_json(trace).dump() + "\n");
   outputs.commit();
+  std::optional<RunAnalysis> analysis;
+  if (profiled) analysis = analyze(trace, &spec);
+  if (!arguments.report_dir.empty()) write_report_directory(arguments.report_dir, {{scenario.name, &*analysis}}, "decodelab run: " + scenario.name);
 
   if (!arguments.quiet) {
     std::fputs((run_table_header() + run_table_row(scenario, result)).c_str(), stdout);
+    if (analysis) std::fputs(("\n" + analysis->summary + "\n").c_str(), stdout);
     std::fflush(stdout);
   }
 }
@@ -90,6 +117,8 @@ void add_run_command(CLI::App& app) {
   command->add_option("--dump-logits", arguments->logits_file,
                       "Write each request's last logits as .npy (float32, [requests, vocab])");
   command->add_option("--max-memory", arguments->max_memory, "Refuse to run when the plan needs more (e.g. 8GiB)");
+  command->add_option("--trace", arguments->trace_file, "Write a Chrome trace (Perfetto, chrome://tracing) of the timed repeats");
+  command->add_option("--report", arguments->report_dir, "Write an HTML report directory (report.html, roofline.svg, ops.csv, result.json)");
   command->add_flag("--quiet,-q", arguments->quiet, "Print no table and no progress");
   command->callback([arguments] { execute_run(*arguments); });
 }

@@ -11,5 +11,8 @@ namespace decodelab {
 
 void add_run_command(CLI::App& app);
 void add_list_command(CLI::App& app);
+void add_compare_command(CLI::App& app);
+void add_lab_command(CLI::App& app);
+void add_sweep_command(CLI::App& app);
 
 }  // namespace decodelab

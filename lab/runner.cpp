@@ -119,14 +119,15 @@ void show_progress(bool enabled, const Scenario& scenario, const char* phase, in
 
 }  // namespace
 
-RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {
+RunResult run_scenario(const Scenario& scenario, const RunOptions& options, Backend* open) {
   warn_if_unoptimised_build();
   // The user's cap needs no device: refuse before starting one.
   if (options.max_memory_bytes) {
     check_memory_fits(plan_memory(scenario.model_config, scenario.dtype, scenario.workload, scenario.bugs), INT64_MAX,
                       options.max_memory_bytes, run_label(scenario), "");
   }
-  std::unique_ptr<Backend> backend = open_backend(scenario, options);
+  std::unique_ptr<Backend> owned = open ? nullptr : open_backend(scenario, options);
+  Backend* backend = open ? open : owned.get();
   LoadedScenario loaded(*backend, scenario, options.max_memory_bytes);
   for (int i = 0; i < scenario.warmup; ++i) {
     show_progress(options.show_progress, scenario, "warm-up", i + 1, scenario.warmup);

@@ -67,7 +67,8 @@ class LoadedScenario {
 RunResult summarize_run(const Scenario& scenario, const Backend& backend, const MemoryPlan& memory,
                         std::vector<GenerationResult> timed);
 
-RunResult run_scenario(const Scenario& scenario, const RunOptions& options);
+// On `backend` when given (already opened with open_backend), else on a backend of its own.
+RunResult run_scenario(const Scenario& scenario, const RunOptions& options, Backend* backend = nullptr);
 
 // Once per process: a warning on stderr when this binary was built without optimisation.
 void warn_if_unoptimised_build();

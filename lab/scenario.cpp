@@ -127,6 +127,13 @@ void parse_run(const YamlField& field, Scenario& scenario) {
   if (auto repeats = mapping.optional("repeats")) scenario.repeats = static_cast<int>(repeats->integer(1, INT32_MAX));
 }
 
+void parse_expected_slowdown(const YamlField& field, Scenario& scenario) {
+  const YamlMapping mapping = YamlMapping::of(field, {"min", "max"});
+  scenario.expected_slowdown_min = mapping.required("min", "a number ≥ 1").number(1.0);
+  const YamlField max = mapping.required("max", "a number ≥ min");
+  scenario.expected_slowdown_max = max.number(scenario.expected_slowdown_min);
+}
+
 void parse_bugs(const YamlField& field, Scenario& scenario) {
   const YamlMapping mapping =
       YamlMapping::of(field, {"no_kv_cache", "non_contiguous", "host_sync", "fp32_ops", "sequential_generation"});
@@ -165,7 +172,8 @@ Scenario parse_scenario(const YAML::Node& document, const fs::path& file,
   YamlSource source{file, {}};
   for (const ScenarioOverride& override_value : overrides) source.overrides[override_value.key] = override_value.value;
   const YamlMapping root(source, document, "", line_of(document, 1),
-                         {"name", "description", "model", "dtype", "backend", "workload", "run", "bugs"});
+                         {"name", "description", "model", "dtype", "backend", "workload", "run", "bugs",
+                          "expected_slowdown", "sweep"});
 
   Scenario scenario;
   scenario.file = file;
@@ -189,6 +197,8 @@ Scenario parse_scenario(const YAML::Node& document, const fs::path& file,
                  scenario.model_config, scenario.workload);
   if (auto run = root.optional("run")) parse_run(*run, scenario);
   if (auto bugs = root.optional("bugs")) parse_bugs(*bugs, scenario);
+  if (auto expected = root.optional("expected_slowdown")) parse_expected_slowdown(*expected, scenario);
+  if (auto sweep = root.optional("sweep")) sweep->choice({"product", "zip"});  // read by lab/sweep.cpp
   return scenario;
 }
 

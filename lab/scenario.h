@@ -16,6 +16,8 @@
 //     seed: 0                # optional, default 0
 //     host_overhead_us: 0    # optional, default 0
 //   run: {warmup: 1, repeats: 3}   # optional, these defaults; warmup ≥ 0, repeats ≥ 1
+//   expected_slowdown: {min: 2, max: 4}  # optional: the range the lesson expects (decodelab lab)
+//   sweep: product           # optional: how list-valued workload keys combine (product | zip; decodelab sweep)
 //   bugs:                    # optional, all false: each false, true, or a mapping of options
 //     no_kv_cache: false            # true only
 //     non_contiguous: false         # {mode: copy|strided}, true = copy
@@ -57,6 +59,9 @@ struct Scenario {
   int warmup = 1;
   int repeats = 3;
   BugSet bugs;
+  // The slowdown range the lesson documents (buggy total time / fixed); 0 = not stated.
+  double expected_slowdown_min = 0;
+  double expected_slowdown_max = 0;
 };
 
 // One --set: "workload.batch_size=4" -> {key "workload.batch_size", value "4"}. An empty

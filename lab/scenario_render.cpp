@@ -53,7 +53,7 @@ nlohmann::json bugs_to_json(const BugSet& bugs) {
 }
 
 nlohmann::json scenario_to_json(const Scenario& scenario) {
-  return {{"name", scenario.name},
+  nlohmann::json json = {{"name", scenario.name},
           {"description", scenario.description},
           {"file", scenario.file.string()},
           {"model", model_value(scenario.model_source)},
@@ -62,6 +62,9 @@ nlohmann::json scenario_to_json(const Scenario& scenario) {
           {"workload", workload_to_json(scenario.workload)},
           {"run", {{"warmup", scenario.warmup}, {"repeats", scenario.repeats}}},
           {"bugs", bugs_to_json(scenario.bugs)}};
+  if (scenario.expected_slowdown_max > 0)
+    json["expected_slowdown"] = {{"min", scenario.expected_slowdown_min}, {"max", scenario.expected_slowdown_max}};
+  return json;
 }
 
 std::string scenario_to_yaml(const Scenario& scenario) {
@@ -102,6 +105,12 @@ std::string scenario_to_yaml(const Scenario& scenario) {
     }
   });
   out << YAML::EndMap;
+  if (scenario.expected_slowdown_max > 0) {
+    out << YAML::Key << "expected_slowdown" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "min" << YAML::Value << scenario.expected_slowdown_min;
+    out << YAML::Key << "max" << YAML::Value << scenario.expected_slowdown_max;
+    out << YAML::EndMap;
+  }
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

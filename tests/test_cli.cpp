@@ -44,7 +44,7 @@ std::string read_text(const std::filesystem::path& file) {
 CommandResult run_decodelab(const std::vector<std::string>& arguments, const std::string& prefix = "") {
   static const TempDir capture;
   std::string command = prefix + quoted(DECODELAB_BINARY);
-  for (const std::string& argument : arguments) command += " " + quoted(argument);
+  for (const std::string& argument : arguments) command.append(" ").append(quoted(argument));
   const auto out = capture.path() / "stdout", err = capture.path() / "stderr";
   command += " >" + quoted(out.string()) + " 2>" + quoted(err.string());
   const int status = std::system(command.c_str());

@@ -207,7 +207,7 @@ TEST_CASE("bad model files: the error names the file, the line and the key", "[m
   const TempDir dir;
   for (size_t i = 0; i < cases.size(); ++i) {
     INFO(cases[i].extra);
-    const auto file = dir.write("m" + std::to_string(i) + ".yaml", std::string(kMiniModel) + cases[i].extra);
+    const auto file = dir.write(std::string("m").append(std::to_string(i)).append(".yaml"), std::string(kMiniModel) + cases[i].extra);
     try {
       load_model_yaml(file);
       FAIL("no error");

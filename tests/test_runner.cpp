@@ -49,7 +49,7 @@ TEST_CASE("backend choice: explicit cpu, overrides, and cuda only where it exist
   }
 }
 
-TEST_CASE("--max-memory refuses a plan before any device is started", "[runner]") {
+TEST_CASE("the --max-memory cap refuses a plan before any device is started", "[runner]") {
   const TempDir dir;
   RunOptions options;
   options.max_memory_bytes = 4096;

@@ -90,8 +90,11 @@ TEST_CASE("safetensors: each shard of a sharded checkpoint parses and holds its 
   config.max_position_embeddings = 64;
   REQUIRE(config.finalize_and_validate().empty());
   ScratchDirectory directory("shards");
-  const std::vector<HostTensor> written =
-      write_checkpoint(directory.path(), config, {.dtype = DType::BF16, .seed = 3, .shards = 2});
+  CheckpointOptions options;
+  options.dtype = DType::BF16;
+  options.seed = 3;
+  options.shards = 2;
+  const std::vector<HostTensor> written = write_checkpoint(directory.path(), config, options);
 
   const SafetensorsFile first(directory / "model-00001-of-00002.safetensors");
   const SafetensorsFile second(directory / "model-00002-of-00002.safetensors");

@@ -222,7 +222,7 @@ TEST_CASE("malformed scenarios: each error names the file, the line and the key"
        "unknown key (did you mean 'sequential_generation'?)"},
       {edited({{1, "name: [a, b]"}}), 1, "name", "expected text, got a list"},
       {"- just\n- a list\n", 1, "",
-       "expected a mapping of name, description, model, dtype, backend, workload, run, bugs, got a list"},
+       "expected a mapping of name, description, model, dtype, backend, workload, run, bugs, expected_slowdown, sweep, got a list"},
       {"", 1, "model", "missing (expected a model name under configs/models or a path to a model)"},
       {"model: lab-tiny\ndtype: [fp16\n", 3, "", "not valid YAML: ..."},
   };
@@ -281,7 +281,7 @@ TEST_CASE("a model path resolves relative to the scenario file, not the working 
   CHECK(scenario.model_config.head_dim == 16);
 }
 
-TEST_CASE("--set overrides any key before validation", "[scenario]") {
+TEST_CASE("a --set override changes any key before validation", "[scenario]") {
   const TempDir dir;
   const std::filesystem::path file = dir.write("s.yaml", kBaseScenario);
 
@@ -320,7 +320,7 @@ TEST_CASE("--set overrides any key before validation", "[scenario]") {
   SECTION("the model") { CHECK(load_scenario(file, {"model=lab-small"}).model_config.vocab_size == 32000); }
 }
 
-TEST_CASE("--set errors name the key and say it came from the command line", "[scenario]") {
+TEST_CASE("a --set error names the key and say it came from the command line", "[scenario]") {
   const TempDir dir;
   const std::filesystem::path file = dir.write("s.yaml", kBaseScenario);
   struct Case {

@@ -7,8 +7,12 @@ namespace decodelab::cpu {
 
 std::string describe_tensor(const Tensor& tensor) {
   std::string text = std::string(dtype_name(tensor.dtype)) + tensor.shape_string() + " strides [";
-  for (int i = 0; i < tensor.rank; ++i) text += (i ? "," : "") + std::to_string(tensor.strides[i]);
-  return text + "]";
+  for (int i = 0; i < tensor.rank; ++i) {
+    if (i) text += ',';
+    text += std::to_string(tensor.strides[i]);
+  }
+  text += ']';
+  return text;
 }
 
 void fail_argument(const char* op, const std::string& problem) {

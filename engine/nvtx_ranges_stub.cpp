@@ -1,0 +1,11 @@
+// CPU-only builds: NVTX ranges are no-ops (CUDA builds use engine/cuda/nvtx_ranges.cpp).
+#include "engine/nvtx_ranges.h"
+
+#if !DECODELAB_HAVE_CUDA
+namespace decodelab {
+
+void nvtx_push(const char*) {}
+void nvtx_pop() {}
+
+}  // namespace decodelab
+#endif

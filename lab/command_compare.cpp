@@ -1,0 +1,99 @@
+// `decodelab compare SCENARIO`: the scenario as written and its fixed twin, alternated on
+// one backend; both rows, the slowdown, and where the device time went per category.
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/errors.h"
+#include "lab/byte_size.h"
+#include "lab/commands.h"
+#include "lab/compare.h"
+#include "lab/output_files.h"
+#include "lab/paths.h"
+#include "profiling/chrome_trace.h"
+#include "profiling/report.h"
+
+namespace decodelab {
+
+namespace {
+
+struct CompareArguments {
+  std::string scenario;
+  std::vector<std::string> assignments;
+  std::string backend;
+  int threads = 0;
+  std::string json_file;
+  std::string report_dir;
+  std::string trace_prefix;
+  std::string max_memory;
+  bool quiet = false;
+};
+
+void execute_compare(const CompareArguments& arguments) {
+  const Scenario scenario = load_scenario(resolve_scenario_argument(arguments.scenario), arguments.assignments);
+  if (!scenario.bugs.any())
+    throw InputError(scenario.file.string(), 0, "bugs", "compare needs at least one bug switched on");
+  if (!arguments.json_file.empty()) check_output_path(arguments.json_file, "--json");
+  const std::string fixed_trace = arguments.trace_prefix + "fixed.trace.json";
+  const std::string buggy_trace = arguments.trace_prefix + "buggy.trace.json";
+  if (!arguments.trace_prefix.empty()) {
+    check_output_path(fixed_trace, "--trace");
+    check_output_path(buggy_trace, "--trace");
+  }
+
+  CompareOptions options;
+  if (!arguments.backend.empty()) options.backend = arguments.backend == "cuda" ? BackendKind::Cuda : BackendKind::Cpu;
+  options.threads = arguments.threads;
+  if (!arguments.max_memory.empty()) {
+    options.max_memory_bytes = parse_byte_size(arguments.max_memory);
+    if (!options.max_memory_bytes)
+      throw InputError("--max-memory", 0, arguments.max_memory, "expected a size such as 8GiB, 512MiB or 1000000");
+  }
+  options.show_progress = !arguments.quiet && ::isatty(::fileno(stderr));
+  options.progress_label = scenario.name;
+
+  const Comparison comparison = compare_with_fixed_twin(scenario, options);
+
+  StagedOutputs outputs;
+  if (!arguments.json_file.empty()) outputs.stage(arguments.json_file, comparison_json(comparison).dump(2) + "\n");
+  if (!arguments.trace_prefix.empty()) {
+    outputs.stage(fixed_trace, chrome_trace_json(*comparison.fixed.trace).dump() + "\n");
+    outputs.stage(buggy_trace, chrome_trace_json(*comparison.buggy.trace).dump() + "\n");
+  }
+  outputs.commit();
+  if (!arguments.report_dir.empty()) {
+    write_report_directory(arguments.report_dir,
+                           {{"fixed", &comparison.fixed.analysis}, {"buggy", &comparison.buggy.analysis}},
+                           "decodelab compare: " + scenario.name);
+  }
+  if (!arguments.quiet) {
+    std::fputs(comparison_table(comparison).c_str(), stdout);
+    std::fflush(stdout);
+  }
+}
+
+}  // namespace
+
+void add_compare_command(CLI::App& app) {
+  auto arguments = std::make_shared<CompareArguments>();
+  CLI::App* command = app.add_subcommand("compare", "Run a scenario and its fixed twin; print the slowdown and why");
+  command->add_option("scenario", arguments->scenario, "Scenario file, or a name under scenarios/")->required();
+  command->add_option("--set", arguments->assignments, "Override a scenario key before validation: key.path=value")
+      ->allow_extra_args(false);
+  command->add_option("--backend", arguments->backend, "Override the scenario's backend")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  command->add_option("--threads", arguments->threads, "CPU kernel threads (0 = every core)")
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--json", arguments->json_file, "Write fixed, buggy, slowdown and categories as JSON");
+  command->add_option("--report", arguments->report_dir, "Write an HTML report directory");
+  command->add_option("--trace", arguments->trace_prefix,
+                      "Write Chrome traces PREFIXfixed.trace.json and PREFIXbuggy.trace.json");
+  command->add_option("--max-memory", arguments->max_memory, "Refuse to run when the plan needs more (e.g. 8GiB)");
+  command->add_flag("--quiet,-q", arguments->quiet, "Print nothing");
+  command->callback([arguments] { execute_compare(*arguments); });
+}
+
+}  // namespace decodelab

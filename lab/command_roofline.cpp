@@ -1,0 +1,92 @@
+// `decodelab roofline`: the roofs a device is held to — peak bandwidth, peak FLOP/s per
+// precision — and the ridge points where they meet. --device NAME shows a configs/devices
+// spec; --measure measures this machine's roofs on a backend (and saves them with --save,
+// or, without it, refreshes the per-machine cache runs use by default); with neither, the
+// backend's default roofs are shown (CUDA: the matching spec; CPU: the cached measurement,
+// measured on first use). The lead wires add_roofline_command() into lab/cli.cpp.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "engine/backend.h"
+#include "engine/errors.h"
+#include "profiling/device_spec.h"
+#include "profiling/printers.h"
+#include "profiling/roof_measure.h"
+
+namespace decodelab {
+
+void add_roofline_command(CLI::App& app);
+
+namespace {
+
+struct RooflineOptions {
+  std::string device;
+  bool measure = false;
+  std::string save;
+  std::string backend;  // "" = CUDA when a device is present, else CPU
+  int threads = 0;
+  int repeats = 5;
+};
+
+BackendKind backend_kind(const std::string& name) {
+  if (name == "cuda") return BackendKind::Cuda;
+  if (name == "cpu") return BackendKind::Cpu;
+  return cuda_device_available() ? BackendKind::Cuda : BackendKind::Cpu;
+}
+
+void run_roofline(const RooflineOptions& options) {
+  if (!options.device.empty()) {
+    std::fputs(format_device_roofs(find_device_spec(options.device)).c_str(), stdout);
+    return;
+  }
+  BackendOptions backend_options;
+  backend_options.threads = options.threads;
+  const std::unique_ptr<Backend> backend = make_backend(backend_kind(options.backend), backend_options);
+  if (!options.measure) {
+    std::fputs(format_device_roofs(default_device_spec(*backend, options.threads, &std::cerr)).c_str(), stdout);
+    return;
+  }
+
+  RoofMeasureOptions measure_options;
+  measure_options.repeats = options.repeats;
+  const RoofMeasurement measurement = measure_roofs(*backend, measure_options, &std::cerr);
+  std::fputs(measurement.describe().c_str(), stdout);
+  std::fputs("\n", stdout);
+  MachineIdentity machine = this_machine(options.threads);
+  if (backend->name() == "cuda") machine.cpu_model = backend->device_description();
+  DeviceSpec spec = measured_spec(backend->device_description(), machine, measurement);
+  if (backend->name() == "cuda") {
+    // A known GPU keeps its datasheet beside the new measurement, so both can be shown.
+    if (std::optional<DeviceSpec> known = match_device_spec(backend->device_description())) {
+      known->measured = spec.measured;
+      spec = *known;
+    }
+  }
+  std::fputs(format_device_roofs(spec).c_str(), stdout);
+  const std::filesystem::path target = options.save.empty() ? roof_cache_path(machine) : std::filesystem::path(options.save);
+  save_device_spec(spec, target);
+  std::printf("\nsaved to %s%s\n", target.c_str(), options.save.empty() ? " (the roofs runs on this machine use)" : "");
+}
+
+}  // namespace
+
+void add_roofline_command(CLI::App& app) {
+  auto options = std::make_shared<RooflineOptions>();
+  CLI::App* command = app.add_subcommand("roofline", "Show a device's roofs and ridge points, from its datasheet or measured");
+  CLI::Option* device =
+      command->add_option("--device", options->device, "a device spec: a name under configs/devices or a YAML file");
+  CLI::Option* measure = command->add_flag("--measure", options->measure, "measure this machine's roofs on the backend");
+  command->add_option("--save", options->save, "with --measure: write the measured roofs to this device YAML")->needs(measure);
+  device->excludes(measure);
+  command->add_option("--backend", options->backend, "cpu or cuda (default: cuda when a GPU is present)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  command->add_option("--threads", options->threads, "CPU kernel threads (0 = every core)")->check(CLI::NonNegativeNumber);
+  command->add_option("--repeats", options->repeats, "timed repeats per figure (the median is kept)")->check(CLI::PositiveNumber);
+  command->callback([options] { run_roofline(*options); });
+}
+
+}  // namespace decodelab

@@ -1,0 +1,336 @@
+// Trace -> RunAnalysis. One pass assigns each op and host call to its run, phase and
+// step (by host time inside the ranges), one pass over the ops in device order splits
+// the device timeline into busy and idle, and a third groups the ops' costs.
+#include "profiling/analysis.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <tuple>
+
+#include "engine/errors.h"
+#include "profiling/cost_model.h"
+#include "profiling/units.h"
+
+namespace decodelab {
+
+const char* phase_name(Phase phase) {
+  switch (phase) {
+    case Phase::Prefill: return "prefill";
+    case Phase::Decode: return "decode";
+    case Phase::Other: return "other";
+  }
+  return "other";
+}
+
+void TimelineStats::add(const TimelineStats& other) {
+  wall_seconds += other.wall_seconds;
+  busy_seconds += other.busy_seconds;
+  idle_seconds += other.idle_seconds;
+  gaps += other.gaps;
+  largest_gap_seconds = std::max(largest_gap_seconds, other.largest_gap_seconds);
+  syncs += other.syncs;
+  ops += other.ops;
+}
+
+const PhaseStats* RunAnalysis::phase(Phase which) const {
+  for (const PhaseStats& stats : phases) {
+    if (stats.phase == which) return &stats;
+  }
+  return nullptr;
+}
+
+namespace {
+
+constexpr double kNs = 1e-9;
+
+// Closed ranges of one kind, in begin order, for "which range holds this instant".
+class RangeIndex {
+ public:
+  RangeIndex(const Trace& trace, RangeKind kind) {
+    const auto& ranges = trace.ranges();
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      if (ranges[i].kind == kind && ranges[i].closed()) members_.push_back(static_cast<int>(i));
+    }
+    std::stable_sort(members_.begin(), members_.end(),
+                     [&](int a, int b) { return ranges[static_cast<size_t>(a)].begin_ns < ranges[static_cast<size_t>(b)].begin_ns; });
+    ranges_ = &ranges;
+  }
+
+  // Ordinal (position in begin order) of the range containing ns, or -1.
+  int find(int64_t ns) const {
+    auto after = std::upper_bound(members_.begin(), members_.end(), ns,
+                                  [&](int64_t t, int r) { return t < range(r).begin_ns; });
+    if (after == members_.begin()) return -1;
+    const int ordinal = static_cast<int>(after - members_.begin()) - 1;
+    return range(members_[static_cast<size_t>(ordinal)]).contains(ns) ? ordinal : -1;
+  }
+  size_t size() const { return members_.size(); }
+  const TraceRange& at(size_t ordinal) const { return range(members_[ordinal]); }
+
+ private:
+  const TraceRange& range(int index) const { return (*ranges_)[static_cast<size_t>(index)]; }
+  const std::vector<TraceRange>* ranges_ = nullptr;
+  std::vector<int> members_;
+};
+
+// Where one op or host call belongs.
+struct Placement {
+  Phase phase = Phase::Other;
+  int step = -1;  // ordinal among step ranges
+  int run = -1;   // ordinal among run ranges
+};
+
+struct Placer {
+  RangeIndex runs, prefills, steps;
+  explicit Placer(const Trace& trace)
+      : runs(trace, RangeKind::Run), prefills(trace, RangeKind::Prefill), steps(trace, RangeKind::Step) {}
+
+  Placement place(int64_t host_ns) const {
+    Placement placement;
+    placement.run = runs.find(host_ns);
+    placement.step = steps.find(host_ns);
+    if (placement.step >= 0) {
+      placement.phase = Phase::Decode;
+    } else if (prefills.find(host_ns) >= 0) {
+      placement.phase = Phase::Prefill;
+    }
+    return placement;
+  }
+};
+
+std::string precision_label(unsigned mask) {
+  std::string label;
+  for (Precision precision : {Precision::Fp32, Precision::Tf32, Precision::Fp16, Precision::Bf16}) {
+    if (mask & (1u << static_cast<unsigned>(precision))) label += (label.empty() ? "" : "+") + std::string(precision_name(precision));
+  }
+  return label;
+}
+
+std::string phase_sentence(const PhaseStats& phase, const std::string& precision, const RunAnalysis& analysis) {
+  const std::string name = phase_name(phase.phase);
+  const RooflinePoint& point = phase.point;
+  const std::string roof = point.memory_side() ? "the bandwidth roof" : "the " + precision + " compute roof";
+  const std::string fraction = format_percent(point.memory_side() ? point.memory_fraction() : point.compute_fraction());
+  switch (phase.limiter) {
+    case Limiter::Memory:
+    case Limiter::Compute:
+      return name + " is " + limiter_name(phase.limiter) + "-bound at " + fraction + " of " + roof;
+    case Limiter::Latency:
+      return name + " is latency-bound: " + fraction + " of " + roof + ", neither unit near its peak";
+    case Limiter::Overhead:
+      if (phase.timeline.idle_fraction() >= analysis.thresholds.idle_overhead_fraction) {
+        return name + " is overhead-bound: the device waits " + format_percent(phase.timeline.idle_fraction()) +
+               " of the time, in " + std::to_string(phase.timeline.gaps) + " gaps";
+      }
+      return name + " is overhead-bound: its ops average " + format_seconds(point.mean_seconds()) + ", under the " +
+             format_seconds(analysis.thresholds.tiny_op_seconds(analysis.gpu)) + " a launch dominates";
+  }
+  return name;
+}
+
+}  // namespace
+
+RunAnalysis analyze(const Trace& trace, const DeviceSpec* device, const AnalysisOptions& options) {
+  RunAnalysis analysis;
+  const TraceMetadata& meta = trace.metadata();
+  if (!device && !meta.device_spec) {
+    throw InputError("", 0, "device", "the trace carries no device roofs; pass a device spec (--device NAME)");
+  }
+  analysis.device_spec = device ? *device : *meta.device_spec;
+  analysis.roofs = analysis.device_spec.effective_roofs();
+  analysis.backend = meta.backend;
+  analysis.device = meta.device;
+  analysis.dtype = meta.dtype;
+  analysis.model = meta.model;
+  analysis.thresholds = options.thresholds;
+  analysis.gpu = meta.is_gpu();
+  const LimiterThresholds& thresholds = options.thresholds;
+  const double gap_line = thresholds.gap_seconds(analysis.gpu);
+
+  const auto& ops = trace.ops();
+  const Placer placer(trace);
+  std::vector<Placement> placements(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) placements[i] = placer.place(ops[i].host_begin_ns);
+
+  // Timelines: whole trace, per phase, per run, per step.
+  std::array<TimelineStats, 3> phase_timelines{};
+  std::vector<TimelineStats> run_timelines(placer.runs.size());
+  analysis.steps.resize(placer.steps.size());
+  for (size_t s = 0; s < analysis.steps.size(); ++s) {
+    const TraceRange& range = placer.steps.at(s);
+    StepStats& step = analysis.steps[s];
+    step.ordinal = static_cast<int>(s);
+    step.index = range.index;
+    if (range.parent >= 0 && trace.ranges()[static_cast<size_t>(range.parent)].kind == RangeKind::Group) {
+      step.group = trace.ranges()[static_cast<size_t>(range.parent)].index;
+    }
+    step.timeline.wall_seconds = (range.end_ns - range.begin_ns) * kNs;
+    phase_timelines[static_cast<size_t>(Phase::Decode)].wall_seconds += step.timeline.wall_seconds;
+  }
+  for (size_t p = 0; p < placer.prefills.size(); ++p) {
+    const TraceRange& range = placer.prefills.at(p);
+    phase_timelines[static_cast<size_t>(Phase::Prefill)].wall_seconds += (range.end_ns - range.begin_ns) * kNs;
+  }
+  for (size_t r = 0; r < placer.runs.size(); ++r) {
+    const TraceRange& range = placer.runs.at(r);
+    run_timelines[r].wall_seconds = (range.end_ns - range.begin_ns) * kNs;
+  }
+  auto for_each_timeline = [&](const Placement& where, auto&& update) {
+    update(analysis.timeline);
+    update(phase_timelines[static_cast<size_t>(where.phase)]);
+    if (where.run >= 0) update(run_timelines[static_cast<size_t>(where.run)]);
+    if (where.step >= 0) update(analysis.steps[static_cast<size_t>(where.step)].timeline);
+  };
+
+  std::vector<size_t> device_order;
+  device_order.reserve(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].desc.category != OpCategory::Marker) {
+      for_each_timeline(placements[i], [](TimelineStats& timeline) { ++timeline.ops; });
+    }
+    if (ops[i].has_device_time()) {
+      device_order.push_back(i);
+    } else if (ops[i].desc.category != OpCategory::Marker) {
+      ++analysis.ops_without_timing;
+    }
+  }
+  std::stable_sort(device_order.begin(), device_order.end(),
+                   [&](size_t a, size_t b) { return ops[a].device_begin_ns < ops[b].device_begin_ns; });
+  int64_t device_free_ns = device_order.empty() ? 0 : ops[device_order.front()].device_begin_ns;
+  for (size_t i : device_order) {
+    const TraceOp& op = ops[i];
+    const double idle = std::max<int64_t>(0, op.device_begin_ns - device_free_ns) * kNs;
+    const double busy = std::max<int64_t>(0, op.device_end_ns - std::max(op.device_begin_ns, device_free_ns)) * kNs;
+    device_free_ns = std::max(device_free_ns, op.device_end_ns);
+    for_each_timeline(placements[i], [&](TimelineStats& timeline) {
+      timeline.busy_seconds += busy;
+      timeline.idle_seconds += idle;
+      if (idle >= gap_line) ++timeline.gaps;
+      timeline.largest_gap_seconds = std::max(timeline.largest_gap_seconds, idle);
+    });
+    if (placements[i].step >= 0) {
+      analysis.steps[static_cast<size_t>(placements[i].step)].category_seconds[static_cast<size_t>(op.desc.category)] += busy;
+    }
+  }
+  for (const HostCall& call : trace.host_calls()) {
+    if (call.kind != HostCallKind::Synchronize && call.kind != HostCallKind::DeviceToHost) continue;
+    for_each_timeline(placer.place(call.begin_ns), [](TimelineStats& timeline) { ++timeline.syncs; });
+  }
+  analysis.timeline.wall_seconds = 0;
+  for (const TimelineStats& run : run_timelines) analysis.timeline.wall_seconds += run.wall_seconds;
+  if (run_timelines.empty()) analysis.timeline.wall_seconds = (trace.last_ns() - trace.first_ns()) * kNs;
+  for (StepStats& step : analysis.steps) {
+    step.overhead_bound = step.timeline.idle_fraction() >= thresholds.idle_overhead_fraction;
+  }
+
+  // Work: category × phase rows, top ops, phase totals.
+  using CategoryKey = std::tuple<Phase, OpCategory>;
+  using OpKey = std::tuple<Phase, std::string, std::string, unsigned>;
+  std::map<CategoryKey, std::pair<OpGroup, unsigned>> categories;
+  std::map<OpKey, OpGroup> top_ops;
+  struct PhaseWork {
+    RooflinePoint point;
+    std::array<double, 4> compute_seconds{};  // per precision: which compute roof dominates
+  };
+  std::array<PhaseWork, 3> phase_work{};
+  for (size_t i : device_order) {
+    const TraceOp& op = ops[i];
+    if (op.desc.category == OpCategory::Marker) continue;
+    const OpCost cost = op_cost(op.desc);
+    const Phase phase = placements[i].phase;
+    const unsigned precision_bit = 1u << static_cast<unsigned>(cost.precision);
+    auto& [category, category_precisions] = categories[{phase, op.desc.category}];
+    category.phase = phase;
+    category.category = op.desc.category;
+    category.point.add(cost, op.device_seconds(), analysis.roofs);
+    category_precisions |= precision_bit;
+    OpGroup& group = top_ops[{phase, op.desc.name, op.desc.label, precision_bit}];
+    group.phase = phase;
+    group.category = op.desc.category;
+    group.name = op.desc.name;
+    group.label = op.desc.label;
+    group.precision = precision_name(cost.precision);
+    group.point.add(cost, op.device_seconds(), analysis.roofs);
+    PhaseWork& work = phase_work[static_cast<size_t>(phase)];
+    work.point.add(cost, op.device_seconds(), analysis.roofs);
+    work.compute_seconds[static_cast<size_t>(cost.precision)] += cost.flops / analysis.roofs.flops(cost.precision);
+  }
+  const double busy_total = analysis.timeline.busy_seconds;
+  auto finish = [&](OpGroup& group) {
+    group.limiter = classify_limiter(group.point, analysis.gpu, thresholds);
+    group.share_of_device_time = busy_total > 0 ? group.point.seconds / busy_total : 0.0;
+  };
+  for (auto& [key, entry] : categories) {
+    entry.first.precision = precision_label(entry.second);
+    finish(entry.first);
+    analysis.categories.push_back(entry.first);
+  }
+  for (auto& [key, group] : top_ops) {
+    finish(group);
+    analysis.top_ops.push_back(group);
+  }
+  for (const OpGroup& group : analysis.categories) {
+    if (group.share_of_device_time < 0.05 || group.point.roof_fraction() <= thresholds.above_roof_fraction) continue;
+    analysis.notes.push_back(std::string(phase_name(group.phase)) + " " + op_category_name(group.category) + " runs at " +
+                             format_percent(group.point.roof_fraction()) + " of its roof: the roofs (" +
+                             analysis.device_spec.roofs_origin() +
+                             ") are below what this device sustains; re-measure on a quiet machine with "
+                             "`decodelab roofline --measure`");
+  }
+  if (analysis.ops_without_timing > 0) {
+    analysis.notes.push_back(std::to_string(analysis.ops_without_timing) +
+                             " ops never received a device time (the trace ended before a sync)");
+  }
+  auto by_time = [](const OpGroup& a, const OpGroup& b) { return a.point.seconds > b.point.seconds; };
+  std::stable_sort(analysis.categories.begin(), analysis.categories.end(), by_time);
+  std::stable_sort(analysis.top_ops.begin(), analysis.top_ops.end(), by_time);
+  if (analysis.top_ops.size() > options.top_ops) analysis.top_ops.resize(options.top_ops);
+
+  // Phases, their limiters and sentences.
+  std::vector<std::string> sentences;
+  for (Phase which : {Phase::Prefill, Phase::Decode, Phase::Other}) {
+    const size_t slot = static_cast<size_t>(which);
+    const RooflinePoint& work = phase_work[slot].point;
+    const bool ranged = which == Phase::Decode ? placer.steps.size() > 0 : which == Phase::Prefill && placer.prefills.size() > 0;
+    if (work.count == 0 && !ranged) continue;
+    PhaseStats stats;
+    stats.phase = which;
+    stats.timeline = phase_timelines[slot];
+    stats.point = work;
+    stats.steps = which == Phase::Decode ? static_cast<int64_t>(placer.steps.size())
+                                         : which == Phase::Prefill ? static_cast<int64_t>(placer.prefills.size()) : 0;
+    stats.limiter = stats.timeline.idle_fraction() >= thresholds.idle_overhead_fraction
+                        ? Limiter::Overhead
+                        : classify_limiter(work, analysis.gpu, thresholds);
+    const auto& by_precision = phase_work[slot].compute_seconds;
+    const auto dominant = static_cast<Precision>(std::max_element(by_precision.begin(), by_precision.end()) - by_precision.begin());
+    stats.summary = phase_sentence(stats, precision_name(dominant), analysis);
+    if (which != Phase::Other || (placer.steps.size() == 0 && placer.prefills.size() == 0)) {
+      sentences.push_back(stats.summary);
+    }
+    analysis.phases.push_back(std::move(stats));
+  }
+  std::string summary;
+  for (const std::string& sentence : sentences) summary += (summary.empty() ? "" : "; ") + sentence;
+  summary += (summary.empty() ? "the device is idle " : "; the device is idle ") +
+             format_percent(analysis.timeline.idle_fraction()) + " of the time";
+  if (const PhaseStats* decode = analysis.phase(Phase::Decode); decode && decode->timeline.syncs > 0 && decode->steps > 0) {
+    summary += ", with " + format_number(static_cast<double>(decode->timeline.syncs) / static_cast<double>(decode->steps), 2) +
+               " host syncs per decode step";
+  }
+  analysis.summary = summary;
+
+  for (size_t r = 0; r < run_timelines.size(); ++r) {
+    RunTimeline run;
+    run.index = placer.runs.at(r).index;
+    run.timeline = run_timelines[r];
+    run.summary = "run " + std::to_string(r) + ": " + format_seconds(run.timeline.wall_seconds) + " wall, device busy " +
+                  format_percent(run.timeline.busy_fraction()) + ", " + std::to_string(run.timeline.gaps) + " gaps, " +
+                  std::to_string(run.timeline.syncs) + " syncs, " + std::to_string(run.timeline.ops) + " ops";
+    analysis.runs.push_back(run);
+  }
+  return analysis;
+}
+
+}  // namespace decodelab

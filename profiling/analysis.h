@@ -1,0 +1,117 @@
+// Analysis of one trace against a device's roofs: the seed's reading discipline made
+// automatic. Timeline first (per run, phase and step: wall time, device busy and idle,
+// gaps, syncs, ops), then the work: per op category × phase and per top op, FLOPs, bytes,
+// time, intensity, achieved rates, % of roof and the limiter; and one plain-words summary.
+// Everything printers show comes from RunAnalysis, one schema with a schema_version.
+//
+// Non-obvious choice: an idle interval on the device belongs to the op that ends it —
+// the step whose first op waited for the host is the step that paid for the wait — so
+// per-step busy + idle add up to the device timeline with nothing counted twice.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "profiling/device_spec.h"
+#include "profiling/roofline.h"
+#include "profiling/trace.h"
+
+namespace decodelab {
+
+enum class Phase : uint8_t { Prefill, Decode, Other };
+const char* phase_name(Phase phase);  // "prefill", "decode", "other"
+
+constexpr size_t kOpCategoryCount = static_cast<size_t>(OpCategory::Other) + 1;
+
+// Device and host activity over a span of time (a run, a phase, a step).
+struct TimelineStats {
+  double wall_seconds = 0;    // host time of the span's ranges
+  double busy_seconds = 0;    // device executing the span's ops (union of their intervals)
+  double idle_seconds = 0;    // device waiting before the span's ops
+  int64_t gaps = 0;           // idle intervals at least LimiterThresholds::gap_seconds long
+  double largest_gap_seconds = 0;
+  int64_t syncs = 0;          // Synchronize and DeviceToHost host calls in the span
+  int64_t ops = 0;            // ops enqueued in the span (markers excluded)
+
+  double device_seconds() const { return busy_seconds + idle_seconds; }
+  double idle_fraction() const { return device_seconds() > 0 ? idle_seconds / device_seconds() : 0.0; }
+  double busy_fraction() const { return device_seconds() > 0 ? busy_seconds / device_seconds() : 0.0; }
+  void add(const TimelineStats& other);
+};
+
+// Ops grouped by a key: a category row (name and label empty) or a top-op row.
+struct OpGroup {
+  Phase phase = Phase::Other;
+  OpCategory category = OpCategory::Other;
+  std::string name;        // op name ("matmul"); top-op rows only
+  std::string label;       // place in the model ("q_proj"); top-op rows only
+  std::string precision;   // compute roof(s) the ops were held to: "fp16", "fp32", "fp32+fp16"
+  RooflinePoint point;     // work, time, roof times, count
+  Limiter limiter = Limiter::Latency;
+  double share_of_device_time = 0;  // of the run's busy device time
+};
+
+struct StepStats {
+  int ordinal = 0;        // position among all decode steps of the trace
+  int index = -1;         // the step range's own index
+  int group = -1;         // index of the enclosing group range, -1 if none
+  TimelineStats timeline;
+  std::array<double, kOpCategoryCount> category_seconds{};  // busy time per op category
+  bool overhead_bound = false;
+};
+
+struct PhaseStats {
+  Phase phase = Phase::Other;
+  TimelineStats timeline;
+  RooflinePoint point;     // all its ops with device times
+  Limiter limiter = Limiter::Latency;
+  int64_t steps = 0;       // decode steps or prefills in the phase
+  std::string summary;     // "decode is memory-bound at 81% of the bandwidth roof"
+};
+
+struct RunTimeline {
+  int index = -1;          // the run range's index
+  TimelineStats timeline;
+  std::string summary;
+};
+
+struct AnalysisOptions {
+  LimiterThresholds thresholds;
+  size_t top_ops = 12;
+};
+
+struct RunAnalysis {
+  static constexpr int kSchemaVersion = 1;
+
+  // What ran where (from the trace's metadata) and the roofs it was held to.
+  std::string backend;
+  std::string device;
+  std::string dtype;
+  ModelShape model;
+  DeviceSpec device_spec;
+  Roofs roofs;              // effective: measured where measured, datasheet otherwise
+  LimiterThresholds thresholds;
+  bool gpu = false;
+
+  TimelineStats timeline;   // the whole trace
+  std::vector<RunTimeline> runs;
+  std::vector<PhaseStats> phases;     // prefill, decode, other — those present
+  std::vector<OpGroup> categories;    // category × phase, by device time
+  std::vector<OpGroup> top_ops;       // name × label × phase × precision, by device time
+  std::vector<StepStats> steps;       // decode steps, in order
+  int64_t ops_without_timing = 0;     // ops whose device time never arrived
+  std::string summary;                // one sentence per phase and the device's idle share
+  std::vector<std::string> notes;     // caveats about the reading itself (roofs too low, untimed ops)
+
+  const PhaseStats* phase(Phase which) const;
+};
+
+// Uses the trace's own device spec when `device` is null.
+RunAnalysis analyze(const Trace& trace, const DeviceSpec* device = nullptr, const AnalysisOptions& options = {});
+
+nlohmann::json to_json(const RunAnalysis& analysis);
+
+}  // namespace decodelab

@@ -1,0 +1,245 @@
+// The HTML report: one self-contained page (inline CSS and SVG; no script, font, image or
+// other fetch), read top-down like the seed's discipline — summary, roofline, step
+// timeline, then the tables — and the report directory writer. Every file of the
+// directory is written to a temporary name and renamed into place.
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "profiling/atomic_file.h"
+#include "profiling/report.h"
+#include "profiling/units.h"
+
+namespace decodelab {
+
+namespace {
+
+const char* kStyle = R"(
+:root { color-scheme: light; }
+body { margin: 0; background: #f3f4f6; color: #111827; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; }
+main { max-width: 1080px; margin: 0 auto; padding: 24px 28px 40px; }
+header h1 { font-size: 22px; margin: 0 0 4px; }
+header p { margin: 0; color: #4b5563; }
+section { background: #fff; border: 1px solid #e5e7eb; border-radius: 10px; padding: 16px 20px; margin-top: 18px; }
+h2 { font-size: 16px; margin: 0 0 10px; }
+h3 { font-size: 14px; margin: 14px 0 6px; color: #374151; }
+.cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(320px, 1fr)); gap: 14px; }
+.card { border: 1px solid #e5e7eb; border-left: 5px solid var(--run); border-radius: 8px; padding: 12px 14px; }
+.card .label { font-weight: 700; color: var(--run); text-transform: uppercase; letter-spacing: .04em; font-size: 12px; }
+.card .sentence { font-size: 15px; margin: 6px 0 10px; }
+.figures { display: grid; grid-template-columns: repeat(3, 1fr); gap: 8px 12px; }
+.figures div { font-size: 12px; color: #6b7280; }
+.figures b { display: block; font-size: 16px; color: #111827; font-variant-numeric: tabular-nums; }
+table { border-collapse: collapse; width: 100%; font-size: 12.5px; font-variant-numeric: tabular-nums; }
+th, td { padding: 5px 8px; border-bottom: 1px solid #f0f1f3; text-align: right; white-space: nowrap; }
+th { color: #4b5563; font-weight: 600; border-bottom: 1px solid #d1d5db; background: #fafafa; }
+th:first-child, td:first-child { text-align: left; }
+tr:hover td { background: #f9fafb; }
+.pill { display: inline-block; padding: 1px 8px; border-radius: 999px; font-size: 11.5px; font-weight: 600; }
+.compute { background: #dbeafe; color: #1e40af; } .memory { background: #ccfbf1; color: #115e59; }
+.latency { background: #fef3c7; color: #92400e; } .overhead { background: #fee2e2; color: #991b1b; }
+.share { display: inline-block; height: 8px; background: var(--bar); border-radius: 2px; vertical-align: middle; margin-right: 6px; }
+.swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 6px; vertical-align: -1px; }
+.chart { overflow-x: auto; } .chart svg { max-width: 100%; height: auto; }
+.caveat { background: #fffbeb; border: 1px solid #fcd34d; color: #78350f; border-radius: 6px; padding: 6px 10px; font-size: 12.5px; margin: 0 0 10px; }
+.note { color: #6b7280; font-size: 12.5px; margin: 8px 0 0; }
+footer { color: #6b7280; font-size: 12px; margin-top: 18px; }
+)";
+
+std::string escape(const std::string& text) { return xml_escape(text); }
+
+std::string pill(Limiter limiter) {
+  const std::string name = limiter_name(limiter);
+  return "<span class=\"pill " + name + "\">" + name + "</span>";
+}
+
+std::string figure(const std::string& name, const std::string& value) {
+  return "<div><b>" + escape(value) + "</b>" + escape(name) + "</div>";
+}
+
+std::string run_card(const LabelledRun& run, size_t index) {
+  const RunAnalysis& analysis = *run.analysis;
+  std::ostringstream html;
+  html << "<div class=\"card\" style=\"--run: " << run_colour(index) << "\"><div class=\"label\">" << escape(run.label)
+       << "</div><p class=\"sentence\">" << escape(analysis.summary) << "</p>";
+  for (const std::string& note : analysis.notes) html << "<p class=\"caveat\">" << escape(note) << "</p>";
+  html << "<div class=\"figures\">";
+  html << figure("wall time", format_seconds(analysis.timeline.wall_seconds));
+  html << figure("device busy", format_percent(analysis.timeline.busy_fraction()));
+  html << figure("device idle", format_seconds(analysis.timeline.idle_seconds));
+  if (const PhaseStats* decode = analysis.phase(Phase::Decode); decode && decode->steps > 0) {
+    const double steps = static_cast<double>(decode->steps);
+    html << figure("per decode step (device)", format_seconds(decode->timeline.device_seconds() / steps));
+    html << figure("ops per step", format_number(static_cast<double>(decode->timeline.ops) / steps, 3));
+    html << figure("host syncs per step", format_number(static_cast<double>(decode->timeline.syncs) / steps, 2));
+    html << figure("decode bandwidth", format_bandwidth(decode->point.achieved_bandwidth()));
+    html << figure("decode bytes per step", format_bytes(decode->point.bytes / steps));
+    html << figure("decode FLOPs per step", format_flops(decode->point.flops / steps));
+  }
+  html << "</div></div>\n";
+  return html.str();
+}
+
+std::string group_row(const OpGroup& group, const std::string& name) {
+  const RooflinePoint& point = group.point;
+  std::ostringstream html;
+  char width[32];
+  std::snprintf(width, sizeof width, "%.0f", 48 * group.share_of_device_time);
+  const bool has_flops = point.flops > 0;  // data movement: no FLOP figures to show
+  html << "<tr><td><span class=\"swatch\" style=\"background:" << category_colour(group.category) << "\"></span>" << escape(name)
+       << "</td><td>" << escape(group.precision) << "</td><td>" << point.count << "</td><td>" << escape(format_seconds(point.seconds))
+       << "</td><td><span class=\"share\" style=\"--bar:" << category_colour(group.category) << ";width:" << width << "px\"></span>"
+       << escape(format_percent(group.share_of_device_time)) << "</td><td>" << (has_flops ? escape(format_flops(point.flops)) : "—") << "</td><td>"
+       << escape(format_bytes(point.bytes)) << "</td><td>" << (has_flops ? format_number(point.intensity(), 2) : "—")
+       << "</td><td>" << (has_flops ? escape(format_flop_rate(point.achieved_flops())) : "—") << "</td><td>"
+       << escape(format_bandwidth(point.achieved_bandwidth()))
+       << "</td><td>" << escape(format_percent(point.roof_fraction())) << "</td><td>" << pill(group.limiter) << "</td></tr>\n";
+  return html.str();
+}
+
+const char* kGroupHeader =
+    "<tr><th>%s</th><th>compute roof</th><th>ops</th><th>device time</th><th>share</th><th>FLOPs</th><th>bytes</th>"
+    "<th>FLOP/B</th><th>achieved</th><th>bandwidth</th><th>%% of roof</th><th>limiter</th></tr>\n";
+
+std::string group_header(const char* first_column) {
+  char buffer[512];
+  std::snprintf(buffer, sizeof buffer, kGroupHeader, first_column);
+  return buffer;
+}
+
+std::string phase_table(const RunAnalysis& analysis) {
+  std::ostringstream html;
+  html << "<table><tr><th>phase</th><th>steps</th><th>wall</th><th>device busy</th><th>device idle</th><th>gaps</th>"
+          "<th>largest gap</th><th>syncs</th><th>ops</th><th>% of roof</th><th>limiter</th></tr>\n";
+  for (const PhaseStats& phase : analysis.phases) {
+    const TimelineStats& timeline = phase.timeline;
+    html << "<tr><td>" << phase_name(phase.phase) << "</td><td>" << phase.steps << "</td><td>"
+         << escape(format_seconds(timeline.wall_seconds)) << "</td><td>" << escape(format_seconds(timeline.busy_seconds))
+         << "</td><td>" << escape(format_seconds(timeline.idle_seconds)) << " (" << escape(format_percent(timeline.idle_fraction()))
+         << ")</td><td>" << timeline.gaps << "</td><td>" << escape(format_seconds(timeline.largest_gap_seconds)) << "</td><td>"
+         << timeline.syncs << "</td><td>" << timeline.ops << "</td><td>" << escape(format_percent(phase.point.roof_fraction()))
+         << "</td><td>" << pill(phase.limiter) << "</td></tr>\n";
+  }
+  html << "</table>\n";
+  return html.str();
+}
+
+std::string roofs_table(const DeviceSpec& spec) {
+  auto cell = [](const std::optional<Roofs>& roofs, auto figure) -> std::string {
+    if (!roofs) return "—";
+    const double value = figure(*roofs);
+    return value > 0 ? escape(format_flop_rate(value)) : std::string("—");
+  };
+  std::ostringstream html;
+  html << "<table><tr><th>roof</th><th>datasheet</th><th>measured</th></tr>\n";
+  html << "<tr><td>memory bandwidth</td><td>" << (spec.datasheet ? escape(format_bandwidth(spec.datasheet->bandwidth)) : "—")
+       << "</td><td>"
+       << (spec.measured && spec.measured->bandwidth > 0 ? escape(format_bandwidth(spec.measured->bandwidth)) : "—")
+       << "</td></tr>\n";
+  html << "<tr><td>fp32</td><td>" << cell(spec.datasheet, [](const Roofs& r) { return r.fp32_flops; }) << "</td><td>"
+       << cell(spec.measured, [](const Roofs& r) { return r.fp32_flops; }) << "</td></tr>\n";
+  html << "<tr><td>tf32 tensor</td><td>" << cell(spec.datasheet, [](const Roofs& r) { return r.tf32_flops; }) << "</td><td>"
+       << cell(spec.measured, [](const Roofs& r) { return r.tf32_flops; }) << "</td></tr>\n";
+  html << "<tr><td>fp16</td><td>" << cell(spec.datasheet, [](const Roofs& r) { return r.fp16_flops; }) << "</td><td>"
+       << cell(spec.measured, [](const Roofs& r) { return r.fp16_flops; }) << "</td></tr>\n";
+  html << "<tr><td>bf16</td><td>" << cell(spec.datasheet, [](const Roofs& r) { return r.bf16_flops; }) << "</td><td>"
+       << cell(spec.measured, [](const Roofs& r) { return r.bf16_flops; }) << "</td></tr>\n";
+  auto ridge = [](const std::optional<Roofs>& roofs, Precision precision) -> std::string {
+    return roofs && roofs->bandwidth > 0 ? format_number(roofs->ridge_point(precision), 3) + " FLOP/B" : "—";
+  };
+  html << "<tr><td>ridge point, fp32</td><td>" << ridge(spec.datasheet, Precision::Fp32) << "</td><td>"
+       << ridge(spec.measured, Precision::Fp32) << "</td></tr>\n";
+  html << "<tr><td>ridge point, fp16</td><td>" << ridge(spec.datasheet, Precision::Fp16) << "</td><td>"
+       << ridge(spec.measured, Precision::Fp16) << "</td></tr>\n</table>\n";
+  if (spec.datasheet) html << "<p class=\"note\">datasheet: " << escape(spec.datasheet->source) << "</p>\n";
+  if (spec.measured) html << "<p class=\"note\">measured: " << escape(spec.measured->source) << "</p>\n";
+  return html.str();
+}
+
+}  // namespace
+
+std::string report_html(const std::vector<LabelledRun>& runs, const std::string& title) {
+  std::ostringstream html;
+  html << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+       << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>" << escape(title) << "</title>\n<style>"
+       << kStyle << "</style>\n</head>\n<body>\n<main>\n";
+  html << "<header><h1>" << escape(title) << "</h1>";
+  if (!runs.empty()) {
+    const RunAnalysis& first = *runs.front().analysis;
+    html << "<p>" << escape(first.device) << " · " << escape(first.backend) << " backend";
+    if (!first.model.name.empty()) html << " · " << escape(first.model.name);
+    if (!first.dtype.empty()) html << " " << escape(first.dtype);
+    html << " · roofs: " << escape(first.device_spec.roofs_origin()) << "</p>";
+  }
+  html << "</header>\n";
+
+  html << "<section><h2>Summary</h2><div class=\"cards\">\n";
+  for (size_t r = 0; r < runs.size(); ++r) html << run_card(runs[r], r);
+  html << "</div></section>\n";
+
+  html << "<section><h2>Roofline</h2><div class=\"chart\">\n" << roofline_svg(runs) << "</div>\n"
+       << "<p class=\"note\">One point per op category and phase at its arithmetic intensity and achieved FLOP/s. A point "
+          "on the sloped roof is memory-bound, under the flat roof compute-bound; far below both, neither unit is busy.</p>"
+          "</section>\n";
+
+  html << "<section><h2>Decode step timeline</h2>\n";
+  double tallest_step = 0;  // one time scale for every run, so bars compare across runs
+  for (const LabelledRun& run : runs) {
+    for (const StepStats& step : run.analysis->steps) tallest_step = std::max(tallest_step, step.timeline.device_seconds());
+  }
+  for (const LabelledRun& run : runs) {
+    html << "<div class=\"chart\">" << step_timeline_svg(*run.analysis, run.label, tallest_step) << "</div>\n";
+  }
+  html << "<p class=\"note\">Each bar is one decode step on the device: busy time by op category, then the time the device "
+          "sat idle waiting for the host (hatched).</p></section>\n";
+
+  html << "<section><h2>Phases</h2>\n";
+  for (const LabelledRun& run : runs) html << "<h3>" << escape(run.label) << "</h3>" << phase_table(*run.analysis);
+  html << "</section>\n";
+
+  html << "<section><h2>Where the device time went (op category × phase)</h2>\n";
+  for (const LabelledRun& run : runs) {
+    html << "<h3>" << escape(run.label) << "</h3><table>" << group_header("phase · category");
+    for (const OpGroup& group : run.analysis->categories) {
+      html << group_row(group, std::string(phase_name(group.phase)) + " · " + op_category_name(group.category));
+    }
+    html << "</table>\n";
+  }
+  html << "</section>\n";
+
+  html << "<section><h2>Top ops</h2>\n";
+  for (const LabelledRun& run : runs) {
+    html << "<h3>" << escape(run.label) << "</h3><table>" << group_header("phase · op · place");
+    for (const OpGroup& group : run.analysis->top_ops) {
+      html << group_row(group, std::string(phase_name(group.phase)) + " · " + group.name + (group.label.empty() ? "" : " · " + group.label));
+    }
+    html << "</table>\n";
+  }
+  html << "</section>\n";
+
+  if (!runs.empty()) {
+    const RunAnalysis& first = *runs.front().analysis;
+    const LimiterThresholds& t = first.thresholds;
+    html << "<section><h2>Device roofs</h2>" << roofs_table(first.device_spec) << "</section>\n";
+    html << "<footer>Limiter rules: an op under " << escape(format_seconds(t.tiny_op_seconds(first.gpu)))
+         << " is overhead-bound; a unit is near its roof from " << escape(format_percent(t.busy_fraction))
+         << " of its peak, below that for both units the op is latency-bound; a phase or step whose device is idle "
+         << escape(format_percent(t.idle_overhead_fraction)) << " of the time or more is overhead-bound; gaps are idle intervals of "
+         << escape(format_seconds(t.gap_seconds(first.gpu))) << " or more. Result schema version "
+         << RunAnalysis::kSchemaVersion << ".</footer>\n";
+  }
+  html << "</main>\n</body>\n</html>\n";
+  return html.str();
+}
+
+void write_report_directory(const std::filesystem::path& directory, const std::vector<LabelledRun>& runs,
+                            const std::string& title) {
+  std::filesystem::create_directories(directory);
+  save_file_atomically(directory / "roofline.svg", roofline_svg(runs));
+  save_file_atomically(directory / "ops.csv", ops_csv(runs));
+  save_file_atomically(directory / "result.json", report_json(runs).dump(2) + "\n");
+  // The page last: once report.html exists, everything it describes is in place.
+  save_file_atomically(directory / "report.html", report_html(runs, title));
+}
+
+}  // namespace decodelab

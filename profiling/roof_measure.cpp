@@ -1,0 +1,277 @@
+// Measuring roofs against a backend, and the per-machine cache of CPU measurements.
+// All timing here goes through the backend's own device timings of single ops, so the
+// figures exclude enqueue and sync costs, exactly like the ops they will be compared to.
+#include "profiling/roof_measure.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <functional>
+#include <ostream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "engine/device_buffer.h"
+#include "engine/errors.h"
+#include "profiling/units.h"
+
+namespace decodelab {
+
+TimedSamples TimedSamples::of(std::vector<double> seconds, double noisy_spread) {
+  TimedSamples samples;
+  samples.seconds = std::move(seconds);
+  if (samples.seconds.empty()) return samples;
+  std::vector<double> sorted = samples.seconds;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t middle = sorted.size() / 2;
+  samples.median = sorted.size() % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+  samples.best = sorted.front();
+  samples.spread = samples.median > 0 ? (sorted.back() - sorted.front()) / samples.median : 0.0;
+  samples.noisy = samples.spread > noisy_spread;
+  return samples;
+}
+
+namespace {
+
+bool is_gpu(const Backend& backend) { return backend.name() == "cuda"; }
+
+// Uniform values in [-1, 1) from a xorshift generator: random data keeps the matmul
+// honest (zeros or denormals run at other speeds), and the generator is fast enough for
+// the 8192² matrices of a GPU measurement.
+void fill_random(Backend& backend, void* device, DType dtype, size_t elements, uint64_t seed) {
+  std::vector<uint8_t> host(elements * dtype_size(dtype));
+  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (size_t i = 0; i < elements; ++i) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    const float value = static_cast<float>(state >> 40) / static_cast<float>(1ull << 23) - 1.0f;
+    store_from_float(host.data(), dtype, i, value);
+  }
+  backend.upload(device, host.data(), host.size());
+}
+
+class OpTimer {
+ public:
+  OpTimer(Backend& backend, const RoofMeasureOptions& options) : backend_(backend), options_(options) {}
+
+  // Warm-up runs, then the timed repeats of one op, each on its own sync.
+  TimedSamples sample(const std::function<void(OpId)>& enqueue) {
+    for (int i = 0; i < options_.warmups; ++i) time_once(enqueue);
+    std::vector<double> seconds;
+    for (int i = 0; i < std::max(1, options_.repeats); ++i) seconds.push_back(time_once(enqueue));
+    return TimedSamples::of(std::move(seconds), options_.noisy_spread);
+  }
+
+ private:
+  double time_once(const std::function<void(OpId)>& enqueue) {
+    const OpId id = next_id_++;
+    enqueue(id);
+    backend_.synchronize();
+    for (const OpTiming& timing : backend_.take_timings()) {
+      if (timing.id == id) return std::max<int64_t>(1, timing.end_ns - timing.begin_ns) * 1e-9;
+    }
+    throw std::runtime_error("the " + backend_.name() + " backend reported no device time for a roof measurement op");
+  }
+
+  Backend& backend_;
+  const RoofMeasureOptions& options_;
+  OpId next_id_ = 1;
+};
+
+// "best of 5, median 12% slower, spread 20% (noisy)"
+std::string spread_note(const TimedSamples& samples) {
+  return "best of " + std::to_string(samples.seconds.size()) + ", median " +
+         format_percent(samples.best > 0 ? samples.median / samples.best - 1 : 0) + " slower, spread " +
+         format_percent(samples.spread) + (samples.noisy ? " (NOISY)" : "");
+}
+
+}  // namespace
+
+RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& options, std::ostream* progress) {
+  const bool gpu = is_gpu(backend);
+  const size_t budget = backend.available_memory();
+  RoofMeasurement measurement;
+  OpTimer timer(backend, options);
+
+  // Bandwidth: a large contiguous copy, and a matrix-vector product streaming a weight of
+  // the same size; shrink them until source and destination fit.
+  size_t copy_bytes = options.copy_bytes ? options.copy_bytes : (gpu ? size_t{1} << 30 : size_t{256} << 20);
+  while (copy_bytes > (size_t{1} << 20) && 2 * copy_bytes > budget / 2) copy_bytes /= 2;
+  const int64_t row = 1024;
+  const int64_t rows = std::max<int64_t>(1, static_cast<int64_t>(copy_bytes / sizeof(float)) / row);
+  {
+    DeviceBuffer source(backend, static_cast<size_t>(rows * row) * sizeof(float));
+    DeviceBuffer destination(backend, source.bytes());
+    fill_random(backend, source.get(), DType::F32, static_cast<size_t>(rows * row), 1);
+    const Tensor from = Tensor::contiguous(source.get(), DType::F32, {rows, row});
+    const Tensor to = Tensor::contiguous(destination.get(), DType::F32, {rows, row});
+    if (progress) *progress << "measuring bandwidth: copy of " << format_bytes(static_cast<double>(source.bytes())) << "\n";
+    measurement.copy = timer.sample([&](OpId id) { backend.copy(from, to, id); });
+    measurement.copy_bytes_moved = 2.0 * static_cast<double>(source.bytes());
+    measurement.copy_bandwidth = measurement.copy_bytes_moved / measurement.copy.best;
+
+    // The same bytes as an fp16 weight [2·rows, 1024] read once by y = x · Wᵀ (x: one
+    // row), the access pattern of a decode step's matmuls.
+    const int64_t weight_rows = 2 * rows;
+    const Tensor weight = Tensor::contiguous(source.get(), DType::F16, {weight_rows, row});
+    fill_random(backend, source.get(), DType::F16, static_cast<size_t>(weight_rows * row), 4);
+    DeviceBuffer vector(backend, row * dtype_size(DType::F16));
+    DeviceBuffer product(backend, static_cast<size_t>(weight_rows) * dtype_size(DType::F16));
+    fill_random(backend, vector.get(), DType::F16, row, 5);
+    const Tensor x = Tensor::contiguous(vector.get(), DType::F16, {1, row});
+    const Tensor y = Tensor::contiguous(product.get(), DType::F16, {1, weight_rows});
+    if (progress) *progress << "measuring bandwidth: matrix-vector product over " << format_bytes(static_cast<double>(source.bytes())) << "\n";
+    measurement.read = timer.sample([&](OpId id) { backend.matmul(x, weight, y, id); });
+    measurement.read_bytes = static_cast<double>(source.bytes() + vector.bytes() + product.bytes());
+    measurement.read_bandwidth = measurement.read_bytes / measurement.read.best;
+    measurement.bandwidth = std::max(measurement.copy_bandwidth, measurement.read_bandwidth);
+  }
+
+  // Compute: a square matmul per dtype; shrink it until three matrices fit.
+  for (DType dtype : options.matmul_dtypes) {
+    int64_t size = options.matmul_size ? options.matmul_size : (gpu ? 8192 : 1024);
+    while (size > 64 && 3 * size * size * static_cast<int64_t>(dtype_size(dtype)) > static_cast<int64_t>(budget / 2)) size /= 2;
+    const size_t elements = static_cast<size_t>(size * size);
+    DeviceBuffer x(backend, elements * dtype_size(dtype));
+    DeviceBuffer weight(backend, elements * dtype_size(dtype));
+    DeviceBuffer out(backend, elements * dtype_size(dtype));
+    fill_random(backend, x.get(), dtype, elements, 2);
+    fill_random(backend, weight.get(), dtype, elements, 3);
+    const Tensor x_view = Tensor::contiguous(x.get(), dtype, {size, size});
+    const Tensor weight_view = Tensor::contiguous(weight.get(), dtype, {size, size});
+    const Tensor out_view = Tensor::contiguous(out.get(), dtype, {size, size});
+    if (progress) *progress << "measuring " << dtype_name(dtype) << " matmul " << size << "³\n";
+    RoofMeasurement::Matmul matmul;
+    matmul.dtype = dtype;
+    matmul.size = static_cast<int>(size);
+    matmul.timing = timer.sample([&](OpId id) { backend.matmul(x_view, weight_view, out_view, id); });
+    matmul.flops_per_s = 2.0 * static_cast<double>(size) * static_cast<double>(size) * static_cast<double>(size) /
+                         matmul.timing.best;
+    measurement.matmuls.push_back(matmul);
+  }
+  return measurement;
+}
+
+Roofs RoofMeasurement::roofs() const {
+  Roofs result;
+  result.bandwidth = bandwidth;
+  std::ostringstream source;
+  const std::time_t now = std::time(nullptr);
+  char date[16];
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::localtime(&now));
+  source << "measured by decodelab on " << date << ": bandwidth the faster of a copy of " << format_bytes(copy_bytes_moved / 2)
+         << " (bytes read + written; " << format_bandwidth(copy_bandwidth) << ", " << spread_note(copy)
+         << ") and an fp16 matrix-vector product streaming the same bytes (" << format_bandwidth(read_bandwidth) << ", "
+         << spread_note(read) << ")";
+  for (const Matmul& matmul : matmuls) {
+    switch (matmul.dtype) {
+      case DType::F32: result.fp32_flops = matmul.flops_per_s; break;
+      case DType::F16: result.fp16_flops = matmul.flops_per_s; break;
+      case DType::BF16: result.bf16_flops = matmul.flops_per_s; break;
+      case DType::I32: break;
+    }
+    source << "; " << dtype_name(matmul.dtype) << " matmul " << matmul.size << "^3 on random data, "
+           << spread_note(matmul.timing);
+  }
+  result.source = source.str();
+  return result;
+}
+
+std::string RoofMeasurement::describe() const {
+  std::ostringstream out;
+  out << "copy       " << format_bandwidth(copy_bandwidth) << "  (" << format_bytes(copy_bytes_moved / 2) << " read and written, "
+      << format_seconds(copy.best) << ", " << spread_note(copy) << ")\n";
+  out << "read       " << format_bandwidth(read_bandwidth) << "  (matrix-vector product over " << format_bytes(copy_bytes_moved / 2)
+      << ", " << format_seconds(read.best) << ", " << spread_note(read) << ")\n";
+  out << "bandwidth  " << format_bandwidth(bandwidth) << "  (the faster of the two)\n";
+  for (const Matmul& matmul : matmuls) {
+    out << dtype_name(matmul.dtype) << "       " << format_flop_rate(matmul.flops_per_s) << "  (matmul " << matmul.size << "³, "
+        << format_seconds(matmul.timing.best) << ", " << spread_note(matmul.timing) << ")\n";
+  }
+  return out.str();
+}
+
+// ---------------------------------------------------------------------------------------
+// The per-machine cache
+
+MachineIdentity this_machine(int threads) {
+  MachineIdentity machine;
+  char host[256] = {};
+  machine.hostname = ::gethostname(host, sizeof host - 1) == 0 && host[0] ? host : "unknown-host";
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const size_t colon = line.find(':');
+    if (colon != std::string::npos) machine.cpu_model = line.substr(line.find_first_not_of(" \t", colon + 1));
+    break;
+  }
+  if (machine.cpu_model.empty()) machine.cpu_model = "unknown-cpu";
+  machine.threads = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return machine;
+}
+
+std::filesystem::path roof_cache_path(const MachineIdentity& machine) {
+  std::filesystem::path directory;
+  if (const char* override_directory = std::getenv("DECODELAB_CACHE_DIR"); override_directory && *override_directory) {
+    directory = override_directory;
+  } else if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
+    directory = std::filesystem::path(xdg) / "decodelab";
+  } else {
+    const char* home = std::getenv("HOME");
+    directory = std::filesystem::path(home && *home ? home : "/tmp") / ".cache" / "decodelab";
+  }
+  std::string name = "roofs-" + machine.hostname + "-" + machine.cpu_model + "-" + std::to_string(machine.threads);
+  std::string safe;
+  for (char c : name) {
+    const bool keep = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+    if (keep) {
+      safe += c;
+    } else if (!safe.empty() && safe.back() != '-') {
+      safe += '-';
+    }
+  }
+  return directory / (safe + ".yaml");
+}
+
+DeviceSpec measured_spec(const std::string& description, const MachineIdentity& machine,
+                         const RoofMeasurement& measurement) {
+  DeviceSpec spec;
+  spec.name = "measured-" + machine.hostname;
+  spec.description = description;
+  spec.measured = measurement.roofs();
+  spec.machine = machine;
+  return spec;
+}
+
+DeviceSpec default_device_spec(Backend& backend, int threads, std::ostream* progress, const RoofMeasureOptions& options) {
+  if (is_gpu(backend)) {
+    if (std::optional<DeviceSpec> known = match_device_spec(backend.device_description())) return *known;
+  }
+  MachineIdentity machine = this_machine(threads);
+  if (is_gpu(backend)) machine.cpu_model = backend.device_description();  // the GPU is what was measured
+  const std::filesystem::path cache = roof_cache_path(machine);
+  if (std::filesystem::exists(cache)) {
+    try {
+      DeviceSpec cached = load_device_spec(cache);
+      if (cached.machine == machine && cached.measured) return cached;
+      if (progress) *progress << "roof cache " << cache.string() << " is for another machine; measuring again\n";
+    } catch (const InputError& error) {
+      if (progress) *progress << "roof cache unreadable (" << error.what() << "); measuring again\n";
+    }
+  }
+  if (progress) *progress << "measuring this device's roofs once (cached in " << cache.string() << ")\n";
+  const DeviceSpec spec = measured_spec(backend.device_description(), machine, measure_roofs(backend, options, progress));
+  try {
+    save_device_spec(spec, cache);
+  } catch (const std::exception& error) {
+    if (progress) *progress << "could not cache the roofs: " << error.what() << "\n";
+  }
+  return spec;
+}
+
+}  // namespace decodelab

@@ -1,0 +1,89 @@
+// Measured roofs: what this device really sustains, against a Backend. Bandwidth from
+// large `copy` ops (bytes read + written) and from a large matrix-vector `matmul` (the
+// weight streamed once, as in decode), whichever is faster; FLOP/s from a square `matmul` per dtype
+// (fp32, fp16, bf16) on random data; each timed by the device's own op timings (the
+// backend's take_timings after a sync), warm-up first, then several repeats whose
+// median and spread are reported, a figure flagged noisy when the repeats disagree.
+// A roof is an upper bound and contention only ever slows an op down, so the roof itself
+// is the fastest repeat: on a shared machine the median sits well below what the same
+// hardware sustains, and a roof below achieved performance would read as >100% of roof.
+//
+// Non-obvious choices: the bandwidth roof is the faster of copy and streaming read, because
+// on a CPU a copy's stores also read their destination line first (write-allocate), so a
+// copy alone sits well below what a read-dominated decode step reaches. CPU roofs are cached per machine (hostname, CPU model, threads) in
+// ~/.cache/decodelab/ — or $DECODELAB_CACHE_DIR — so every run is held to measured roofs
+// by default while the measurement itself (seconds) happens once per machine.
+#pragma once
+
+#include <filesystem>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "engine/backend.h"
+#include "profiling/device_spec.h"
+
+namespace decodelab {
+
+struct RoofMeasureOptions {
+  size_t copy_bytes = 0;  // bytes of one copy's source; 0 = 256 MiB on CPU, 1 GiB on CUDA
+  int matmul_size = 0;    // M = N = K; 0 = 1024 on CPU, 8192 on CUDA
+  int warmups = 1;
+  int repeats = 5;
+  std::vector<DType> matmul_dtypes = {DType::F32, DType::F16, DType::BF16};
+  double noisy_spread = 0.10;  // (max - min) / median above this flags a figure as noisy
+};
+
+// Repeated device timings of one op and their summary.
+struct TimedSamples {
+  std::vector<double> seconds;
+  double median = 0;
+  double best = 0;    // the fastest sample
+  double spread = 0;  // (max - min) / median
+  bool noisy = false;
+
+  static TimedSamples of(std::vector<double> seconds, double noisy_spread);
+};
+
+struct RoofMeasurement {
+  double copy_bytes_moved = 0;  // per copy, read + written
+  TimedSamples copy;
+  double copy_bandwidth = 0;    // bytes/s
+  double read_bytes = 0;        // per matrix-vector product: weight + vector + output
+  TimedSamples read;
+  double read_bandwidth = 0;    // bytes/s
+  struct Matmul {
+    DType dtype = DType::F32;
+    int size = 0;
+    TimedSamples timing;
+    double flops_per_s = 0;
+  };
+  std::vector<Matmul> matmuls;
+  double bandwidth = 0;  // bytes/s: the faster of copy and read
+
+  Roofs roofs() const;          // with a source line saying how they were measured
+  std::string describe() const;  // one line per figure, with spread and noise flags
+};
+
+RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& options = {}, std::ostream* progress = nullptr);
+
+// This machine, as measured roofs are keyed: hostname, CPU model (/proc/cpuinfo), threads
+// (0 = every core, resolved to the count).
+MachineIdentity this_machine(int threads);
+// $DECODELAB_CACHE_DIR, else $XDG_CACHE_HOME/decodelab, else ~/.cache/decodelab; then
+// roofs-<hostname>-<cpu model>-<threads>.yaml with unsafe characters replaced.
+std::filesystem::path roof_cache_path(const MachineIdentity& machine);
+
+// A spec holding a measurement (and the machine identity) ready to save or analyse with.
+DeviceSpec measured_spec(const std::string& description, const MachineIdentity& machine,
+                         const RoofMeasurement& measurement);
+
+// The roofs a run on this backend is held to by default:
+//  - CUDA: the configs/devices spec matching the device name (datasheet, plus measured
+//    reference figures where the file has them); an unknown GPU is measured and cached.
+//  - CPU: the cached measurement for this machine and thread count; measured and cached
+//    on first use (a cache for another machine is never used).
+DeviceSpec default_device_spec(Backend& backend, int threads, std::ostream* progress = nullptr,
+                               const RoofMeasureOptions& options = {});
+
+}  // namespace decodelab

@@ -1,0 +1,145 @@
+// The step timeline as SVG: one bar per decode step, its device busy time stacked by op
+// category and its idle time on top (hatched), syncs marked above the bar, steps that
+// are overhead-bound underlined. Reading it: a tall hatched cap is the host making the
+// device wait; a bar that grows step after step is work that grows with position.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "profiling/report.h"
+#include "profiling/units.h"
+
+namespace decodelab {
+
+namespace {
+
+constexpr double kWidth = 780, kHeight = 262;
+constexpr double kLeft = 64, kRight = kWidth - 16, kTop = 34, kBottom = kHeight - 80;
+
+std::string num(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.2f", value);
+  return buffer;
+}
+
+// 1, 2 or 5 × 10^k, so that about `count` ticks cover `high`.
+double nice_step(double high, int count) {
+  const double raw = high / count;
+  const double decade = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double factor : {1.0, 2.0, 5.0, 10.0}) {
+    if (factor * decade >= raw) return factor * decade;
+  }
+  return 10 * decade;
+}
+
+}  // namespace
+
+std::string step_timeline_svg(const RunAnalysis& analysis, const std::string& label, double scale_seconds) {
+  std::ostringstream svg;
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " << kWidth << " " << kHeight << "\" width=\"" << kWidth
+      << "\" height=\"" << kHeight << "\" font-family=\"system-ui, -apple-system, 'Segoe UI', sans-serif\" font-size=\"11\">\n";
+  svg << "<defs><pattern id=\"idle-hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\">"
+         "<rect width=\"6\" height=\"6\" fill=\"#f3f4f6\"/><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#9ca3af\" "
+         "stroke-width=\"2\"/></pattern></defs>\n";
+  svg << "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
+  svg << "<text x=\"" << kLeft << "\" y=\"20\" font-size=\"13\" font-weight=\"600\" fill=\"#111827\">Decode steps · "
+      << xml_escape(label) << "</text>\n";
+  const std::vector<StepStats>& steps = analysis.steps;
+  if (steps.empty()) {
+    svg << "<text x=\"" << kLeft << "\" y=\"" << (kTop + kBottom) / 2 << "\" fill=\"#6b7280\">no decode steps in this run</text>\n";
+    return svg.str() + "</svg>\n";
+  }
+
+  double tallest = scale_seconds;
+  for (const StepStats& step : steps) tallest = std::max(tallest, step.timeline.device_seconds());
+  if (tallest <= 0) tallest = 1e-3;
+  const double tick = nice_step(tallest * 1.05, 4);
+  const double top_value = std::ceil(tallest * 1.05 / tick) * tick;
+  auto y_of = [&](double seconds) { return kBottom - seconds / top_value * (kBottom - kTop); };
+
+  // Axes and grid.
+  svg << "<g stroke=\"#e5e7eb\">\n";
+  for (double value = 0; value <= top_value * 1.0001; value += tick) {
+    svg << "<line x1=\"" << kLeft << "\" y1=\"" << num(y_of(value)) << "\" x2=\"" << kRight << "\" y2=\"" << num(y_of(value)) << "\"/>\n";
+  }
+  svg << "</g>\n<g fill=\"#4b5563\">\n";
+  for (double value = 0; value <= top_value * 1.0001; value += tick) {
+    svg << "<text x=\"" << kLeft - 6 << "\" y=\"" << num(y_of(value) + 4) << "\" text-anchor=\"end\">"
+        << xml_escape(format_seconds(value)) << "</text>\n";
+  }
+  svg << "</g>\n";
+
+  const double slot = (kRight - kLeft) / static_cast<double>(steps.size());
+  const double bar = std::max(1.0, slot * 0.78);
+  const size_t label_every = std::max<size_t>(1, static_cast<size_t>(std::ceil(28.0 / slot)));
+  std::array<bool, kOpCategoryCount> used{};
+  bool any_sync = false, any_overhead = false;
+  for (size_t s = 0; s < steps.size(); ++s) {
+    const StepStats& step = steps[s];
+    const double x = kLeft + slot * static_cast<double>(s) + (slot - bar) / 2;
+    double stacked = 0;
+    svg << "<g><title>decode step " << step.ordinal + 1 << ": busy "
+        << xml_escape(format_seconds(step.timeline.busy_seconds)) << ", idle " << xml_escape(format_seconds(step.timeline.idle_seconds))
+        << ", " << step.timeline.gaps << " gaps, " << step.timeline.syncs << " syncs, " << step.timeline.ops << " ops</title>";
+    for (size_t c = 0; c < kOpCategoryCount; ++c) {
+      const double seconds = step.category_seconds[c];
+      if (seconds <= 0) continue;
+      used[c] = true;
+      svg << "<rect x=\"" << num(x) << "\" y=\"" << num(y_of(stacked + seconds)) << "\" width=\"" << num(bar) << "\" height=\""
+          << num(y_of(stacked) - y_of(stacked + seconds)) << "\" fill=\"" << category_colour(static_cast<OpCategory>(c)) << "\"/>";
+      stacked += seconds;
+    }
+    // Busy time not split by category (markers, ops outside the categories) joins the stack unlabelled.
+    stacked = std::max(stacked, step.timeline.busy_seconds);
+    if (step.timeline.idle_seconds > 0) {
+      svg << "<rect x=\"" << num(x) << "\" y=\"" << num(y_of(stacked + step.timeline.idle_seconds)) << "\" width=\"" << num(bar)
+          << "\" height=\"" << num(y_of(stacked) - y_of(stacked + step.timeline.idle_seconds))
+          << "\" fill=\"url(#idle-hatch)\" stroke=\"#9ca3af\" stroke-width=\"0.5\"/>";
+    }
+    if (step.timeline.syncs > 0) {
+      any_sync = true;
+      const double top = y_of(step.timeline.device_seconds()) - 3;
+      svg << "<polygon points=\"" << num(x + bar / 2) << "," << num(top) << " " << num(x + bar / 2 - 4) << "," << num(top - 7) << " "
+          << num(x + bar / 2 + 4) << "," << num(top - 7) << "\" fill=\"#111827\"/>";
+    }
+    if (step.overhead_bound) {
+      any_overhead = true;
+      svg << "<rect x=\"" << num(x) << "\" y=\"" << num(kBottom + 2) << "\" width=\"" << num(bar) << "\" height=\"3\" fill=\"#dc2626\"/>";
+    }
+    svg << "</g>\n";
+    if (s % label_every == 0) {
+      svg << "<text x=\"" << num(x + bar / 2) << "\" y=\"" << kBottom + 17 << "\" text-anchor=\"middle\" fill=\"#4b5563\">"
+          << step.ordinal + 1 << "</text>\n";
+    }
+  }
+  svg << "<line x1=\"" << kLeft << "\" y1=\"" << kBottom << "\" x2=\"" << kRight << "\" y2=\"" << kBottom << "\" stroke=\"#6b7280\"/>\n";
+
+  // Legend: categories present, idle, syncs, overhead-bound marks.
+  // Items flow left to right and wrap onto a second line.
+  double legend_x = kLeft;
+  double legend_y = kHeight - 38;
+  auto legend_item = [&](const std::string& swatch_at_origin, const std::string& text) {
+    const double width = 30 + 6.8 * static_cast<double>(text.size());
+    if (legend_x + width > kRight && legend_x > kLeft) {
+      legend_x = kLeft;
+      legend_y += 17;
+    }
+    svg << "<g transform=\"translate(" << num(legend_x) << "," << num(legend_y) << ")\">" << swatch_at_origin
+        << "<text x=\"16\" y=\"9\" fill=\"#374151\">" << xml_escape(text) << "</text></g>\n";
+    legend_x += width;
+  };
+  for (size_t c = 0; c < kOpCategoryCount; ++c) {
+    if (!used[c]) continue;
+    legend_item(std::string("<rect width=\"11\" height=\"11\" fill=\"") + category_colour(static_cast<OpCategory>(c)) + "\"/>",
+                op_category_name(static_cast<OpCategory>(c)));
+  }
+  legend_item("<rect width=\"11\" height=\"11\" fill=\"url(#idle-hatch)\" stroke=\"#9ca3af\"/>", "device idle");
+  if (any_sync) legend_item("<polygon points=\"5.5,11 1,3 10,3\" fill=\"#111827\"/>", "host sync");
+  if (any_overhead) legend_item("<rect y=\"4\" width=\"11\" height=\"3\" fill=\"#dc2626\"/>", "overhead-bound step");
+  svg << "<text x=\"" << kLeft - 6 << "\" y=\"" << kBottom + 17 << "\" text-anchor=\"end\" fill=\"#6b7280\">step</text>\n";
+  svg << "</svg>\n";
+  return svg.str();
+}
+
+}  // namespace decodelab

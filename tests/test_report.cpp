@@ -1,0 +1,164 @@
+// Printers: the SVGs and the HTML page are well-formed and self-contained, show what
+// they should (roofs, one point per category and phase, two colours for two runs), the
+// CSV has one row per run × category × phase, and the report directory is complete.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "profiling/analysis.h"
+#include "profiling/printers.h"
+#include "profiling/report.h"
+#include "tests/support/profiling_fixtures.h"
+#include "tests/support/xml_check.h"
+
+using namespace decodelab;
+using decodelab::testing::SyntheticRun;
+using decodelab::testing::xml_problem;
+
+namespace {
+
+size_t count(const std::string& text, const std::string& needle) {
+  size_t found = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++found;
+  return found;
+}
+
+struct TwoRuns {
+  Trace fixed_trace, buggy_trace;
+  RunAnalysis fixed, buggy;
+  TwoRuns() {
+    DeviceSpec device = decodelab::testing::synthetic_cpu_device();
+    device.datasheet = Roofs{40e9, 200e9, 0, 120e9, 120e9, "synthetic datasheet"};
+    SyntheticRun fixed_run;
+    SyntheticRun buggy_run;
+    buggy_run.sync_each_step = true;
+    buggy_run.host_gap_us = 2000;  // the host makes the device wait
+    buggy_run.fp32_matmuls = true;
+    fixed_trace = decodelab::testing::synthetic_run_trace(fixed_run, device);
+    buggy_trace = decodelab::testing::synthetic_run_trace(buggy_run, device);
+    fixed = analyze(fixed_trace);
+    buggy = analyze(buggy_trace);
+  }
+  std::vector<LabelledRun> labelled() const { return {{"fixed", &fixed}, {"buggy", &buggy}}; }
+};
+
+std::string slurp(const std::filesystem::path& file) {
+  std::ifstream stream(file);
+  std::stringstream text;
+  text << stream.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+TEST_CASE("roofline SVG: well-formed, both roof sets, one point per category and phase per run", "[report]") {
+  const TwoRuns runs;
+  const std::string svg = roofline_svg(runs.labelled());
+
+  CHECK(xml_problem(svg) == "");
+  CHECK(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0) == 0);
+  // datasheet and measured: an fp32 roof and one half roof each (fp16 = bf16 drawn once)
+  CHECK(count(svg, "<polyline") == 4);
+  CHECK(count(svg, "stroke-dasharray") == 2);
+  CHECK(svg.find("(datasheet)") != std::string::npos);
+  CHECK(svg.find("(measured)") != std::string::npos);
+  size_t expected_points = 0;
+  for (const RunAnalysis* analysis : {&runs.fixed, &runs.buggy}) {
+    for (const OpGroup& group : analysis->categories) expected_points += group.point.flops > 0 ? 1 : 0;
+  }
+  CHECK(count(svg, "<title>") == expected_points);
+  CHECK(count(svg, run_colour(0)) > 1);  // fixed points and legend
+  CHECK(count(svg, run_colour(1)) > 1);  // buggy points and legend
+  CHECK(svg.find("no FLOPs, so not on the chart") != std::string::npos);  // kv_store copies
+}
+
+TEST_CASE("step timeline SVG: a bar per step, idle and syncs shown when present", "[report]") {
+  const TwoRuns runs;
+  const std::string fixed = step_timeline_svg(runs.fixed, "fixed");
+  const std::string buggy = step_timeline_svg(runs.buggy, "buggy");
+  CHECK(xml_problem(fixed) == "");
+  CHECK(xml_problem(buggy) == "");
+  CHECK(count(fixed, "<title>decode step ") == runs.fixed.steps.size());
+  CHECK(buggy.find("host sync") != std::string::npos);
+  CHECK(fixed.find("host sync") == std::string::npos);
+  CHECK(buggy.find("overhead-bound step") != std::string::npos);
+
+  RunAnalysis no_steps = runs.fixed;
+  no_steps.steps.clear();
+  const std::string empty = step_timeline_svg(no_steps, "empty");
+  CHECK(xml_problem(empty) == "");
+  CHECK(empty.find("no decode steps") != std::string::npos);
+}
+
+TEST_CASE("HTML report: well-formed, self-contained, every section present", "[report]") {
+  const TwoRuns runs;
+  const std::string html = report_html(runs.labelled(), "fixed vs buggy <test>");
+
+  CHECK(xml_problem(html, /*html=*/true) == "");
+  CHECK(html.find("fixed vs buggy &lt;test&gt;") != std::string::npos);
+  // nothing to fetch: no scripts, no external references (the SVG namespace is a name, not a fetch)
+  CHECK(html.find("<script") == std::string::npos);
+  CHECK(html.find("@import") == std::string::npos);
+  CHECK(html.find(" src=") == std::string::npos);
+  CHECK(html.find("<link") == std::string::npos);
+  const std::regex external(R"((https?:)?//(?!www\.w3\.org/2000/svg))");
+  CHECK_FALSE(std::regex_search(html, external));
+  for (const char* section : {"Summary", "Roofline", "Decode step timeline", "Phases", "Where the device time went",
+                              "Top ops", "Device roofs"}) {
+    CHECK(html.find(std::string("<h2>") + section) != std::string::npos);
+  }
+  CHECK(count(html, "<svg ") == 3);  // the roofline and one timeline per run
+  CHECK(html.find(xml_escape(runs.buggy.summary)) != std::string::npos);
+}
+
+TEST_CASE("ops.csv: one row per run × category × phase, numbers parse", "[report]") {
+  const TwoRuns runs;
+  const std::string csv = ops_csv(runs.labelled());
+  std::istringstream lines(csv);
+  std::string line;
+  std::getline(lines, line);
+  CHECK(line.rfind("run,phase,category,precision,count,seconds", 0) == 0);
+  const size_t columns = static_cast<size_t>(std::count(line.begin(), line.end(), ',')) + 1;
+  size_t rows = 0;
+  while (std::getline(lines, line)) {
+    ++rows;
+    CHECK(static_cast<size_t>(std::count(line.begin(), line.end(), ',')) + 1 == columns);
+  }
+  CHECK(rows == runs.fixed.categories.size() + runs.buggy.categories.size());
+}
+
+TEST_CASE("console table: summary, phases and the categories", "[report]") {
+  const TwoRuns runs;
+  const std::string text = format_console(runs.buggy, 5);
+  CHECK(text.find(runs.buggy.summary) != std::string::npos);
+  CHECK(text.find("phase · category") != std::string::npos);
+  CHECK(text.find("decode · matmul") != std::string::npos);
+  CHECK(text.find("more rows in ops.csv") != std::string::npos);
+}
+
+TEST_CASE("report directory: four files, written whole, no temporaries left", "[report]") {
+  const TwoRuns runs;
+  const std::filesystem::path directory =
+      std::filesystem::temp_directory_path() / ("decodelab-report-" + std::to_string(::getpid()));
+  write_report_directory(directory, runs.labelled());
+
+  std::set<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(directory)) files.insert(entry.path().filename().string());
+  CHECK(files == std::set<std::string>{"report.html", "roofline.svg", "ops.csv", "result.json"});
+  const nlohmann::json result = nlohmann::json::parse(slurp(directory / "result.json"));
+  CHECK(result["schema"] == "decodelab-report");
+  CHECK(result["runs"].size() == 2);
+  CHECK(result["runs"][1]["label"] == "buggy");
+  CHECK(result["runs"][1]["result"]["schema_version"] == RunAnalysis::kSchemaVersion);
+  CHECK(xml_problem(slurp(directory / "roofline.svg")) == "");
+
+  // Hidden sample: DECODELAB_SAMPLE_REPORT=DIR keeps a copy to look at (scripts/check-report.sh).
+  if (const char* keep = std::getenv("DECODELAB_SAMPLE_REPORT")) write_report_directory(keep, runs.labelled(), "sample report");
+  std::filesystem::remove_all(directory);
+}

@@ -1,0 +1,187 @@
+// Roof measurement against a scripted backend whose device times follow known roofs
+// (copies at 10 GB/s, streaming reads at 15 GB/s; 100, 50, 40 GFLOP/s for fp32, fp16,
+// bf16): the measurement must recover them,
+// flag noise, fit its buffers into the memory it is given, and cache per machine.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include <unistd.h>
+
+#include "profiling/roof_measure.h"
+
+using namespace decodelab;
+
+namespace {
+
+class ScriptedBackend : public Backend {
+ public:
+  double bandwidth = 10e9;       // copies (read + write)
+  double read_bandwidth = 15e9;  // a matmul's operands
+  std::map<DType, double> peaks = {{DType::F32, 100e9}, {DType::F16, 50e9}, {DType::BF16, 40e9}};
+  size_t memory = size_t{8} << 30;
+  bool every_third_copy_slow = false;
+  bool drop_timings = false;
+  int ops_run = 0;
+  size_t largest_allocation = 0;
+
+  std::string name() const override { return "cpu"; }
+  std::string device_description() const override { return "Scripted CPU (2 threads)"; }
+  void* allocate(size_t bytes) override {
+    largest_allocation = std::max(largest_allocation, bytes);
+    return std::malloc(std::max<size_t>(bytes, 1));
+  }
+  void release(void* pointer) override { std::free(pointer); }
+  size_t available_memory() const override { return memory; }
+  void upload(void* destination, const void* source, size_t bytes) override { std::memcpy(destination, source, bytes); }
+  void upload_async(void*, const void*, size_t, OpId) override {}
+  void copy_to_host(void*, const void*, size_t, bool, OpId) override {}
+  void synchronize() override {}
+  void marker(OpId) override {}
+  std::vector<OpTiming> take_timings() override { return std::exchange(timings_, {}); }
+  void embedding(const Tensor&, const Tensor&, const Tensor&, int, const Tensor&, OpId) override {}
+  void rmsnorm(const Tensor&, const Tensor&, float, const Tensor&, OpId) override {}
+  void matmul(const Tensor& x, const Tensor& weight, const Tensor&, OpId id) override {
+    const double flops = 2.0 * static_cast<double>(x.shape[0]) * static_cast<double>(weight.shape[0]) * static_cast<double>(x.shape[1]);
+    const double bytes = static_cast<double>(x.bytes() + weight.bytes()) +
+                         static_cast<double>(x.shape[0] * weight.shape[0]) * static_cast<double>(dtype_size(x.dtype));
+    run(id, std::max(flops / peaks.at(x.dtype), bytes / read_bandwidth));
+  }
+  void rope(const Tensor&, const Tensor&, const Tensor&, const Tensor&, int, OpId) override {}
+  void kv_store(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, int, OpId) override {}
+  void attention(const Tensor&, const Tensor&, const Tensor&, const Tensor&, int, float, const Tensor&, OpId) override {}
+  void swiglu(const Tensor&, const Tensor&, const Tensor&, OpId) override {}
+  void add(const Tensor&, const Tensor&, const Tensor&, OpId) override {}
+  void argmax(const Tensor&, const Tensor&, const Tensor&, OpId) override {}
+  void cast(const Tensor&, const Tensor&, OpId) override {}
+  void copy(const Tensor& source, const Tensor&, OpId id) override {
+    const double slow = every_third_copy_slow && ++copies_ % 3 == 0 ? 1.5 : 1.0;
+    run(id, 2.0 * static_cast<double>(source.bytes()) / bandwidth * slow);
+  }
+  void fill_positions(const Tensor&, int, int, OpId) override {}
+  void advance_positions(const Tensor&, OpId) override {}
+
+ private:
+  void run(OpId id, double seconds) {
+    ++ops_run;
+    if (drop_timings) return;
+    timings_.push_back({id, clock_, clock_ + static_cast<int64_t>(seconds * 1e9)});
+    clock_ += static_cast<int64_t>(seconds * 1e9) + 1000;
+  }
+  std::vector<OpTiming> timings_;
+  int64_t clock_ = 1'000'000;
+  int copies_ = 0;
+};
+
+RoofMeasureOptions small_options() {
+  RoofMeasureOptions options;
+  options.copy_bytes = size_t{4} << 20;
+  options.matmul_size = 128;
+  options.repeats = 3;
+  return options;
+}
+
+// Points the roof cache at a fresh directory for the test's lifetime.
+struct TemporaryCache {
+  std::filesystem::path directory =
+      std::filesystem::temp_directory_path() / ("decodelab-roofs-" + std::to_string(::getpid()));
+  TemporaryCache() { ::setenv("DECODELAB_CACHE_DIR", directory.c_str(), 1); }
+  ~TemporaryCache() {
+    ::unsetenv("DECODELAB_CACHE_DIR");
+    std::filesystem::remove_all(directory);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("median and spread of repeated timings", "[roof_measure]") {
+  const TimedSamples odd = TimedSamples::of({3, 1, 2}, 0.1);
+  CHECK(odd.median == 2);
+  CHECK(odd.best == 1);
+  CHECK(odd.spread == Approx(1.0));
+  CHECK(odd.noisy);
+  const TimedSamples even = TimedSamples::of({1.0, 1.02, 1.04, 1.06}, 0.1);
+  CHECK(even.median == Approx(1.03));
+  CHECK_FALSE(even.noisy);
+  CHECK(TimedSamples::of({}, 0.1).median == 0);
+}
+
+TEST_CASE("measurement recovers the device's roofs from its own op timings", "[roof_measure]") {
+  ScriptedBackend backend;
+  const RoofMeasurement measurement = measure_roofs(backend, small_options());
+
+  CHECK(measurement.copy_bandwidth == Approx(10e9).epsilon(1e-4));
+  CHECK(measurement.read_bandwidth == Approx(15e9).epsilon(1e-4));
+  CHECK(measurement.bandwidth == Approx(15e9).epsilon(1e-4));  // the faster of the two
+  CHECK(measurement.copy_bytes_moved == 2.0 * (4 << 20));
+  REQUIRE(measurement.matmuls.size() == 3);
+  const Roofs roofs = measurement.roofs();
+  CHECK(roofs.fp32_flops == Approx(100e9).epsilon(1e-4));
+  CHECK(roofs.fp16_flops == Approx(50e9).epsilon(1e-4));
+  CHECK(roofs.bf16_flops == Approx(40e9).epsilon(1e-4));
+  CHECK_FALSE(measurement.copy.noisy);
+  CHECK(roofs.source.find("bytes read + written") != std::string::npos);
+  CHECK(backend.ops_run == 5 * (1 + 3));  // one warm-up and three repeats per figure
+  CHECK(measurement.describe().find("bf16") != std::string::npos);
+}
+
+TEST_CASE("disagreeing repeats are flagged noisy; the roof is the fastest repeat", "[roof_measure]") {
+  ScriptedBackend backend;
+  backend.every_third_copy_slow = true;
+  RoofMeasureOptions options = small_options();
+  options.matmul_dtypes = {};
+  const RoofMeasurement measurement = measure_roofs(backend, options);
+  CHECK(measurement.copy.noisy);
+  CHECK(measurement.copy_bandwidth == Approx(10e9).epsilon(1e-4));
+  CHECK(measurement.roofs().source.find("NOISY") != std::string::npos);
+}
+
+TEST_CASE("buffers shrink to fit the memory the device offers", "[roof_measure]") {
+  ScriptedBackend backend;
+  backend.memory = size_t{16} << 20;
+  RoofMeasureOptions options = small_options();
+  options.copy_bytes = size_t{64} << 20;
+  options.matmul_size = 4096;
+  const RoofMeasurement measurement = measure_roofs(backend, options);
+  CHECK(backend.largest_allocation <= backend.memory / 4);
+  CHECK(measurement.matmuls.front().size < 4096);
+  CHECK(measurement.bandwidth == Approx(15e9).epsilon(1e-3));
+}
+
+TEST_CASE("a backend that reports no device time is an error, not a number", "[roof_measure]") {
+  ScriptedBackend backend;
+  backend.drop_timings = true;
+  CHECK_THROWS_WITH(measure_roofs(backend, small_options()), Catch::Contains("no device time"));
+}
+
+TEST_CASE("CPU roofs are measured once per machine and then read from the cache", "[roof_measure]") {
+  const TemporaryCache cache;
+  ScriptedBackend backend;
+  const MachineIdentity machine = this_machine(2);
+  const std::filesystem::path file = roof_cache_path(machine);
+  CHECK(file.parent_path() == cache.directory);
+  CHECK(file.filename().string().find(' ') == std::string::npos);
+
+  const DeviceSpec first = default_device_spec(backend, 2, nullptr, small_options());
+  const int ops_after_first = backend.ops_run;
+  CHECK(ops_after_first > 0);
+  CHECK(std::filesystem::exists(file));
+  REQUIRE(first.machine);
+  CHECK(*first.machine == machine);
+  CHECK(first.measured->bandwidth == Approx(15e9).epsilon(1e-4));
+
+  const DeviceSpec second = default_device_spec(backend, 2, nullptr, small_options());
+  CHECK(backend.ops_run == ops_after_first);  // nothing measured again
+  CHECK(second.measured->bandwidth == Approx(first.measured->bandwidth).epsilon(1e-5));
+
+  // A cache file that describes another machine is never used.
+  DeviceSpec foreign = second;
+  foreign.machine->hostname = "someone-else";
+  save_device_spec(foreign, file);
+  default_device_spec(backend, 2, nullptr, small_options());
+  CHECK(backend.ops_run > ops_after_first);
+  CHECK(load_device_spec(file).machine->hostname == machine.hostname);
+}
