@@ -120,16 +120,6 @@ CheckpointFiles open_unsharded(const fs::path& directory) {
   return checkpoint;
 }
 
-// "[4,8]", as SafetensorsTensor::shape_string() writes it.
-std::string shape_text(const Tensor& tensor) {
-  std::string text = "[";
-  for (int axis = 0; axis < tensor.rank; ++axis) {
-    if (axis) text += ',';
-    text += std::to_string(tensor.shape[axis]);
-  }
-  return text + "]";
-}
-
 }  // namespace
 
 ModelWeights load_hf_weights(Backend& backend, const std::filesystem::path& directory, const ModelConfig& config,
@@ -159,7 +149,7 @@ ModelWeights load_hf_weights(Backend& backend, const std::filesystem::path& dire
     if (!same_shape)
       throw InputError(found->second.file->path().string(), 0, name,
                        "shape " + source.shape_string() + " in the checkpoint, but config.json implies " +
-                           shape_text(destination));
+                           destination.shape_string());
     transfers.push_back({&source, destination});
   });
   // A tied model's lm_head.weight, when a checkpoint carries one anyway, is ignored:
