@@ -122,7 +122,8 @@ void parse_workload(const YamlField& field, const ModelConfig& model, Workload& 
 }
 
 void parse_run(const YamlField& field, Scenario& scenario) {
-  const YamlMapping mapping = YamlMapping::of(field, {"warmup", "repeats"});
+  const YamlMapping mapping = YamlMapping::of(field, {"warmup", "repeats", "cuda_graphs"});
+  if (auto graphs = mapping.optional("cuda_graphs")) scenario.cuda_graphs = graphs->boolean();
   if (auto warmup = mapping.optional("warmup")) scenario.warmup = static_cast<int>(warmup->integer(0, INT32_MAX));
   if (auto repeats = mapping.optional("repeats")) scenario.repeats = static_cast<int>(repeats->integer(1, INT32_MAX));
 }
