@@ -1,15 +1,11 @@
-// The five checks. Each pass (prefill or decode step) is first read into a few numbers
-// a profiler shows — rows per sequence, what attention reads and from where, copies that
-// feed it, device-to-host reads, fp32 work — and each check then asks whether its signal
-// holds in more than half of the decode steps (the prefills where a trace has no steps).
+// The five checks, over the pass readings (profiling/pass_reading.h): each asks whether its
+// signal holds in more than half of the decode steps (the prefills where a trace has no
+// steps), and sizes the evidence from the group it quotes.
 #include "profiling/diagnosis.h"
 
 #include <algorithm>
-#include <cstring>
-#include <set>
 
-#include "profiling/cost_model.h"
-#include "profiling/trace_outline.h"
+#include "profiling/pass_reading.h"
 #include "profiling/units.h"
 
 namespace decodelab {
@@ -22,209 +18,6 @@ const Finding* Diagnosis::find(const std::string& name) const {
 }
 
 namespace {
-
-// One pass as a profiler sees it.
-struct PassReading {
-  const PassOutline* pass = nullptr;
-  int64_t sequences = 0;      // rows of the logits it samples from: tokens it produces
-  int64_t rows = 0;           // most rows a matmul ran: tokens it pushes through the layers
-  int64_t key_positions = 0;  // cached positions attention reads per sequence (most over layers)
-  double flops = 0;
-  double bytes = 0;
-
-  int attention_ops = 0;
-  int strided_attention_ops = 0;    // K or V read through a view whose last stride is not 1
-  int64_t head_dim_stride = 1;      // that stride, when strided
-  int cache_copies = 0;             // copies of a strided view whose result attention reads
-  double cache_copy_bytes = 0;
-  double attention_seconds = 0, attention_bytes = 0;  // device time and declared bytes
-  double matmul_seconds = 0, matmul_bytes = 0;
-
-  int device_reads = 0;   // DeviceToHost host calls
-  int reads_in_layers = 0;
-  int syncs = 0;          // Synchronize host calls
-  double wait_seconds = 0;  // host time blocked in those calls
-  std::set<int> layers;
-
-  int matmuls = 0, fp32_matmuls = 0;
-  int norms = 0, fp32_norms = 0;
-  int casts = 0;
-  double fp32_weight_bytes = 0;
-
-  double rows_per_sequence() const { return sequences > 0 ? static_cast<double>(rows) / sequences : 0.0; }
-  bool multi_row() const { return sequences > 0 && rows > sequences; }
-  bool reads_device() const { return device_reads + syncs > 0; }
-  bool fp32_work() const { return fp32_matmuls + fp32_norms + casts > 0; }
-};
-
-bool same_view(const TensorInfo& a, const TensorInfo& b) {
-  if (a.dtype != b.dtype || a.rank != b.rank) return false;
-  for (size_t axis = 0; axis < static_cast<size_t>(a.rank); ++axis) {
-    if (a.shape[axis] != b.shape[axis] || a.strides[axis] != b.strides[axis]) return false;
-  }
-  return true;
-}
-
-bool same_shape(const TensorInfo& a, const TensorInfo& b) {
-  if (a.rank != b.rank) return false;
-  for (size_t axis = 0; axis < static_cast<size_t>(a.rank); ++axis) {
-    if (a.shape[axis] != b.shape[axis]) return false;
-  }
-  return true;
-}
-
-bool contiguous(const TensorInfo& tensor) {
-  int64_t expected = 1;
-  for (int axis = tensor.rank - 1; axis >= 0; --axis) {
-    const size_t a = static_cast<size_t>(axis);
-    if (tensor.shape[a] != 1 && tensor.strides[a] != expected) return false;
-    expected *= tensor.shape[a];
-  }
-  return true;
-}
-
-int64_t innermost_stride(const TensorInfo& tensor) {
-  if (tensor.rank == 0 || tensor.shape[static_cast<size_t>(tensor.rank - 1)] <= 1) return 1;
-  return tensor.strides[static_cast<size_t>(tensor.rank - 1)];
-}
-
-PassReading read_pass(const Trace& trace, const PassOutline& pass) {
-  PassReading reading;
-  reading.pass = &pass;
-  const std::vector<TraceOp>& ops = trace.ops();
-
-  // What attention reads, per layer: a copy whose result is one of these fed it.
-  std::vector<std::pair<int, const TensorInfo*>> attention_inputs;
-  for (size_t k = 0; k < pass.ops.size(); ++k) {
-    const OpDesc& op = ops[pass.ops[k]].desc;
-    if (op.category != OpCategory::Attention || op.inputs.size() < 3) continue;
-    attention_inputs.emplace_back(pass.op_layers[k], &op.inputs[1]);
-    attention_inputs.emplace_back(pass.op_layers[k], &op.inputs[2]);
-  }
-
-  for (size_t k = 0; k < pass.ops.size(); ++k) {
-    const TraceOp& traced = ops[pass.ops[k]];
-    const OpDesc& op = traced.desc;
-    const int layer = pass.op_layers[k];
-    if (layer >= 0) reading.layers.insert(layer);
-    if (op.category == OpCategory::Marker) continue;
-    const OpCost cost = op_cost(op);
-    reading.flops += cost.flops;
-    reading.bytes += cost.bytes();
-    switch (op.category) {
-      case OpCategory::Matmul:
-        if (op.inputs.size() < 2) break;
-        ++reading.matmuls;
-        reading.rows = std::max(reading.rows, op.inputs[0].rank > 0 ? op.inputs[0].shape[0] : 0);
-        if (op.inputs[1].dtype == DType::F32 || op.inputs[0].dtype == DType::F32) {
-          ++reading.fp32_matmuls;
-          reading.fp32_weight_bytes += tensor_bytes(op.inputs[1]);
-        }
-        if (traced.has_device_time()) {
-          reading.matmul_seconds += traced.device_seconds();
-          reading.matmul_bytes += cost.bytes();
-        }
-        break;
-      case OpCategory::Norm:
-        ++reading.norms;
-        if (!op.inputs.empty() && op.inputs[0].dtype == DType::F32) ++reading.fp32_norms;
-        break;
-      case OpCategory::Cast: ++reading.casts; break;
-      case OpCategory::Sampling:
-        if (!op.inputs.empty() && op.inputs[0].rank > 0) reading.sequences = op.inputs[0].shape[0];
-        break;
-      case OpCategory::Attention: {
-        ++reading.attention_ops;
-        if (op.inputs.size() >= 3) {
-          const int64_t stride = std::max(innermost_stride(op.inputs[1]), innermost_stride(op.inputs[2]));
-          if (stride != 1) {
-            ++reading.strided_attention_ops;
-            reading.head_dim_stride = stride;
-          }
-        }
-        reading.key_positions = std::max(reading.key_positions, op.attention.key_positions_read);
-        if (traced.has_device_time()) {
-          reading.attention_seconds += traced.device_seconds();
-          reading.attention_bytes += cost.bytes();
-        }
-        break;
-      }
-      case OpCategory::Copy: {
-        // A .contiguous(): a strided view copied into a dense tensor of the same shape
-        // that attention then reads, in the same layer.
-        if (op.inputs.size() != 1 || op.outputs.size() != 1) break;
-        const TensorInfo& source = op.inputs[0];
-        const TensorInfo& result = op.outputs[0];
-        if (contiguous(source) || !contiguous(result) || !same_shape(source, result)) break;
-        const bool feeds_attention = std::any_of(attention_inputs.begin(), attention_inputs.end(), [&](const auto& input) {
-          return input.first == layer && same_view(*input.second, result);
-        });
-        if (feeds_attention) {
-          ++reading.cache_copies;
-          reading.cache_copy_bytes += cost.bytes();
-        }
-        break;
-      }
-      default: break;
-    }
-  }
-  if (reading.sequences > 0) reading.key_positions /= reading.sequences;
-
-  const std::vector<HostCall>& calls = trace.host_calls();
-  for (size_t k = 0; k < pass.calls.size(); ++k) {
-    const HostCall& call = calls[pass.calls[k]];
-    if (call.kind != HostCallKind::DeviceToHost && call.kind != HostCallKind::Synchronize) continue;
-    (call.kind == HostCallKind::DeviceToHost ? reading.device_reads : reading.syncs) += 1;
-    if (pass.call_layers[k] >= 0) ++reading.reads_in_layers;
-    reading.wait_seconds += static_cast<double>(call.end_ns - call.begin_ns) * 1e-9;
-  }
-  return reading;
-}
-
-// The readings of one group: its prefill(s) and its decode steps in step order.
-struct GroupReading {
-  const GroupOutline* group = nullptr;
-  std::vector<PassReading> prefills;
-  std::vector<PassReading> steps;
-  int64_t uploads = 0;  // HostToDevice calls: prompts sent
-
-  int64_t sequences() const {
-    for (const auto* list : {&prefills, &steps})
-      for (const PassReading& pass : *list)
-        if (pass.sequences > 0) return pass.sequences;
-    return std::max<int64_t>(uploads, 1);
-  }
-};
-
-struct TraceReading {
-  std::vector<std::vector<GroupReading>> runs;
-  std::vector<const PassReading*> steps;     // every decode step, in order
-  std::vector<const PassReading*> prefills;
-  // The passes step-level checks count over: the decode steps, or the prefills when the
-  // trace has no steps (a generation of one token).
-  const std::vector<const PassReading*>& judged() const { return steps.empty() ? prefills : steps; }
-  const char* judged_name() const { return steps.empty() ? "prefills" : "decode steps"; }
-};
-
-TraceReading read_trace(const Trace& trace, const TraceOutline& outline) {
-  TraceReading reading;
-  for (const RunOutline& run : outline.runs) {
-    std::vector<GroupReading>& groups = reading.runs.emplace_back();
-    for (const GroupOutline& group : run.groups) {
-      GroupReading& read = groups.emplace_back();
-      read.group = &group;
-      for (const PassOutline& pass : group.passes) (pass.prefill ? read.prefills : read.steps).push_back(read_pass(trace, pass));
-      for (size_t call : group.calls) read.uploads += trace.host_calls()[call].kind == HostCallKind::HostToDevice;
-    }
-  }
-  // Pointers only after every vector stopped growing.
-  for (const auto& groups : reading.runs)
-    for (const GroupReading& group : groups) {
-      for (const PassReading& pass : group.prefills) reading.prefills.push_back(&pass);
-      for (const PassReading& pass : group.steps) reading.steps.push_back(&pass);
-    }
-  return reading;
-}
 
 size_t passes_where(const std::vector<const PassReading*>& passes, bool (*test)(const PassReading&)) {
   return static_cast<size_t>(std::count_if(passes.begin(), passes.end(), [test](const PassReading* p) { return test(*p); }));
@@ -259,7 +52,15 @@ const GroupReading* example_group(const TraceReading& reading) {
 
 std::string count_of(size_t count, size_t total) { return std::to_string(count) + " of " + std::to_string(total); }
 std::string plural(int64_t count, const std::string& noun) {
-  return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
+  if (count == 1) return "1 " + noun;
+  const bool y_ending = noun.size() > 1 && noun.back() == 'y';
+  return std::to_string(count) + " " + (y_ending ? noun.substr(0, noun.size() - 1) + "ies" : noun + "s");
+}
+
+// Rows per sequence: a whole number when it is one ("23", not "23.00").
+std::string format_rows(double rows) {
+  const double whole = static_cast<double>(static_cast<int64_t>(rows));
+  return whole == rows ? std::to_string(static_cast<int64_t>(rows)) : format_number(rows, 3);
 }
 
 void check_kv_cache(const TraceReading& reading, Diagnosis& diagnosis) {
@@ -276,11 +77,10 @@ void check_kv_cache(const TraceReading& reading, Diagnosis& diagnosis) {
     return;
   }
   if (pairs > 0 && !most(grew, pairs)) {
-    diagnosis.checked.push_back("no_kv_cache: decode steps run " + format_number(median_of([&] {
-                                  std::vector<double> r;
-                                  for (const PassReading* p : steps) r.push_back(p->rows_per_sequence());
-                                  return r;
-                                }()), 3) + " rows per sequence, but constant from step to step (multi-token steps, "
+    std::vector<double> rows;
+    for (const PassReading* p : steps) rows.push_back(p->rows_per_sequence());
+    diagnosis.checked.push_back("no_kv_cache: decode steps run " + format_rows(median_of(rows)) +
+                                " rows per sequence, but constant from step to step (multi-token steps, "
                                 "not a prefix recomputed)");
     return;
   }
@@ -290,8 +90,8 @@ void check_kv_cache(const TraceReading& reading, Diagnosis& diagnosis) {
   const bool whole_prefix = first.key_positions == static_cast<int64_t>(first.rows_per_sequence());
   Finding finding{"no_kv_cache", "", "", pairs > 0 ? 0.99 : 0.8};
   finding.evidence = count_of(multi, steps.size()) + " decode steps are prefill-shaped: " +
-                     format_number(first.rows_per_sequence(), 4) + " rows per sequence at step " +
-                     std::to_string(first.pass->step) + ", " + format_number(last.rows_per_sequence(), 4) +
+                     format_rows(first.rows_per_sequence()) + " rows per sequence at step " +
+                     std::to_string(first.pass->step) + ", " + format_rows(last.rows_per_sequence()) +
                      " at step " + std::to_string(last.pass->step) + " (a cached step runs 1)" +
                      (whole_prefix ? ", every position attention reads is recomputed" : "") + "; FLOPs per step " +
                      format_flops(first.flops) + " → " + format_flops(last.flops) + " (" +
@@ -433,7 +233,7 @@ void check_precision(const Trace& trace, const TraceReading& reading, Diagnosis&
   const PassReading& example = *passes.back();
   const bool matmuls = example.fp32_matmuls > 0, norms = example.fp32_norms > 0;
   const std::string variant = matmuls && norms ? "all" : matmuls ? "matmuls" : norms ? "norms" : "";
-  std::string evidence = "in an " + dtype + " model, " + count_of(fp32, passes.size()) + " " + reading.judged_name() +
+  std::string evidence = "in the " + dtype + " model, " + count_of(fp32, passes.size()) + " " + reading.judged_name() +
                          " run fp32 work: ";
   std::vector<std::string> parts;
   if (matmuls) {
@@ -452,7 +252,7 @@ void check_precision(const Trace& trace, const TraceReading& reading, Diagnosis&
 
 void check_batching(const TraceReading& reading, Diagnosis& diagnosis) {
   size_t multi_request_runs = 0, sequential_runs = 0;
-  int64_t requests = 0, groups = 0, steps_per_group = 0;
+  int64_t requests = 0, groups = 0, steps_per_group = 0, uploads = 0, prefills = 0;
   std::vector<int64_t> group_sizes;
   for (const auto& run : reading.runs) {
     int64_t run_requests = 0;
@@ -468,6 +268,10 @@ void check_batching(const TraceReading& reading, Diagnosis& diagnosis) {
       requests = run_requests;
       groups = static_cast<int64_t>(run.size());
       steps_per_group = static_cast<int64_t>(run.front().steps.size());
+      for (const GroupReading& group : run) {
+        uploads += group.uploads;
+        prefills += static_cast<int64_t>(group.prefills.size());
+      }
       for (const GroupReading& group : run) group_sizes.push_back(group.sequences());
     }
   }
@@ -486,10 +290,11 @@ void check_batching(const TraceReading& reading, Diagnosis& diagnosis) {
   }
   Finding finding{"sequential_generation", "", "", requests >= 3 ? 0.9 : 0.8};
   finding.evidence = std::to_string(requests) + " requests served one at a time: " + plural(groups, "group") +
-                     " of 1 sequence, each with its own prompt upload, prefill and " +
-                     std::to_string(steps_per_group) + " batch-1 decode steps (" +
-                     std::to_string(groups * steps_per_group) + " steps where one batch would take " +
-                     std::to_string(steps_per_group) + "), the weights streamed again for every request";
+                     " of 1 sequence, one after another, with " + plural(uploads, "prompt upload") + " and " +
+                     plural(prefills, "prefill") + ", then " + std::to_string(steps_per_group) +
+                     " batch-1 decode steps each (" + std::to_string(groups * steps_per_group) +
+                     " steps where one batch would take " + std::to_string(steps_per_group) +
+                     "): the weights are streamed again for every request";
   diagnosis.bugs.push_back(finding);
   diagnosis.limits.push_back("batch_size 1 chosen on purpose with several requests reads exactly like sequential "
                              "generation; it is reported, since the requests were served one at a time");
@@ -498,8 +303,8 @@ void check_batching(const TraceReading& reading, Diagnosis& diagnosis) {
 }  // namespace
 
 Diagnosis diagnose(const Trace& trace) {
-  const TraceOutline outline = outline_trace(trace);
-  const TraceReading reading = read_trace(trace, outline);
+  const TraceReading reading = read_trace(trace);
+  const TraceOutline& outline = reading.outline;
 
   Diagnosis diagnosis;
   DiagnosedShape& shape = diagnosis.shape;
@@ -509,10 +314,10 @@ Diagnosis diagnose(const Trace& trace) {
   shape.dtype = model_dtype(trace);
   shape.model = meta.model.name;
   shape.runs = static_cast<int>(outline.runs.size());
-  shape.groups = static_cast<int>(outline.groups());
   shape.decode_steps = static_cast<int>(outline.decode_steps());
   shape.layers = meta.model.num_hidden_layers;
   if (!reading.runs.empty()) {
+    shape.groups_per_run = static_cast<int>(reading.runs.front().size());
     for (const GroupReading& group : reading.runs.front()) shape.requests_per_run += static_cast<int>(group.sequences());
   }
   if (reading.steps.empty() && reading.prefills.empty()) {

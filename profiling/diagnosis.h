@@ -37,8 +37,8 @@ struct Finding {
 struct DiagnosedShape {
   std::string backend, device, dtype, model;
   int runs = 0;                 // timed repeats (run ranges)
-  int groups = 0;               // request groups, all runs
   int requests_per_run = 0;     // sequences the first run generated
+  int groups_per_run = 0;       // request groups of the first run
   int decode_steps = 0;         // all runs
   int layers = 0;
 };

@@ -22,8 +22,8 @@ nlohmann::json to_json(const Diagnosis& diagnosis) {
             {"dtype", shape.dtype},
             {"model", shape.model},
             {"runs", shape.runs},
-            {"groups", shape.groups},
             {"requests_per_run", shape.requests_per_run},
+            {"groups_per_run", shape.groups_per_run},
             {"decode_steps", shape.decode_steps},
             {"layers", shape.layers}}},
           {"bugs", std::move(bugs)},
@@ -33,11 +33,12 @@ nlohmann::json to_json(const Diagnosis& diagnosis) {
 
 std::string format_diagnosis(const Diagnosis& diagnosis) {
   const DiagnosedShape& shape = diagnosis.shape;
+  auto counted = [](int count, const char* noun) { return std::to_string(count) + " " + noun + (count == 1 ? "" : "s"); };
   std::string text = "trace: " + (shape.model.empty() ? std::string("model ?") : shape.model) + " " + shape.dtype +
-                     " on " + (shape.backend.empty() ? std::string("?") : shape.backend) + ", " +
-                     std::to_string(shape.runs) + " run(s), " + std::to_string(shape.requests_per_run) +
-                     " request(s) per run in " + std::to_string(shape.groups) + " group(s), " +
-                     std::to_string(shape.decode_steps) + " decode steps\n";
+                     " on " + (shape.backend.empty() ? std::string("?") : shape.backend) + "; " +
+                     counted(shape.runs, "run") + " of " + counted(shape.requests_per_run, "request") + " in " +
+                     counted(shape.groups_per_run, "group") + "; " + counted(shape.decode_steps, "decode step") +
+                     " in all\n";
   if (diagnosis.bugs.empty()) {
     text += "no bugs found\n";
     for (const std::string& line : diagnosis.checked) text += "  checked " + line + "\n";

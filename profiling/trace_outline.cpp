@@ -47,12 +47,6 @@ size_t TraceOutline::decode_steps() const {
   return count;
 }
 
-size_t TraceOutline::groups() const {
-  size_t count = 0;
-  for (const RunOutline& run : runs) count += run.groups.size();
-  return count;
-}
-
 TraceOutline outline_trace(const Trace& trace) {
   TraceOutline outline;
   std::vector<Span> runs = spans_of(trace, RangeKind::Run);

@@ -42,7 +42,6 @@ struct TraceOutline {
   std::vector<RunOutline> runs;
 
   size_t decode_steps() const;
-  size_t groups() const;
 };
 
 // Missing levels are filled in: a trace with no run range is one run, a run with no group

@@ -8,6 +8,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstdlib>
 #include <random>
 #include <sstream>
 
@@ -175,11 +176,18 @@ TEST_CASE("diagnosis: each variant is named by the form its signal takes", "[dia
   }
 }
 
+// DECODELAB_DIAGNOSIS_SOAK=N runs N samples at the full lengths (8..256 tokens, no step
+// budget) instead of the quick sample: minutes, for a change to the checks.
 TEST_CASE("diagnosis: a seeded random sample of workloads, variants and dtypes", "[diagnosis]") {
-  constexpr int kStepBudget = 80;
+  const char* soak = std::getenv("DECODELAB_DIAGNOSIS_SOAK");
+  const int samples = soak ? std::atoi(soak) : 16;
+  const int longest = soak ? 256 : 64;
+  // A trace costs ~0.7 kB per op to write and read back: the quick sample shortens
+  // generations to at most this many decode steps per trace (never below 8 tokens).
+  const int step_budget = soak ? 1 << 20 : 80;
   std::mt19937_64 random(20240611);
   auto between = [&random](int low, int high) { return std::uniform_int_distribution<int>(low, high)(random); };
-  for (int sample = 0; sample < 16; ++sample) {
+  for (int sample = 0; sample < samples; ++sample) {
     DiagnosisCase test_case;
     test_case.bugs = bugs_from_mask(static_cast<unsigned>(between(0, 31)));
     test_case.bugs.non_contiguous_mode = between(0, 1) ? NonContiguousMode::Copy : NonContiguousMode::Strided;
@@ -189,15 +197,13 @@ TEST_CASE("diagnosis: a seeded random sample of workloads, variants and dtypes",
     test_case.dtype = dtypes[between(test_case.bugs.fp32_ops ? 1 : 0, 2)];
     test_case.requests = between(1, 16);
     test_case.batch_size = between(1, 16);
-    test_case.prompt_tokens = between(8, 64);
-    test_case.new_tokens = between(8, 64);
+    test_case.prompt_tokens = between(8, longest);
+    test_case.new_tokens = between(8, longest);
     test_case.repeats = between(1, 4) == 4 ? 2 : 1;
-    // A trace costs ~0.7 kB per op to write and read back: generations are shortened to at
-    // most kStepBudget decode steps per trace (never below 8 tokens) to keep this fast.
     const int groups = test_case.bugs.sequential_generation
                            ? test_case.requests
                            : (test_case.requests + test_case.batch_size - 1) / test_case.batch_size;
-    test_case.new_tokens = std::max(8, std::min(test_case.new_tokens, kStepBudget / (groups * test_case.repeats) + 1));
+    test_case.new_tokens = std::max(8, std::min(test_case.new_tokens, step_budget / (groups * test_case.repeats) + 1));
     check_diagnosis(test_case);
   }
 }
