@@ -128,7 +128,8 @@ std::string mystery_answer(const MysteryCase& mystery) {
       text += std::string("  * ") + name + (variant.empty() ? "" : " (" + variant + ")") + "\n";
     }
   }
-  text += "workload: " + std::to_string(mystery.requests) + " requests, batch_size " +
+  text += "case: " + mystery.model + " " + dtype_name(mystery.dtype) + ", " + std::to_string(mystery.requests) +
+          (mystery.requests == 1 ? " request" : " requests") + ", batch_size " +
           std::to_string(mystery.batch_size) + ", prompts of " + std::to_string(mystery.prompt_tokens) + " tokens, " +
           std::to_string(mystery.new_tokens) + " new tokens\n";
   text += "the scenario, to rerun it with `decodelab run` or `decodelab compare`:\n" +

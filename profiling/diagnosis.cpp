@@ -126,18 +126,18 @@ void check_layout(const TraceReading& reading, Diagnosis& diagnosis) {
   if (most(strided, passes.size())) {
     variants.push_back("strided");
     const PassReading& example = *passes.back();
-    double attention_rate = 0, matmul_rate = 0;
+    double attention_bytes = 0, attention_seconds = 0, matmul_bytes = 0, matmul_seconds = 0;
     for (const PassReading* p : passes) {
-      attention_rate += p->attention_seconds > 0 ? p->attention_bytes / p->attention_seconds : 0;
-      matmul_rate += p->matmul_seconds > 0 ? p->matmul_bytes / p->matmul_seconds : 0;
+      attention_bytes += p->attention_bytes, attention_seconds += p->attention_seconds;
+      matmul_bytes += p->matmul_bytes, matmul_seconds += p->matmul_seconds;
     }
     std::string sentence = count_of(strided, passes.size()) + " " + reading.judged_name() +
                            " run attention on a K/V view whose head_dim stride is " +
                            std::to_string(example.head_dim_stride) +
                            " elements, not 1: each head vector is scattered (uncoalesced reads)";
-    if (attention_rate > 0 && matmul_rate > 0) {
-      sentence += "; attention moves its bytes at " + format_bandwidth(attention_rate / passes.size()) +
-                  ", the matmuls at " + format_bandwidth(matmul_rate / passes.size());
+    if (attention_seconds > 0 && matmul_seconds > 0) {  // timings size the evidence, never decide
+      sentence += "; attention moves its bytes at " + format_bandwidth(attention_bytes / attention_seconds) +
+                  ", the matmuls at " + format_bandwidth(matmul_bytes / matmul_seconds);
     }
     evidence.push_back(sentence);
     confidence = std::max(confidence, 0.95);
@@ -167,34 +167,44 @@ void check_host_reads(const TraceReading& reading, Diagnosis& diagnosis) {
                                 " decode steps neither read the device nor wait for it");
     return;
   }
-  std::vector<int> per_step, in_layers, sequences, layers;
+  // Where the reads sit, step by step: inside the layer ranges (per layer), one per
+  // sequence of a group of several (per sequence), else after the layers (per token).
+  size_t in_layers = 0, per_sequence = 0, single_sequence_steps = 0;
+  std::vector<int> per_step, sequences, layers;
   double wait = 0, wall = 0;
   int64_t total = 0;
   for (const PassReading* p : steps) {
-    per_step.push_back(p->device_reads + p->syncs);
-    in_layers.push_back(p->reads_in_layers);
+    const int reads = p->device_reads + p->syncs;
+    if (reads == 0) continue;
+    if (2 * p->reads_in_layers > reads) {
+      ++in_layers;
+    } else if (p->sequences > 1 && reads == p->sequences) {
+      ++per_sequence;
+    }
+    single_sequence_steps += p->sequences == 1;
+    per_step.push_back(reads);
     sequences.push_back(static_cast<int>(p->sequences));
     layers.push_back(static_cast<int>(p->layers.size()));
-    total += p->device_reads + p->syncs;
+    total += reads;
     wait += p->wait_seconds;
     wall += p->pass->host_seconds();
   }
   const int count = median_of(per_step);
   const int group = median_of(sequences);
-  const int layer_count = median_of(layers);
   std::string variant, where;
-  if (2 * median_of(in_layers) > count) {
+  if (most(in_layers, reading_steps)) {
     variant = "layer";
-    where = "inside the layers: " + plural(count, "read") + " per step for " + plural(layer_count, "layer");
-  } else if (group > 1 && count == group) {
+    where = "inside the layers: " + plural(count, "read") + " per step for " + plural(median_of(layers), "layer");
+  } else if (most(per_sequence, reading_steps)) {
     variant = "sequence";
-    where = "after the layers: one per sequence (" + plural(count, "read") + " per step, groups of " +
-            std::to_string(group) + ")";
+    where = "after the layers, one per sequence: " + plural(count, "read") + " per step for groups of " +
+            std::to_string(group);
   } else {
     variant = "token";
     where = "after the layers: " + plural(count, "read") + " per step" +
-            (group == 1 ? " (one sequence per group: per token and per sequence read alike)"
-                        : " for groups of " + std::to_string(group));
+            (most(single_sequence_steps, reading_steps)
+                 ? " (one sequence per group: per token and per sequence read alike)"
+                 : " for groups of " + std::to_string(group));
   }
   Finding finding{"host_sync", variant, "", 0.98 * static_cast<double>(reading_steps) / steps.size()};
   finding.evidence = std::to_string(total) + " blocking device-to-host reads inside " +

@@ -174,6 +174,16 @@ TEST_CASE("diagnosis: each variant is named by the form its signal takes", "[dia
     CHECK(diagnosis.bugs.front().name == variant.name);
     CHECK(diagnosis.bugs.front().variant == variant.variant);
   }
+
+  // Uneven groups (2, 2, 1): most steps read once per sequence of their group.
+  DiagnosisCase uneven;
+  uneven.requests = 5;
+  uneven.batch_size = 2;
+  uneven.bugs.host_sync = true;
+  uneven.bugs.host_sync_per = HostSyncPer::Sequence;
+  const Diagnosis diagnosis = diagnose(recorded_trace(uneven));
+  REQUIRE(diagnosis.bugs.size() == 1);
+  CHECK(diagnosis.bugs.front().variant == "sequence");
 }
 
 // DECODELAB_DIAGNOSIS_SOAK=N runs N samples at the full lengths (8..256 tokens, no step
