@@ -18,6 +18,7 @@
 #include "profiling/chrome_trace.h"
 #include "profiling/diagnosis.h"
 #include "profiling/trace_outline.h"
+#include "tests/support/profiling_fixtures.h"
 #include "tests/support/temp_dir.h"
 
 using namespace decodelab;
@@ -137,6 +138,26 @@ TEST_CASE("diagnosis: the outline of a recorded trace has its runs, groups and s
     }
   }
   CHECK(outline.decode_steps() == 2 * 3 * 5);
+}
+
+TEST_CASE("diagnosis: an outline fills in the run and group a hand-made trace lacks", "[diagnosis]") {
+  Trace trace;
+  trace.add_range(RangeKind::Step, 1, 100, 200, 0);
+  trace.add_range(RangeKind::Step, 2, 300, 400, 0);
+  trace.add_op(decodelab::testing::matmul(1, 1, 64, 64, DType::F16), 110, 120, 130, 140);
+  trace.add_op(decodelab::testing::matmul(2, 1, 64, 64, DType::F16), 250, 260, 270, 280);  // between the steps
+  trace.add_op(decodelab::testing::matmul(3, 1, 64, 64, DType::F16), 310, 320, 330, 340);
+  trace.host_call(HostCall{HostCallKind::DeviceToHost, "memcpy_dtoh", 350, 360, 4});
+
+  const TraceOutline outline = outline_trace(trace);
+  REQUIRE(outline.runs.size() == 1);
+  REQUIRE(outline.runs[0].groups.size() == 1);
+  const std::vector<PassOutline>& passes = outline.runs[0].groups[0].passes;
+  REQUIRE(passes.size() == 2);
+  CHECK(passes[0].ops == std::vector<size_t>{0});
+  CHECK(passes[1].ops == std::vector<size_t>{2});
+  CHECK(passes[1].calls == std::vector<size_t>{0});
+  CHECK(passes[1].op_layers == std::vector<int>{-1});
 }
 
 TEST_CASE("diagnosis: all 32 combinations of the five bugs, default variants", "[diagnosis]") {
