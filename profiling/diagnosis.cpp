@@ -69,6 +69,12 @@ void check_kv_cache(const TraceReading& reading, Diagnosis& diagnosis) {
     diagnosis.limits.push_back("no decode steps: a missing KV cache only shows in decode steps");
     return;
   }
+  if (reading.steps_replay_graphs()) {
+    diagnosis.checked.push_back("no_kv_cache: " + count_of(steps.size() - reading.visible_steps.size(), steps.size()) +
+                                " decode steps replay a captured graph: the same shapes every step, so no prefix "
+                                "is recomputed");
+    return;
+  }
   const size_t multi = passes_where(steps, [](const PassReading& p) { return p.multi_row(); });
   const auto [grew, pairs] = growth(reading, [](const PassReading& p) { return p.rows_per_sequence(); });
   if (!most(multi, steps.size())) {
@@ -111,12 +117,15 @@ void check_layout(const TraceReading& reading, Diagnosis& diagnosis) {
     const auto [grew, pairs] = growth(reading, [](const PassReading& p) { return p.cache_copy_bytes; });
     const PassReading* first = passes.front();
     const PassReading* last = passes.back();
-    if (const GroupReading* group = example_group(reading)) first = &group->steps.front(), last = &group->steps.back();
+    if (const GroupReading* group = example_group(reading); group && reading.judges_steps()) {
+      first = &group->steps.front(), last = &group->steps.back();
+    }
     const int layers = std::max<int>(1, static_cast<int>(first->layers.size()));
     evidence.push_back(count_of(copying, passes.size()) + " " + reading.judged_name() + " copy the KV cache out of a " +
                        "strided view before attention reads it (.contiguous()): " +
                        plural(first->cache_copies / layers, "copy") + " per layer, " +
-                       format_bytes(first->cache_copy_bytes) + " per step at " + std::to_string(first->key_positions) +
+                       format_bytes(first->cache_copy_bytes) + " per " + reading.judged_unit() + " at " +
+                       std::to_string(first->key_positions) +
                        " positions, " + format_bytes(last->cache_copy_bytes) + " at " +
                        std::to_string(last->key_positions) + " (" +
                        format_percent(last->bytes > 0 ? last->cache_copy_bytes / last->bytes : 0) +
@@ -144,7 +153,7 @@ void check_layout(const TraceReading& reading, Diagnosis& diagnosis) {
   }
   if (variants.empty()) {
     diagnosis.checked.push_back("non_contiguous: attention reads stride-1 K/V in " + count_of(passes.size() - strided, passes.size()) +
-                                " " + reading.judged_name() + ", and no step copies the cache before it");
+                                " " + reading.judged_name() + ", and none of them copies the cache before it");
     return;
   }
   Finding finding{"non_contiguous", variants.front(), evidence.front(), confidence};
@@ -248,14 +257,16 @@ void check_precision(const Trace& trace, const TraceReading& reading, Diagnosis&
   std::vector<std::string> parts;
   if (matmuls) {
     parts.push_back(count_of(static_cast<size_t>(example.fp32_matmuls), static_cast<size_t>(example.matmuls)) +
-                    " matmuls per step read fp32 weights (" + format_bytes(example.fp32_weight_bytes) +
-                    " per step, twice their " + dtype + " size)");
+                    " matmuls per " + reading.judged_unit() + " read fp32 weights (" +
+                    format_bytes(example.fp32_weight_bytes) + " per " + reading.judged_unit() + ", twice their " +
+                    dtype + " size)");
   }
   if (norms) {
     parts.push_back(count_of(static_cast<size_t>(example.fp32_norms), static_cast<size_t>(example.norms)) +
                     " norms run in fp32");
   }
-  parts.push_back(plural(example.casts, "cast op") + " per step convert activations to fp32 and back");
+  parts.push_back(plural(example.casts, "cast op") + " per " + reading.judged_unit() +
+                  " convert activations to fp32 and back");
   for (size_t i = 0; i < parts.size(); ++i) evidence += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
   diagnosis.bugs.push_back(Finding{"fp32_ops", variant, evidence, example.casts > 0 ? 0.97 : 0.9});
 }
@@ -335,6 +346,11 @@ Diagnosis diagnose(const Trace& trace) {
     return diagnosis;
   }
 
+  if (reading.steps_replay_graphs()) {
+    diagnosis.limits.push_back("the decode steps replay a captured graph, whose ops the trace does not list: layout "
+                               "and precision were read from the prefills, which run the same kernels on the same "
+                               "cache");
+  }
   check_kv_cache(reading, diagnosis);
   check_layout(reading, diagnosis);
   check_host_reads(reading, diagnosis);

@@ -60,6 +60,7 @@ PassReading read_pass(const Trace& trace, const PassOutline& pass) {
     const int layer = pass.op_layers[k];
     if (layer >= 0) reading.layers.insert(layer);
     if (op.category == OpCategory::Marker) continue;
+    if (op.category == OpCategory::Other && op.inputs.empty() && op.outputs.empty()) ++reading.opaque_ops;
     const OpCost cost = op_cost(op);
     reading.flops += cost.flops;
     reading.bytes += cost.bytes();
@@ -151,7 +152,10 @@ TraceReading read_trace(const Trace& trace) {
   for (const auto& groups : reading.runs)
     for (const GroupReading& group : groups) {
       for (const PassReading& pass : group.prefills) reading.prefills.push_back(&pass);
-      for (const PassReading& pass : group.steps) reading.steps.push_back(&pass);
+      for (const PassReading& pass : group.steps) {
+        reading.steps.push_back(&pass);
+        if (pass.shows_layers()) reading.visible_steps.push_back(&pass);
+      }
     }
   return reading;
 }

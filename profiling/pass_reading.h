@@ -41,6 +41,8 @@ struct PassReading {
   double wait_seconds = 0;  // host time blocked in those calls
   std::set<int> layers;
 
+  int opaque_ops = 0;     // ops with no tensors (a captured graph replayed): work the trace cannot see into
+
   int matmuls = 0, fp32_matmuls = 0;
   int norms = 0, fp32_norms = 0;
   int casts = 0;
@@ -50,6 +52,8 @@ struct PassReading {
   bool multi_row() const { return sequences > 0 && rows > sequences; }
   bool reads_device() const { return device_reads + syncs > 0; }
   bool fp32_work() const { return fp32_matmuls + fp32_norms + casts > 0; }
+  // Whether the layers' ops are in the trace (not hidden in a replayed graph).
+  bool shows_layers() const { return matmuls > 0; }
 };
 
 // The readings of one group: its prefill(s) and its decode steps in step order.
@@ -70,12 +74,19 @@ struct GroupReading {
 struct TraceReading {
   TraceOutline outline;  // the readings point into it
   std::vector<std::vector<GroupReading>> runs;
-  std::vector<const PassReading*> steps;     // every decode step, in order
+  std::vector<const PassReading*> steps;          // every decode step, in order
+  std::vector<const PassReading*> visible_steps;  // those whose layers' ops are in the trace
   std::vector<const PassReading*> prefills;
-  // The passes step-level checks count over: the decode steps, or the prefills when the
-  // trace has no steps (a generation of one token).
-  const std::vector<const PassReading*>& judged() const { return steps.empty() ? prefills : steps; }
-  const char* judged_name() const { return steps.empty() ? "prefills" : "decode steps"; }
+
+  // Decode steps that replay a captured graph show one opaque op: most steps do so here.
+  bool steps_replay_graphs() const { return !steps.empty() && 2 * visible_steps.size() <= steps.size(); }
+  // The passes the layout and precision checks count over: the decode steps that show
+  // their ops, or the prefills (the same kernels and layout) when the trace has no decode
+  // steps (a generation of one token) or its steps replay a graph.
+  bool judges_steps() const { return !steps.empty() && !steps_replay_graphs(); }
+  const std::vector<const PassReading*>& judged() const { return judges_steps() ? visible_steps : prefills; }
+  const char* judged_name() const { return judges_steps() ? "decode steps" : "prefills"; }
+  const char* judged_unit() const { return judges_steps() ? "step" : "prefill"; }
 
   TraceReading() = default;
   TraceReading(TraceReading&&) = default;  // moving keeps every vector's buffer, so the pointers hold

@@ -10,6 +10,7 @@
 
 #include <cstdlib>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "engine/backend.h"
@@ -105,6 +106,37 @@ void check_diagnosis(const DiagnosisCase& test_case) {
     CHECK(finding.confidence <= 1.0);
   }
   if (diagnosis.bugs.empty()) CHECK(format_diagnosis(diagnosis).find("no bugs found") != std::string::npos);
+}
+
+// The trace of the same generation with its decode steps replayed as a captured graph (a
+// backend with graphs, engine/generator.cpp): each step's ops and layer ranges are captured
+// rather than described, and one "graph_replay" op stands for them.
+Trace as_graph_replayed(const Trace& eager) {
+  std::vector<const TraceRange*> steps;
+  for (const TraceRange& range : eager.ranges())
+    if (range.kind == RangeKind::Step) steps.push_back(&range);
+  auto step_at = [&steps](int64_t ns) -> const TraceRange* {
+    for (const TraceRange* step : steps)
+      if (step->contains(ns)) return step;
+    return nullptr;
+  };
+  Trace replayed;
+  replayed.metadata() = eager.metadata();
+  for (const TraceRange& range : eager.ranges()) {
+    if (range.kind == RangeKind::Layer && step_at(range.begin_ns)) continue;
+    replayed.add_range(range.kind, range.index, range.begin_ns, range.end_ns, range.depth);
+  }
+  std::set<const TraceRange*> replayed_steps;
+  for (const TraceOp& op : eager.ops()) {
+    const TraceRange* step = step_at(op.host_begin_ns);
+    const bool captured = step && op.desc.category != OpCategory::Marker && op.desc.category != OpCategory::Memcpy;
+    if (captured && !replayed_steps.insert(step).second) continue;
+    OpDesc desc = op.desc;
+    if (captured) desc = decodelab::testing::op(op.desc.id, "graph_replay", "decode_step", OpCategory::Other, {}, {});
+    replayed.add_op(desc, op.host_begin_ns, op.host_end_ns, op.device_begin_ns, op.device_end_ns);
+  }
+  for (const HostCall& call : eager.host_calls()) replayed.host_call(call);
+  return replayed;
 }
 
 BugSet bugs_from_mask(unsigned mask) {
@@ -236,6 +268,25 @@ TEST_CASE("diagnosis: a seeded random sample of workloads, variants and dtypes",
                            : (test_case.requests + test_case.batch_size - 1) / test_case.batch_size;
     test_case.new_tokens = std::max(8, std::min(test_case.new_tokens, step_budget / (groups * test_case.repeats) + 1));
     check_diagnosis(test_case);
+  }
+}
+
+TEST_CASE("diagnosis: decode steps replayed as a graph are read from the prefills", "[diagnosis]") {
+  // The bugs a captured step can hold: a strided cache, fp32 ops, sequential generation.
+  for (unsigned subset = 0; subset < 8; ++subset) {
+    DiagnosisCase test_case;
+    test_case.requests = test_case.batch_size = 3;
+    test_case.bugs.non_contiguous = subset & 1u;
+    test_case.bugs.non_contiguous_mode = NonContiguousMode::Strided;
+    test_case.bugs.fp32_ops = subset & 2u;
+    test_case.bugs.fp32_scope = Fp32Scope::All;
+    test_case.bugs.sequential_generation = subset & 4u;
+    const Diagnosis diagnosis = diagnose(as_graph_replayed(recorded_trace(test_case)));
+    INFO(test_case.describe() << "\n" << format_diagnosis(diagnosis));
+    CHECK(found_names(diagnosis) == expected_findings(test_case));
+    const bool explained = std::any_of(diagnosis.limits.begin(), diagnosis.limits.end(),
+                                       [](const std::string& line) { return line.find("captured graph") != std::string::npos; });
+    CHECK(explained);
   }
 }
 
