@@ -162,11 +162,6 @@ std::string optional_cell(const std::optional<double>& value, std::string (*form
 
 std::string percent_text(double percent) { return format("%.0f%%", percent); }
 
-std::string display_name(const std::string& kernel, size_t width) {
-  if (TextTable::display_width(kernel) <= width) return kernel;
-  return kernel.substr(0, width - 3) + "...";
-}
-
 nlohmann::json optional_json(const std::optional<double>& value) {
   return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
 }
@@ -281,7 +276,7 @@ std::string format_ncu_report(const NcuReport& report) {
     const std::optional<KernelReading>& reading = kernel.reading;
     const bool placed = reading && kernel.inputs.dram_bytes;
     const bool flop_view = placed && reading->intensity >= 1.0;
-    table.add({display_name(kernel.kernel, 48), kernel.id, optional_cell(kernel.inputs.duration_seconds, format_seconds),
+    table.add({truncated(kernel.kernel, 48), kernel.id, optional_cell(kernel.inputs.duration_seconds, format_seconds),
                placed ? format_number(reading->intensity, 3) + " FLOP/B" : "-",
                placed ? (flop_view ? format_flop_rate(reading->achieved_flops) : format_bandwidth(reading->achieved_bandwidth)) : "-",
                placed ? format_percent(reading->roof_fraction) : "-",

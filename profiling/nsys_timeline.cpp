@@ -1,13 +1,14 @@
-// NsysTables -> NsysAnalysis: the device sweep of profiling/analysis.cpp (sorted by start,
-// idle before each op, busy past the device's free time) over the trace's ops, then the
-// host calls that wait for the device, then the reading in the seed's words.
+// NsysTables -> NsysAnalysis, as a recipe: the NVTX window (if any), the ops launched in
+// it, the device sweep of profiling/analysis.cpp (sorted by start, idle before each op, busy
+// past the device's free time), kernels and copies, the host calls that wait for the device,
+// then the reading in the seed's words. Printing is in nsys_timeline_print.cpp.
 #include "profiling/nsys_timeline.h"
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
-#include <sstream>
 #include <unordered_map>
 
 #include "engine/errors.h"
@@ -134,11 +135,6 @@ class RangeUnion {
   std::vector<std::pair<double, double>> intervals_;
 };
 
-std::string display_name(const std::string& name, size_t width) {
-  if (TextTable::display_width(name) <= width) return name;
-  return name.substr(0, width - 3) + "...";
-}
-
 std::string range_names_sample(const NsysTables& tables) {
   std::vector<std::string> names;
   for (const NsysRange& range : tables.ranges) {
@@ -208,73 +204,66 @@ void read_verdict(NsysAnalysis& analysis) {
   }
   if (!analysis.top_kernels.empty()) {
     const NsysKernelStats& top = analysis.top_kernels.front();
-    analysis.findings.push_back("top kernel: " + display_name(top.name, 80) + ", " + format_percent(top.share) +
+    analysis.findings.push_back("top kernel: " + truncated(top.name, 80) + ", " + format_percent(top.share) +
                                 " of kernel time (" + std::to_string(top.count) + " launches, mean " +
                                 format_seconds(top.mean_seconds()) + ")");
   }
 }
 
-}  // namespace
-
-NsysAnalysis analyze_nsys(const NsysTables& tables, const NsysOptions& options) {
-  NsysAnalysis analysis;
-  analysis.thresholds = options.thresholds;
-  analysis.sources = tables.sources;
-  analysis.has_gpu_trace = tables.has(NsysReport::GpuTrace);
-  analysis.has_api_trace = tables.has(NsysReport::ApiTrace);
-  analysis.nvtx_pattern = options.nvtx_pattern;
-  const bool filtered = !options.nvtx_pattern.empty();
-
-  // NVTX filter: the host intervals of the matched ranges.
-  RangeUnion window;
-  if (filtered) {
-    if (!tables.has(NsysReport::NvtxTrace)) {
-      throw InputError("--nvtx", 0, options.nvtx_pattern, "needs the nvtx_pushpop_trace report among the files");
-    }
-    if (!analysis.has_gpu_trace || !analysis.has_api_trace) {
-      throw InputError("--nvtx", 0, options.nvtx_pattern,
-                       "needs cuda_gpu_trace and cuda_api_trace: GPU work is placed in a range by the API call that launched it");
-    }
-    std::regex pattern;
-    try {
-      pattern = std::regex(options.nvtx_pattern, std::regex::ECMAScript);
-    } catch (const std::regex_error& error) {
-      throw InputError("--nvtx", 0, options.nvtx_pattern, std::string("not a valid regular expression: ") + error.what());
-    }
-    for (const NsysRange& range : tables.ranges) {
-      // Newer nsys prefixes a range with its domain ("domain:name"; ":name" for the default one).
-      const bool match = std::regex_match(range.name, pattern) ||
-                         (starts_with(range.name, ":") && std::regex_match(range.name.substr(1), pattern));
-      if (!match) continue;
-      window.add(range.start_ns, range.end_ns);
-      ++analysis.nvtx_ranges;
-    }
-    if (analysis.nvtx_ranges == 0) {
-      throw InputError("--nvtx", 0, options.nvtx_pattern,
-                       "matches no NVTX range (the whole name must match); the trace's ranges include " +
-                           range_names_sample(tables));
-    }
-    window.merge();
-    analysis.nvtx_seconds = window.total() * kNs;
+// The host intervals of the NVTX ranges the pattern matches; InputError if it cannot apply.
+RangeUnion matched_ranges(const NsysTables& tables, const std::string& pattern_text, NsysAnalysis& analysis) {
+  if (!tables.has(NsysReport::NvtxTrace)) {
+    throw InputError("--nvtx", 0, pattern_text, "needs the nvtx_pushpop_trace report among the files");
   }
+  if (!analysis.has_gpu_trace || !analysis.has_api_trace) {
+    throw InputError("--nvtx", 0, pattern_text,
+                     "needs cuda_gpu_trace and cuda_api_trace: GPU work is placed in a range by the API call that launched it");
+  }
+  std::regex pattern;
+  try {
+    pattern = std::regex(pattern_text, std::regex::ECMAScript);
+  } catch (const std::regex_error& error) {
+    throw InputError("--nvtx", 0, pattern_text, std::string("not a valid regular expression: ") + error.what());
+  }
+  RangeUnion window;
+  for (const NsysRange& range : tables.ranges) {
+    // Newer nsys prefixes a range with its domain ("domain:name"; ":name" for the default one).
+    const bool match = std::regex_match(range.name, pattern) ||
+                       (starts_with(range.name, ":") && std::regex_match(range.name.substr(1), pattern));
+    if (!match) continue;
+    window.add(range.start_ns, range.end_ns);
+    ++analysis.nvtx_ranges;
+  }
+  if (analysis.nvtx_ranges == 0) {
+    throw InputError("--nvtx", 0, pattern_text,
+                     "matches no NVTX range (the whole name must match); the trace's ranges include " +
+                         range_names_sample(tables));
+  }
+  window.merge();
+  analysis.nvtx_seconds = window.total() * kNs;
+  return window;
+}
 
-  // Which GPU ops and API calls count.
+// Which GPU ops count: all, or those whose launching call started inside the window.
+std::vector<bool> ops_in_window(const NsysTables& tables, const RangeUnion* window, int64_t& unplaced) {
+  std::vector<bool> included(tables.gpu_ops.size(), true);
+  if (!window) return included;
   std::unordered_map<int64_t, const NsysApiCall*> launcher;
   for (const NsysApiCall& call : tables.api_calls) {
     if (call.correlation) launcher.emplace(*call.correlation, &call);
   }
-  std::vector<bool> included(tables.gpu_ops.size(), true);
-  int64_t unplaced = 0;
-  if (filtered) {
-    for (size_t i = 0; i < tables.gpu_ops.size(); ++i) {
-      const auto& correlation = tables.gpu_ops[i].correlation;
-      auto found = correlation ? launcher.find(*correlation) : launcher.end();
-      if (found == launcher.end()) ++unplaced;
-      included[i] = found != launcher.end() && window.contains(found->second->start_ns);
-    }
+  for (size_t i = 0; i < tables.gpu_ops.size(); ++i) {
+    const auto& correlation = tables.gpu_ops[i].correlation;
+    auto found = correlation ? launcher.find(*correlation) : launcher.end();
+    if (found == launcher.end()) ++unplaced;
+    included[i] = found != launcher.end() && window->contains(found->second->start_ns);
   }
+  return included;
+}
 
-  // The device sweep, per device.
+// Busy, idle and gaps per device: every op moves the device's free time, the included ones
+// are counted (idle before an op is the op's), as profiling/analysis.cpp does for a trace.
+void sweep_devices(const NsysTables& tables, const std::vector<bool>& included, bool filtered, NsysAnalysis& analysis) {
   std::vector<std::string> device_order;
   std::map<std::string, std::vector<size_t>> by_device;
   for (size_t i = 0; i < tables.gpu_ops.size(); ++i) {
@@ -282,7 +271,7 @@ NsysAnalysis analyze_nsys(const NsysTables& tables, const NsysOptions& options) 
     if (!by_device.count(device)) device_order.push_back(device);
     by_device[device].push_back(i);
   }
-  const double gap_line_ns = options.thresholds.gap_seconds_gpu / kNs;
+  const double gap_line_ns = analysis.thresholds.gap_seconds_gpu / kNs;
   double first_start = 0, last_end = 0;
   for (const std::string& device : device_order) {
     std::vector<size_t>& order = by_device[device];
@@ -290,14 +279,13 @@ NsysAnalysis analyze_nsys(const NsysTables& tables, const NsysOptions& options) 
                      [&](size_t a, size_t b) { return tables.gpu_ops[a].start_ns < tables.gpu_ops[b].start_ns; });
     NsysDeviceTimeline lane;
     lane.device = device;
-    double device_free = tables.gpu_ops[order.front()].start_ns;
-    double span_end = device_free;
+    const double span_start = tables.gpu_ops[order.front()].start_ns;
+    double device_free = span_start;
     for (size_t i : order) {
       const NsysGpuOp& op = tables.gpu_ops[i];
       const double idle = std::max(0.0, op.start_ns - device_free);
       const double busy = std::max(0.0, op.end_ns() - std::max(op.start_ns, device_free));
       device_free = std::max(device_free, op.end_ns());
-      span_end = std::max(span_end, op.end_ns());
       if (!included[i]) continue;
       ++lane.timeline.ops;
       lane.timeline.busy_seconds += busy * kNs;
@@ -305,54 +293,51 @@ NsysAnalysis analyze_nsys(const NsysTables& tables, const NsysOptions& options) 
       if (idle >= gap_line_ns) ++lane.timeline.gaps;
       lane.timeline.largest_gap_seconds = std::max(lane.timeline.largest_gap_seconds, idle * kNs);
     }
-    const double span_start = tables.gpu_ops[order.front()].start_ns;
-    lane.timeline.wall_seconds = filtered ? analysis.nvtx_seconds : (span_end - span_start) * kNs;
+    lane.timeline.wall_seconds = filtered ? analysis.nvtx_seconds : (device_free - span_start) * kNs;
     first_start = analysis.devices.empty() ? span_start : std::min(first_start, span_start);
-    last_end = analysis.devices.empty() ? span_end : std::max(last_end, span_end);
+    last_end = analysis.devices.empty() ? device_free : std::max(last_end, device_free);
     analysis.timeline.add(lane.timeline);
     analysis.devices.push_back(std::move(lane));
   }
   analysis.timeline.wall_seconds = filtered ? analysis.nvtx_seconds : (last_end - first_start) * kNs;
+}
 
-  // Kernels and copies.
+void count_kernel(std::map<std::string, NsysKernelStats>& kernels, const std::string& name, int64_t count,
+                  double total_ns, double mean_ns, NsysAnalysis& analysis) {
+  NsysKernelStats& stats = kernels[name];
+  stats.name = name;
+  stats.count += count;
+  stats.total_seconds += total_ns * kNs;
+  analysis.kernels += count;
+  analysis.kernel_seconds += total_ns * kNs;
+  if (mean_ns < analysis.thresholds.tiny_op_seconds_gpu / kNs) {
+    analysis.tiny_kernels += count;
+    analysis.tiny_kernel_seconds += total_ns * kNs;
+  }
+}
+
+// Kernels by name (from the trace, else the summary) and copies by direction.
+void count_device_work(const NsysTables& tables, const std::vector<bool>& included, size_t top, NsysAnalysis& analysis) {
   std::map<std::string, NsysKernelStats> kernels;
   std::map<std::string, NsysTransferStats> transfers;
-  const double tiny_ns = options.thresholds.tiny_op_seconds_gpu / kNs;
   for (size_t i = 0; i < tables.gpu_ops.size(); ++i) {
     if (!included[i]) continue;
     const NsysGpuOp& op = tables.gpu_ops[i];
     if (is_kernel(op)) {
-      NsysKernelStats& stats = kernels[op.name];
-      stats.name = op.name;
-      ++stats.count;
-      stats.total_seconds += op.duration_ns * kNs;
-      ++analysis.kernels;
-      analysis.kernel_seconds += op.duration_ns * kNs;
-      if (op.duration_ns < tiny_ns) {
-        ++analysis.tiny_kernels;
-        analysis.tiny_kernel_seconds += op.duration_ns * kNs;
-      }
-    } else {
-      const std::string direction = long_direction(short_direction(op.name));
-      NsysTransferStats& stats = transfers[direction];
-      stats.direction = direction;
-      ++stats.count;
-      stats.bytes += op.bytes.value_or(0);
-      stats.seconds += op.duration_ns * kNs;
+      count_kernel(kernels, op.name, 1, op.duration_ns, op.duration_ns, analysis);
+      continue;
     }
+    const std::string direction = long_direction(short_direction(op.name));
+    NsysTransferStats& stats = transfers[direction];
+    stats.direction = direction;
+    ++stats.count;
+    stats.bytes += op.bytes.value_or(0);
+    stats.seconds += op.duration_ns * kNs;
   }
   if (!analysis.has_gpu_trace && tables.has(NsysReport::KernelSummary)) {
     for (const NsysSummaryRow& row : tables.kernel_summary) {
-      NsysKernelStats& stats = kernels[row.name];
-      stats.name = row.name;
-      stats.count += row.count;
-      stats.total_seconds += row.total_ns * kNs;
-      analysis.kernels += row.count;
-      analysis.kernel_seconds += row.total_ns * kNs;
-      if (row.count > 0 && row.total_ns / static_cast<double>(row.count) < tiny_ns) {
-        analysis.tiny_kernels += row.count;
-        analysis.tiny_kernel_seconds += row.total_ns * kNs;
-      }
+      const double mean_ns = row.count > 0 ? row.total_ns / static_cast<double>(row.count) : 0.0;
+      count_kernel(kernels, row.name, row.count, row.total_ns, mean_ns, analysis);
     }
     analysis.notes.push_back("kernels from cuda_gpu_kern_sum: a kernel counts as tiny by its mean duration");
   } else if (analysis.has_gpu_trace && tables.has(NsysReport::KernelSummary)) {
@@ -364,17 +349,19 @@ NsysAnalysis analyze_nsys(const NsysTables& tables, const NsysOptions& options) 
   }
   std::stable_sort(analysis.top_kernels.begin(), analysis.top_kernels.end(),
                    [](const NsysKernelStats& a, const NsysKernelStats& b) { return a.total_seconds > b.total_seconds; });
-  if (analysis.top_kernels.size() > options.top_kernels) analysis.top_kernels.resize(options.top_kernels);
+  if (analysis.top_kernels.size() > top) analysis.top_kernels.resize(top);
   for (auto& [direction, stats] : transfers) analysis.transfers.push_back(stats);
+}
 
-  // Host calls: syncs and launches.
+// Host calls that wait for the device, and launches (from the trace, else the summary).
+void count_host_calls(const NsysTables& tables, const RangeUnion* window, NsysAnalysis& analysis) {
   std::map<std::string, NsysSyncStats> syncs;
   std::unordered_map<int64_t, const NsysGpuOp*> copy_of;
   for (const NsysGpuOp& op : tables.gpu_ops) {
     if (!is_kernel(op) && op.correlation) copy_of.emplace(*op.correlation, &op);
   }
   for (const NsysApiCall& call : tables.api_calls) {
-    if (filtered && !window.contains(call.start_ns)) continue;
+    if (window && !window->contains(call.start_ns)) continue;
     auto copy = call.correlation ? copy_of.find(*call.correlation) : copy_of.end();
     const std::string label = sync_label(call, copy == copy_of.end() ? nullptr : copy->second);
     if (!label.empty()) add_sync(syncs, label, 1, call.duration_ns * kNs, call.duration_ns * kNs);
@@ -406,121 +393,36 @@ NsysAnalysis analyze_nsys(const NsysTables& tables, const NsysOptions& options) 
   std::stable_sort(analysis.syncs.begin(), analysis.syncs.end(),
                    [](const NsysSyncStats& a, const NsysSyncStats& b) { return a.seconds > b.seconds; });
   analysis.timeline.syncs = analysis.sync_calls;
+}
 
-  if (filtered) {
+}  // namespace
+
+NsysAnalysis analyze_nsys(const NsysTables& tables, const NsysOptions& options) {
+  NsysAnalysis analysis;
+  analysis.thresholds = options.thresholds;
+  analysis.sources = tables.sources;
+  analysis.has_gpu_trace = tables.has(NsysReport::GpuTrace);
+  analysis.has_api_trace = tables.has(NsysReport::ApiTrace);
+  analysis.nvtx_pattern = options.nvtx_pattern;
+
+  std::optional<RangeUnion> window;
+  if (!options.nvtx_pattern.empty()) window = matched_ranges(tables, options.nvtx_pattern, analysis);
+  int64_t unplaced = 0;
+  const std::vector<bool> included = ops_in_window(tables, window ? &*window : nullptr, unplaced);
+  sweep_devices(tables, included, window.has_value(), analysis);
+  count_device_work(tables, included, options.top_kernels, analysis);
+  count_host_calls(tables, window ? &*window : nullptr, analysis);
+
+  if (window) {
     analysis.notes.push_back("only work launched inside the " + std::to_string(analysis.nvtx_ranges) +
                              " NVTX ranges matching \"" + options.nvtx_pattern + "\" (" +
                              format_seconds(analysis.nvtx_seconds) + " of host time)");
     if (unplaced > 0) {
-      analysis.notes.push_back(std::to_string(unplaced) +
-                               " GPU ops have no launching call in cuda_api_trace and are left out");
+      analysis.notes.push_back(std::to_string(unplaced) + " GPU ops have no launching call in cuda_api_trace and are left out");
     }
   }
   read_verdict(analysis);
   return analysis;
-}
-
-std::string format_nsys_analysis(const NsysAnalysis& analysis) {
-  std::ostringstream out;
-  out << "nsys reports:";
-  for (const std::string& source : analysis.sources) out << "\n  " << source;
-  out << "\n";
-  if (!analysis.nvtx_pattern.empty()) {
-    out << "NVTX ranges matching \"" << analysis.nvtx_pattern << "\": " << analysis.nvtx_ranges << ", "
-        << format_seconds(analysis.nvtx_seconds) << " of host time\n";
-  }
-
-  if (analysis.has_gpu_trace) {
-    // Device time = busy + idle: the span of the trace, or with --nvtx the time the matched
-    // ranges' ops took including the waits before them (which may lie outside the ranges).
-    TextTable table({"device", "device time", "busy", "idle", "gaps", "largest gap", "ops"});
-    for (const NsysDeviceTimeline& lane : analysis.devices) {
-      const TimelineStats& t = lane.timeline;
-      table.add({lane.device.empty() ? "(device)" : lane.device, format_seconds(t.device_seconds()), format_percent(t.busy_fraction()),
-                 format_seconds(t.idle_seconds), std::to_string(t.gaps), format_seconds(t.largest_gap_seconds),
-                 std::to_string(t.ops)});
-    }
-    out << "\ntimeline (gap: idle " << format_seconds(analysis.thresholds.gap_seconds_gpu) << " or more)\n" << table.str();
-  }
-  if (!analysis.top_kernels.empty()) {
-    TextTable table({"kernel", "launches", "total", "mean", "share"});
-    for (const NsysKernelStats& kernel : analysis.top_kernels) {
-      table.add({display_name(kernel.name, 64), std::to_string(kernel.count), format_seconds(kernel.total_seconds),
-                 format_seconds(kernel.mean_seconds()), format_percent(kernel.share)});
-    }
-    out << "\ntop kernels (" << analysis.kernels << " launches, " << format_seconds(analysis.kernel_seconds) << ")\n"
-        << table.str();
-  }
-  if (!analysis.transfers.empty()) {
-    TextTable table({"copies", "count", "bytes", "time"});
-    for (const NsysTransferStats& transfer : analysis.transfers) {
-      table.add({transfer.direction, std::to_string(transfer.count), format_bytes(transfer.bytes), format_seconds(transfer.seconds)});
-    }
-    out << "\n" << table.str();
-  }
-  if (!analysis.syncs.empty()) {
-    TextTable table({"host sync", "calls", "time", "largest"});
-    for (const NsysSyncStats& sync : analysis.syncs) {
-      table.add({sync.call, std::to_string(sync.count), format_seconds(sync.seconds),
-                 sync.largest_seconds > 0 ? format_seconds(sync.largest_seconds) : "-"});
-    }
-    out << "\n" << table.str();
-  }
-  if (analysis.launches > 0) {
-    out << "\nlaunches: " << analysis.launches << " calls, " << format_seconds(analysis.launch_seconds) << " on the host ("
-        << format_seconds(analysis.launch_seconds / static_cast<double>(analysis.launches)) << " each)\n";
-  }
-  out << "\nverdict: " << analysis.verdict << "\n";
-  for (const std::string& finding : analysis.findings) out << "  - " << finding << "\n";
-  for (const std::string& note : analysis.notes) out << "note: " << note << "\n";
-  return out.str();
-}
-
-nlohmann::json to_json(const NsysAnalysis& analysis) {
-  auto timeline_json = [](const TimelineStats& t) {
-    return nlohmann::json{{"wall_s", t.wall_seconds},   {"busy_s", t.busy_seconds}, {"idle_s", t.idle_seconds},
-                          {"busy_fraction", t.busy_fraction()}, {"gaps", t.gaps}, {"largest_gap_s", t.largest_gap_seconds},
-                          {"syncs", t.syncs},           {"ops", t.ops}};
-  };
-  nlohmann::json devices = nlohmann::json::array();
-  for (const NsysDeviceTimeline& lane : analysis.devices) {
-    devices.push_back({{"device", lane.device}, {"timeline", timeline_json(lane.timeline)}});
-  }
-  nlohmann::json kernels = nlohmann::json::array();
-  for (const NsysKernelStats& kernel : analysis.top_kernels) {
-    kernels.push_back({{"name", kernel.name}, {"launches", kernel.count}, {"total_s", kernel.total_seconds},
-                       {"mean_s", kernel.mean_seconds()}, {"share", kernel.share}});
-  }
-  nlohmann::json transfers = nlohmann::json::array();
-  for (const NsysTransferStats& transfer : analysis.transfers) {
-    transfers.push_back({{"direction", transfer.direction}, {"count", transfer.count}, {"bytes", transfer.bytes},
-                         {"seconds", transfer.seconds}});
-  }
-  nlohmann::json syncs = nlohmann::json::array();
-  for (const NsysSyncStats& sync : analysis.syncs) {
-    syncs.push_back({{"call", sync.call}, {"count", sync.count}, {"seconds", sync.seconds}, {"largest_s", sync.largest_seconds}});
-  }
-  return {{"schema", "decodelab-nsys"},
-          {"schema_version", NsysAnalysis::kSchemaVersion},
-          {"sources", analysis.sources},
-          {"nvtx", {{"pattern", analysis.nvtx_pattern}, {"ranges", analysis.nvtx_ranges}, {"host_s", analysis.nvtx_seconds}}},
-          {"timeline", analysis.has_gpu_trace ? timeline_json(analysis.timeline) : nlohmann::json(nullptr)},
-          {"devices", devices},
-          {"kernels", {{"launches", analysis.kernels},
-                       {"seconds", analysis.kernel_seconds},
-                       {"tiny", analysis.tiny_kernels},
-                       {"tiny_seconds", analysis.tiny_kernel_seconds},
-                       {"top", kernels}}},
-          {"transfers", transfers},
-          {"syncs", {{"calls", analysis.sync_calls}, {"seconds", analysis.sync_seconds}, {"by_call", syncs}}},
-          {"launches", {{"calls", analysis.launches}, {"seconds", analysis.launch_seconds}}},
-          {"overhead_bound", analysis.overhead_bound},
-          {"verdict", analysis.verdict},
-          {"findings", analysis.findings},
-          {"notes", analysis.notes},
-          {"thresholds", {{"gap_s", analysis.thresholds.gap_seconds_gpu},
-                          {"idle_overhead_fraction", analysis.thresholds.idle_overhead_fraction},
-                          {"tiny_kernel_s", analysis.thresholds.tiny_op_seconds_gpu}}}};
 }
 
 }  // namespace decodelab

@@ -43,4 +43,10 @@ class TextTable {
   std::vector<std::vector<std::string>> rows_;
 };
 
+// `text` cut to `width` characters with "..." at the end (long kernel names in tables).
+inline std::string truncated(const std::string& text, size_t width) {
+  if (TextTable::display_width(text) <= width || width < 4) return text;
+  return text.substr(0, width - 3) + "...";
+}
+
 }  // namespace decodelab
