@@ -9,10 +9,11 @@
 
 namespace decodelab {
 
-std::vector<CsvRecord> parse_csv(std::string_view text, const std::string& file_name,
-                                 const std::function<bool(std::string_view)>& skip_line) {
+void for_each_csv_record(std::string_view text, const std::string& file_name,
+                         const std::function<bool(std::string_view)>& skip_line,
+                         const std::function<void(const CsvRecord&)>& visit) {
   if (text.size() >= 3 && text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // UTF-8 byte order mark
-  std::vector<CsvRecord> records;
+  CsvRecord record;
   size_t position = 0;
   int line = 1;
   while (position < text.size()) {
@@ -26,8 +27,8 @@ std::vector<CsvRecord> parse_csv(std::string_view text, const std::string& file_
       continue;
     }
 
-    CsvRecord record;
     record.line = line;
+    record.fields.clear();
     std::string field;
     bool quoted = false;       // inside a quoted field
     bool field_started = false;  // a character (or an opening quote) was seen in this field
@@ -88,8 +89,14 @@ std::vector<CsvRecord> parse_csv(std::string_view text, const std::string& file_
           field_started = true;
       }
     }
-    records.push_back(std::move(record));
+    visit(record);
   }
+}
+
+std::vector<CsvRecord> parse_csv(std::string_view text, const std::string& file_name,
+                                 const std::function<bool(std::string_view)>& skip_line) {
+  std::vector<CsvRecord> records;
+  for_each_csv_record(text, file_name, skip_line, [&](const CsvRecord& record) { records.push_back(record); });
   return records;
 }
 

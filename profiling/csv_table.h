@@ -27,6 +27,12 @@ struct CsvRecord {
 std::vector<CsvRecord> parse_csv(std::string_view text, const std::string& file_name,
                                  const std::function<bool(std::string_view)>& skip_line = {});
 
+// The same records handed to `visit` one at a time (the record is reused between calls), so
+// that a trace of millions of rows never holds all its cells at once.
+void for_each_csv_record(std::string_view text, const std::string& file_name,
+                         const std::function<bool(std::string_view)>& skip_line,
+                         const std::function<void(const CsvRecord&)>& visit);
+
 // The whole file; an InputError naming it when it cannot be read.
 std::string read_text_file(const std::filesystem::path& file);
 

@@ -229,28 +229,26 @@ void read_row(const RowReader& row, const Header& header, NsysTables& tables) {
 }  // namespace
 
 void parse_nsys_csv(std::string_view text, const std::string& file_name, NsysTables& tables) {
-  const std::vector<CsvRecord> records = parse_csv(text, file_name);
   std::optional<Header> table;
   std::string skipped;  // the tool's reason when a report had nothing to show
   size_t tables_found = 0;
-  for (const CsvRecord& record : records) {
+  for_each_csv_record(text, file_name, {}, [&](const CsvRecord& record) {
     if (record.blank() || is_tool_message(record.fields)) {
       table.reset();
       if (skipped.empty() && !record.fields.empty() && record.fields[0].find("SKIPPED") != std::string::npos) {
         skipped = record.fields[0];
       }
-      continue;
+      return;
     }
     if (std::optional<Header> header = recognise(record)) {
       table = std::move(header);
       tables.reports.push_back(table->report);
       tables.sources.push_back(file_name + ": " + nsys_report_name(table->report));
       ++tables_found;
-      continue;
+      return;
     }
-    if (!table) continue;  // outside any table this reader knows
-    read_row(RowReader(file_name, *table, record), *table, tables);
-  }
+    if (table) read_row(RowReader(file_name, *table, record), *table, tables);  // else: outside any known table
+  });
   if (tables_found == 0) {
     std::string problem =
         "no nsys stats table found: expected the CSV of cuda_gpu_trace, cuda_api_trace, nvtx_pushpop_trace, "
