@@ -253,3 +253,45 @@ TEST_CASE("cli: diagnose and the practice flags refuse bad input with exit 2", "
   CHECK(run_decodelab({"lab", "--reveal", "--seed", "3", "--trace", (dir.path() / "t.json").string()}).exit_code == 2);
   CHECK(dir.entry_count() == 1);
 }
+
+namespace {
+
+std::string nsight_fixture(const char* tool, const char* name) {
+  return (std::filesystem::path(DECODELAB_SOURCE_DIR) / "tests" / "fixtures" / tool / name).string();
+}
+
+}  // namespace
+
+TEST_CASE("cli: ncu reads an export, writes JSON, and refuses a broken one with exit 2", "[cli]") {
+  const TempDir dir;
+  const auto json_file = dir.path() / "ncu.json";
+  const CommandResult result =
+      run_decodelab({"ncu", nsight_fixture("ncu", "seed_kernels_raw.csv"), "--json", json_file.string()});
+  INFO(result.err);
+  REQUIRE(result.exit_code == 0);
+  CHECK_THAT(result.out, Contains("688 TFLOP/s at 2000 FLOP/B; roof 989 TFLOP/s -> 70% of roofline"));
+  const nlohmann::json json = nlohmann::json::parse(read_text(json_file));
+  CHECK(json["kernels"].size() == 5);
+
+  const auto broken = dir.write("broken.csv", "\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\"\n\"0\",\"k\"\n");
+  const CommandResult refused = run_decodelab({"ncu", broken.string()});
+  CHECK(refused.exit_code == 2);
+  CHECK_THAT(refused.err, Contains("broken.csv:2: column 3 \"gpu__time_duration.sum\": the row ends after 2 of 3 columns"));
+  CHECK(run_decodelab({"ncu", nsight_fixture("ncu", "seed_kernels_raw.csv"), "--device", "tpu-v9"}).exit_code == 2);
+}
+
+TEST_CASE("cli: nsys reads several reports and filters by NVTX range", "[cli]") {
+  const CommandResult result = run_decodelab({"nsys", nsight_fixture("nsys", "decode_cuda_gpu_trace.csv"),
+                                              nsight_fixture("nsys", "decode_cuda_api_trace.csv"),
+                                              nsight_fixture("nsys", "decode_nvtx_pushpop_trace.csv"), "--nvtx",
+                                              "step [0-9]+"});
+  INFO(result.err);
+  REQUIRE(result.exit_code == 0);
+  CHECK_THAT(result.out, Contains("NVTX ranges matching \"step [0-9]+\": 3"));
+  CHECK_THAT(result.out, Contains("verdict: overhead-bound"));
+
+  const CommandResult no_match =
+      run_decodelab({"nsys", nsight_fixture("nsys", "decode_cuda_gpu_trace.csv"), "--nvtx", "step [0-9]+"});
+  CHECK(no_match.exit_code == 2);
+  CHECK_THAT(no_match.err, Contains("nvtx_pushpop_trace"));
+}
