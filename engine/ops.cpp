@@ -32,7 +32,7 @@ OpId Ops::begin_op(int64_t& host_begin_ns) {
 }
 
 void Ops::describe(OpDesc&& desc, int64_t host_begin_ns) {
-  if (sink_) sink_->op_enqueued(desc, host_begin_ns, now_ns());
+  if (sink_ && !capturing_) sink_->op_enqueued(desc, host_begin_ns, now_ns());
 }
 
 #define DECODELAB_DESCRIBE(...)                       \
@@ -193,13 +193,30 @@ std::optional<int64_t> Ops::marker_time_ns(OpId marker) const {
   return found->second;
 }
 
+void Ops::begin_capture() {
+  backend_.begin_capture();
+  capturing_ = true;
+}
+
+void Ops::end_capture() {
+  backend_.end_capture();
+  capturing_ = false;
+}
+
+void Ops::replay_captured(const char* label) {
+  int64_t begin;
+  const OpId id = begin_op(begin);
+  backend_.replay_captured(id);
+  if (sink_) describe(OpDesc{id, "graph_replay", label, OpCategory::Other, {}, {}, AttentionExtent{}}, begin);
+}
+
 void Ops::range_begin(RangeKind kind, int index) {
-  nvtx_push_range(kind, index);  // warm-ups too: an Nsight timeline shows every run
-  if (sink_) sink_->range_begin(kind, index, now_ns());
+  nvtx_push_range(kind, index);  // warm-ups and captures too: an Nsight timeline shows every run
+  if (sink_ && !capturing_) sink_->range_begin(kind, index, now_ns());
 }
 
 void Ops::range_end(RangeKind kind, int index) {
-  if (sink_) sink_->range_end(kind, index, now_ns());
+  if (sink_ && !capturing_) sink_->range_end(kind, index, now_ns());
   nvtx_pop();
 }
 

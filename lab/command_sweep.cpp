@@ -15,6 +15,9 @@
 #include "lab/runner.h"
 #include "lab/scenario.h"
 #include "lab/sweep.h"
+#include "profiling/analysis.h"
+#include "profiling/roof_measure.h"
+#include "profiling/trace.h"
 
 namespace decodelab {
 
@@ -37,7 +40,7 @@ void execute_sweep(const SweepArguments& arguments) {
     overrides.push_back(parse_override(assignment));
     apply_override(document, overrides.back(), file);
   }
-  const std::vector<SweepPoint> points = expand_sweep(document);
+  const std::vector<SweepPoint> points = expand_sweep(document, file.string());
   std::vector<Scenario> scenarios;
   for (const SweepPoint& point : points) scenarios.push_back(parse_scenario(point.scenario, file, overrides));
   if (!arguments.json_file.empty()) check_output_path(arguments.json_file, "--json");
@@ -46,12 +49,29 @@ void execute_sweep(const SweepArguments& arguments) {
   if (!arguments.backend.empty()) options.backend = arguments.backend == "cuda" ? BackendKind::Cuda : BackendKind::Cpu;
   options.threads = arguments.threads;
   const bool progress = !arguments.quiet && ::isatty(::fileno(stderr));
+  // One backend for every point, and the roofs each point's decode phase is read against.
+  std::unique_ptr<Backend> backend = open_backend(scenarios.front(), options);
+  const DeviceSpec spec = default_device_spec(*backend, arguments.threads);
 
   nlohmann::json rows = nlohmann::json::array();
   std::string table;
   for (size_t i = 0; i < scenarios.size(); ++i) {
     if (progress) std::fprintf(stderr, "\r\033[K[%zu/%zu] %s", i + 1, scenarios.size(), points[i].label.c_str());
-    const RunResult result = run_scenario(scenarios[i], options);
+    Trace trace;
+    trace.metadata().backend = backend->name();
+    trace.metadata().device = backend->device_description();
+    trace.metadata().dtype = dtype_name(scenarios[i].dtype);
+    trace.metadata().model = ModelShape::of(scenarios[i].model_config);
+    trace.metadata().device_spec = spec;
+    options.sink = &trace;
+    const RunResult result = run_scenario(scenarios[i], options, backend.get());
+    const RunAnalysis analysis = analyze(trace, &spec);
+    const PhaseStats* decode = analysis.phase(Phase::Decode);
+    char reading[160] = "| - | - | - |";
+    if (decode) {
+      std::snprintf(reading, sizeof reading, "| %.2f | %s | %.0f%% |", decode->point.intensity(),
+                    limiter_name(decode->limiter), 100 * decode->point.roof_fraction());
+    }
     std::string swept;
     nlohmann::json values = nlohmann::json::object();
     for (const auto& [key, value] : points[i].values) {
@@ -66,11 +86,24 @@ void execute_sweep(const SweepArguments& arguments) {
         rule += "| ---: ";
       }
       const size_t first_line_end = header.find('\n');
-      table = prefix + header.substr(0, first_line_end + 1) + rule + header.substr(first_line_end + 1);
+      // The decode phase's roofline reading goes at the end of each row.
+      std::string first = header.substr(0, first_line_end);
+      std::string second = header.substr(first_line_end + 1);
+      second = second.substr(0, second.find('\n'));
+      table = prefix + first + " decode FLOP/B | limiter | % of roof |\n" + rule + second + " ---: | --- | ---: |\n";
     }
-    table += swept + run_table_row(scenarios[i], result);
+    std::string row_text = run_table_row(scenarios[i], result);
+    while (!row_text.empty() && row_text.back() == '\n') row_text.pop_back();
+    if (!row_text.empty() && row_text.back() == '|') row_text.pop_back();
+    table += swept + row_text + reading + "\n";
     nlohmann::json row = run_result_json(scenarios[i], result);
     row["swept"] = values;
+    if (decode) {
+      row["decode_roofline"] = {{"intensity_flop_per_byte", decode->point.intensity()},
+                                {"limiter", limiter_name(decode->limiter)},
+                                {"roof_fraction", decode->point.roof_fraction()},
+                                {"ridge_point", analysis.roofs.ridge_point(Precision::Fp16)}};
+    }
     rows.push_back(row);
   }
   if (progress) std::fputs("\r\033[K", stderr);

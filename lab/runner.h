@@ -23,6 +23,7 @@ struct RunOptions {
   std::optional<int64_t> max_memory_bytes;  // --max-memory: refuse plans above this
   EventSink* sink = nullptr;                // sees the timed repeats (not the warm-ups)
   bool show_progress = false;               // a progress line on stderr (caller checks isatty)
+  bool cuda_graphs = false;                 // --cuda-graphs: as the scenario's run.cuda_graphs
 };
 
 struct RunResult {

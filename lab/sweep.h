@@ -1,6 +1,8 @@
 // Sweeps: a scenario in which workload keys are given as lists expands into one scenario
 // per combination (the Cartesian product, first key outermost), like llama-bench's
 // parameter lists. `prompt_ids` is a list by nature: only a list of lists sweeps it.
+// With the top-level key `sweep: zip` the lists (all of one length) advance together
+// instead: `requests: [1, 8], batch_size: [1, 8]` gives two points, not four.
 #pragma once
 
 #include <string>
@@ -20,6 +22,7 @@ struct SweepPoint {
 std::vector<std::string> swept_keys(const YAML::Node& scenario);
 
 // Every combination; a scenario without lists gives one point with an empty label.
-std::vector<SweepPoint> expand_sweep(const YAML::Node& scenario);
+// Throws InputError (naming `file`) when zipped lists differ in length.
+std::vector<SweepPoint> expand_sweep(const YAML::Node& scenario, const std::string& file = "");
 
 }  // namespace decodelab

@@ -1,6 +1,7 @@
 // Sweep expansion: lists in the workload become the product of their values.
 #include <catch2/catch.hpp>
 
+#include "engine/errors.h"
 #include "lab/sweep.h"
 
 using namespace decodelab;
@@ -34,4 +35,26 @@ TEST_CASE("prompt_ids sweeps only as a list of lists", "[sweep]") {
   REQUIRE(points.size() == 2);
   CHECK(points[1].scenario["workload"]["prompt_ids"].size() == 3);
   CHECK(points[1].label == "prompt_ids=[3, 4, 5]");
+}
+
+TEST_CASE("sweep: zip advances equal-length lists together", "[sweep]") {
+  const YAML::Node scenario =
+      YAML::Load("sweep: zip\nworkload: {requests: [1, 8, 64], batch_size: [1, 8, 64], new_tokens: 4}\n");
+  const auto points = expand_sweep(scenario, "zip.yaml");
+  REQUIRE(points.size() == 3);
+  CHECK(points[1].label == "requests=8 batch_size=8");
+  CHECK(points[2].scenario["workload"]["requests"].as<int>() == 64);
+  CHECK_FALSE(points[0].scenario["sweep"]);  // the expanded scenario is plain again
+}
+
+TEST_CASE("sweep: zip refuses lists of different lengths, naming the key", "[sweep]") {
+  const YAML::Node scenario = YAML::Load("sweep: zip\nworkload:\n  requests: [1, 8]\n  batch_size: [1, 8, 64]\n");
+  try {
+    expand_sweep(scenario, "zip.yaml");
+    FAIL("expected an error");
+  } catch (const decodelab::InputError& error) {
+    CHECK(error.file() == "zip.yaml");
+    CHECK(error.line() == 4);
+    CHECK(error.key() == "workload.batch_size");
+  }
 }
