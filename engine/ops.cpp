@@ -211,7 +211,7 @@ void Ops::replay_captured(const char* label) {
 }
 
 void Ops::range_begin(RangeKind kind, int index) {
-  nvtx_push_range(kind, index);  // warm-ups too: an Nsight timeline shows every run
+  nvtx_push_range(kind, index);  // warm-ups and captures too: an Nsight timeline shows every run
   if (sink_ && !capturing_) sink_->range_begin(kind, index, now_ns());
 }
 
