@@ -2,6 +2,7 @@
 #include "engine/ops.h"
 
 #include "engine/clock.h"
+#include "engine/nvtx_ranges.h"
 
 namespace decodelab {
 
@@ -210,11 +211,13 @@ void Ops::replay_captured(const char* label) {
 }
 
 void Ops::range_begin(RangeKind kind, int index) {
+  nvtx_push_range(kind, index);  // warm-ups too: an Nsight timeline shows every run
   if (sink_ && !capturing_) sink_->range_begin(kind, index, now_ns());
 }
 
 void Ops::range_end(RangeKind kind, int index) {
   if (sink_ && !capturing_) sink_->range_end(kind, index, now_ns());
+  nvtx_pop();
 }
 
 void Ops::collect_timings() {

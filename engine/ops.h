@@ -58,6 +58,8 @@ class Ops {
   void end_capture();
   void replay_captured(const char* label);
 
+  // A range of the model's structure: reported to the sink and pushed as an NVTX range of
+  // the same name (engine/nvtx_ranges.h). Ranges nest; each end closes the latest begin.
   void range_begin(RangeKind kind, int index = -1);
   void range_end(RangeKind kind, int index = -1);
 
