@@ -39,6 +39,7 @@ struct RunArguments {
   std::string trace_file;
   std::string report_dir;
   bool quiet = false;
+  bool check_numerics = false;
 };
 
 void execute_run(const RunArguments& arguments) {
@@ -57,10 +58,13 @@ void execute_run(const RunArguments& arguments) {
     }
   }
   options.show_progress = !arguments.quiet && ::isatty(::fileno(stderr));
+  options.check_numerics = arguments.check_numerics;
 
   // The trace sees every timed repeat; it names what ran where, never the bugs.
   const bool profiled = !arguments.trace_file.empty() || !arguments.report_dir.empty();
+  check_memory_cap(scenario, options);
   std::unique_ptr<Backend> backend = open_backend(scenario, options);
+  check_scenario_fits(scenario, *backend, options.max_memory_bytes);  // before the roofs are measured
   Trace trace;
   DeviceSpec spec;
   if (profiled) {
@@ -119,6 +123,9 @@ void add_run_command(CLI::App& app) {
   command->add_option("--max-memory", arguments->max_memory, "Refuse to run when the plan needs more (e.g. 8GiB)");
   command->add_option("--trace", arguments->trace_file, "Write a Chrome trace (Perfetto, chrome://tracing) of the timed repeats");
   command->add_option("--report", arguments->report_dir, "Write an HTML report directory (report.html, roofline.svg, ops.csv, result.json)");
+  command->add_flag("--check-numerics", arguments->check_numerics,
+                    "After the repeats, one more generation checking every op's output for NaN/Inf (slow); "
+                    "names the first op that produced one");
   command->add_flag("--quiet,-q", arguments->quiet, "Print no table and no progress");
   command->callback([arguments] { execute_run(*arguments); });
 }
