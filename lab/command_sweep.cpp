@@ -1,16 +1,21 @@
 // `decodelab sweep SCENARIO`: any workload key given as a list is swept; every
 // combination is validated first, then run, one table row each (the swept values first).
+// The --json file is rewritten after every row; Ctrl-C stops after the run in progress
+// (every completed row kept, "complete": false) and --resume runs only what is missing.
 #include <unistd.h>
 
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/errors.h"
 #include "lab/commands.h"
+#include "lab/interrupt.h"
 #include "lab/output_files.h"
 #include "lab/paths.h"
+#include "lab/results_file.h"
 #include "lab/run_report.h"
 #include "lab/runner.h"
 #include "lab/scenario.h"
@@ -26,8 +31,22 @@ struct SweepArguments {
   std::string backend;
   int threads = 0;
   std::string json_file;
+  bool resume = false;
+  bool check_numerics = false;
   bool quiet = false;
 };
+
+// The table: the swept keys' columns, then run_table_header()'s.
+std::string sweep_table_header(const SweepPoint& point) {
+  const std::string header = run_table_header();
+  std::string prefix, rule;
+  for (const auto& [key, value] : point.values) {
+    prefix += "| " + key + " ";
+    rule += "| ---: ";
+  }
+  const size_t first_line_end = header.find('\n');
+  return prefix + header.substr(0, first_line_end + 1) + rule + header.substr(first_line_end + 1);
+}
 
 void execute_sweep(const SweepArguments& arguments) {
   const auto file = resolve_scenario_argument(arguments.scenario);
@@ -40,44 +59,64 @@ void execute_sweep(const SweepArguments& arguments) {
   const std::vector<SweepPoint> points = expand_sweep(document);
   std::vector<Scenario> scenarios;
   for (const SweepPoint& point : points) scenarios.push_back(parse_scenario(point.scenario, file, overrides));
+  if (arguments.resume && arguments.json_file.empty())
+    throw InputError("--resume", 0, "", "needs --json FILE: the results file to resume");
   if (!arguments.json_file.empty()) check_output_path(arguments.json_file, "--json");
 
   RunOptions options;
   if (!arguments.backend.empty()) options.backend = arguments.backend == "cuda" ? BackendKind::Cuda : BackendKind::Cpu;
   options.threads = arguments.threads;
+  options.check_numerics = arguments.check_numerics;
   const bool progress = !arguments.quiet && ::isatty(::fileno(stderr));
 
-  nlohmann::json rows = nlohmann::json::array();
-  std::string table;
-  for (size_t i = 0; i < scenarios.size(); ++i) {
-    if (progress) std::fprintf(stderr, "\r\033[K[%zu/%zu] %s", i + 1, scenarios.size(), points[i].label.c_str());
-    const RunResult result = run_scenario(scenarios[i], options);
+  ResultsFile results(arguments.json_file, "sweep");
+  if (arguments.resume) results.load_existing();
+  const StopRequests stop;
+  std::string table = sweep_table_header(points.front());
+  size_t reused = 0;
+  for (size_t i = 0; i < scenarios.size() && !stop.requested(); ++i) {
     std::string swept;
     nlohmann::json values = nlohmann::json::object();
     for (const auto& [key, value] : points[i].values) {
       swept += "| " + value + " ";
       values[key] = value;
     }
-    if (table.empty()) {
-      std::string header = run_table_header();
-      std::string prefix, rule;
-      for (const auto& [key, value] : points[i].values) {
-        prefix += "| " + key + " ";
-        rule += "| ---: ";
-      }
-      const size_t first_line_end = header.find('\n');
-      table = prefix + header.substr(0, first_line_end + 1) + rule + header.substr(first_line_end + 1);
+    // A row is the same work when the scenario (swept values included) and the backend are.
+    const BackendKind kind = choose_backend(scenarios[i].backend, options.backend);
+    const nlohmann::json key = {{"scenario", scenario_to_json(scenarios[i])},
+                                {"swept", values},
+                                {"backend", kind == BackendKind::Cuda ? "cuda" : "cpu"}};
+    if (std::optional<nlohmann::json> previous = results.previous(key)) {
+      table += swept + run_table_row(scenarios[i], run_summary_from_json(*previous));
+      results.add(std::move(*previous));
+      ++reused;
+      continue;
     }
+    if (progress) std::fprintf(stderr, "\r\033[K[%zu/%zu] %s", i + 1, scenarios.size(), points[i].label.c_str());
+    const RunResult result = run_scenario(scenarios[i], options);
     table += swept + run_table_row(scenarios[i], result);
     nlohmann::json row = run_result_json(scenarios[i], result);
     row["swept"] = values;
-    rows.push_back(row);
+    results.add(std::move(row));
   }
   if (progress) std::fputs("\r\033[K", stderr);
-  if (!arguments.json_file.empty()) write_file_atomically(arguments.json_file, rows.dump(2) + "\n");
   if (!arguments.quiet) {
     std::fputs(table.c_str(), stdout);
     std::fflush(stdout);
+  }
+  if (results.rows().size() < scenarios.size()) {
+    std::string message = "stopped after " + std::to_string(results.rows().size()) + " of " +
+                          std::to_string(scenarios.size()) + " rows";
+    if (!arguments.json_file.empty()) {
+      message += "; the completed rows are in " + arguments.json_file +
+                 " (\"complete\": false): rerun with --resume to run the rest";
+    }
+    throw Interrupted(stop.signal_number(), message);
+  }
+  results.finish();
+  if (reused > 0 && !arguments.quiet) {
+    std::fprintf(stderr, "decodelab: %zu of %zu rows reused from %s\n", reused, scenarios.size(),
+                 arguments.json_file.c_str());
   }
 }
 
@@ -93,7 +132,14 @@ void add_sweep_command(CLI::App& app) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
   command->add_option("--threads", arguments->threads, "CPU kernel threads (0 = every core)")
       ->check(CLI::NonNegativeNumber);
-  command->add_option("--json", arguments->json_file, "Write one result per combination as a JSON list");
+  command->add_option("--json", arguments->json_file,
+                      "Write the results, rewritten after every row: {\"complete\": bool, \"rows\": [one result per "
+                      "combination]}");
+  command->add_flag("--resume", arguments->resume,
+                    "Reuse the rows the --json file already holds for the same scenario, swept values and backend; "
+                    "run only the rest");
+  command->add_flag("--check-numerics", arguments->check_numerics,
+                    "After each run's repeats, one more generation checking every op's output for NaN/Inf");
   command->add_flag("--quiet,-q", arguments->quiet, "Print nothing");
   command->callback([arguments] { execute_sweep(*arguments); });
 }
