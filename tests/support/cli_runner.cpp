@@ -103,6 +103,8 @@ void BackgroundDecodelab::send(int signal_number) const {
   if (pid_ > 0) ::kill(pid_, signal_number);
 }
 
+std::string BackgroundDecodelab::stderr_so_far() const { return read_text_file(err_); }
+
 CommandResult BackgroundDecodelab::wait() {
   int status = 0;
   ::waitpid(pid_, &status, 0);

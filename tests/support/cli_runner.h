@@ -35,6 +35,7 @@ class BackgroundDecodelab {
   BackgroundDecodelab& operator=(const BackgroundDecodelab&) = delete;
 
   void send(int signal_number) const;
+  std::string stderr_so_far() const;
   CommandResult wait();  // waits for the exit, then reads its output
 
  private:
