@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/errors.h"
+#include "engine/json_errors.h"
 
 namespace decodelab {
 
@@ -126,7 +127,7 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : file_(path
   try {
     header = nlohmann::json::parse(header_begin, header_begin + header_length, catch_duplicates);
   } catch (const nlohmann::json::parse_error& error) {
-    throw fail("header", std::string("is not valid JSON (") + error.what() + ")");
+    throw fail("header", "is " + json_parse_problem(error, header_length));
   }
   if (!duplicate_name.empty()) throw fail(duplicate_name, "appears twice in the header");
   if (!header.is_object()) throw fail("header", "must be a JSON object of tensor entries");

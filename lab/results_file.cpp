@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "engine/errors.h"
+#include "engine/json_errors.h"
 #include "lab/output_files.h"
 
 namespace decodelab {
@@ -28,7 +29,7 @@ size_t ResultsFile::load_existing() {
   try {
     document = nlohmann::json::parse(text.str());
   } catch (const nlohmann::json::parse_error& parse_error) {
-    throw InputError(file, 0, "--resume", std::string("not valid JSON (") + parse_error.what() + ")");
+    throw InputError(file, 0, "--resume", json_parse_problem(parse_error, text.str().size()));
   }
   if (!document.is_object() || !document.contains("rows") || !document["rows"].is_array() ||
       document.value("command", "") != command_) {

@@ -136,7 +136,7 @@ TEST_CASE("lab: SIGTERM keeps the finished bugs and --resume runs only the other
   CHECK(complete["rows"][2]["bug"] == "sequential_generation");
 }
 
-TEST_CASE("--resume needs a --json file and refuses one that is not a results file", "[interrupt][cli]") {
+TEST_CASE("resume needs a --json file and refuses one that is not a results file", "[interrupt][cli]") {
   const TempDir dir;
   const auto scenario = dir.write("sweep.yaml", kSweepScenario).string();
   const CommandResult no_file = run_decodelab({"sweep", scenario, "--resume"});

@@ -1,14 +1,16 @@
 // Resource limits: the memory plan covers every device allocation the engine makes (each
 // bug's extra buffers included) and is not padded either — checked against the peak a
 // counting backend sees; absurd sizes saturate instead of wrapping around; an impossible
-// request fails before a single allocation, with the numbers.
+// request (or a broken checkpoint) fails before a single allocation, with the numbers.
 #include <catch2/catch.hpp>
 
 #include "engine/cpu/cpu_backend.h"
 #include "engine/errors.h"
+#include "engine/hf_checkpoint.h"
 #include "engine/weights.h"
 #include "lab/runner.h"
 #include "support/counting_backend.h"
+#include "support/safetensors_writer.h"
 #include "support/temp_dir.h"
 #include "tests/support/engine_fixtures.h"
 
@@ -176,4 +178,20 @@ TEST_CASE("on the CPU backend the host copies count against the same memory", "[
   const MemoryPlan both = combined(plan, plan);
   CHECK(both.total() == 2 * plan.total());
   CHECK(both.host_bytes == 2 * plan.host_bytes);
+}
+
+TEST_CASE("a broken checkpoint is refused before any weight is allocated", "[memory]") {
+  const TempDir dir;
+  const ModelConfig config = testing::lab_tiny_config();
+  testing::CheckpointOptions options;
+  options.defect = testing::Defect::ShapeDisagreesWithConfig;
+  options.defect_target = "model.layers.1.mlp.down_proj.weight";  // among the last tensors checked
+  testing::write_checkpoint(dir.path() / "ckpt", config, options);
+  CountingBackend backend(make_cpu_backend({}));
+  CHECK_THROWS_AS(load_hf_weights(backend, dir.path() / "ckpt", config, DType::F16), InputError);
+  CHECK(backend.allocations() == 0);
+  // The same checkpoint without the defect loads.
+  testing::write_checkpoint(dir.path() / "good", config, {});
+  CHECK_NOTHROW(load_hf_weights(backend, dir.path() / "good", config, DType::F16));
+  CHECK(backend.allocations() > 0);
 }

@@ -95,7 +95,7 @@ TEST_CASE("NaN or Inf in the logits is an error naming the scenario and the way 
                         Contains("--check-numerics"));
 }
 
-TEST_CASE("--check-numerics names the first op whose output is not finite", "[numerics]") {
+TEST_CASE("check-numerics names the first op whose output is not finite", "[numerics]") {
   const TempDir dir;
   const Scenario scenario = load_scenario(checkpoint_scenario(dir, overflowing_up_proj));
   RunOptions options;
@@ -106,7 +106,7 @@ TEST_CASE("--check-numerics names the first op whose output is not finite", "[nu
                         Contains("non-finite values (the first: "));
 }
 
-TEST_CASE("--check-numerics blames a weight that is already NaN in the checkpoint", "[numerics]") {
+TEST_CASE("check-numerics blames a weight that is already NaN in the checkpoint", "[numerics]") {
   const TempDir dir;
   const Scenario scenario = load_scenario(checkpoint_scenario(dir, [](HostTensor& tensor) {
     if (tensor.name == "model.layers.1.self_attn.k_proj.weight") tensor.values[7] = kNan;
