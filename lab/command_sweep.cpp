@@ -56,7 +56,7 @@ void execute_sweep(const SweepArguments& arguments) {
     overrides.push_back(parse_override(assignment));
     apply_override(document, overrides.back(), file);
   }
-  const std::vector<SweepPoint> points = expand_sweep(document);
+  const std::vector<SweepPoint> points = expand_sweep(document, file);
   std::vector<Scenario> scenarios;
   for (const SweepPoint& point : points) scenarios.push_back(parse_scenario(point.scenario, file, overrides));
   if (arguments.resume && arguments.json_file.empty())

@@ -1,6 +1,9 @@
 // Expansion of list-valued workload keys into the product of their values.
 #include "lab/sweep.h"
 
+#include "engine/errors.h"
+#include "lab/yaml_fields.h"
+
 namespace decodelab {
 
 namespace {
@@ -25,14 +28,24 @@ std::vector<std::string> swept_keys(const YAML::Node& scenario) {
   const YAML::Node workload = scenario["workload"];
   if (!workload || !workload.IsMap()) return keys;
   for (const auto& entry : workload) {
-    const std::string key = entry.first.as<std::string>();
+    if (!entry.first.IsScalar()) continue;  // not a key of ours: validation reports it
+    const std::string key = entry.first.Scalar();
     if (is_swept(key, entry.second)) keys.push_back(key);
   }
   return keys;
 }
 
-std::vector<SweepPoint> expand_sweep(const YAML::Node& scenario) {
+std::vector<SweepPoint> expand_sweep(const YAML::Node& scenario, const std::filesystem::path& file) {
   const std::vector<std::string> keys = swept_keys(scenario);
+  size_t combinations = 1;
+  for (const std::string& key : keys) {
+    combinations *= scenario["workload"][key].size();  // each factor ≥ 1; checked before it can overflow
+    if (combinations > kMaxSweepPoints) {
+      throw InputError(file.string(), line_of(scenario["workload"], 0), "workload",
+                       "the lists sweep more than " + std::to_string(kMaxSweepPoints) +
+                           " combinations (split the sweep, or shorten a list)");
+    }
+  }
   std::vector<SweepPoint> points{SweepPoint{"", {}, YAML::Clone(scenario)}};
   for (const std::string& key : keys) {
     const YAML::Node values = scenario["workload"][key];

@@ -3,6 +3,7 @@
 // parameter lists. `prompt_ids` is a list by nature: only a list of lists sweeps it.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,11 @@ struct SweepPoint {
 // The swept keys of a scenario document, in file order (empty when nothing is swept).
 std::vector<std::string> swept_keys(const YAML::Node& scenario);
 
-// Every combination; a scenario without lists gives one point with an empty label.
-std::vector<SweepPoint> expand_sweep(const YAML::Node& scenario);
+// A sweep larger than this is refused (a typo in a list can ask for billions of runs).
+constexpr size_t kMaxSweepPoints = 10000;
+
+// Every combination; a scenario without lists gives one point with an empty label. More
+// than kMaxSweepPoints combinations is an InputError naming `file` and the workload's line.
+std::vector<SweepPoint> expand_sweep(const YAML::Node& scenario, const std::filesystem::path& file = {});
 
 }  // namespace decodelab
