@@ -57,7 +57,7 @@ CheckpointFiles open_sharded(const fs::path& directory, const fs::path& index_pa
   nlohmann::json index;
   try {
     index = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& error) {
+  } catch (const nlohmann::json::exception& error) {
     throw InputError(index_file, 0, "", json_parse_problem(error, text.str().size()));
   }
   if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())

@@ -125,7 +125,7 @@ SafetensorsContents parse_safetensors(const uint8_t* data, size_t size, const st
   };
   try {
     header = nlohmann::json::parse(header_begin, header_begin + header_length, catch_duplicates);
-  } catch (const nlohmann::json::parse_error& error) {
+  } catch (const nlohmann::json::exception& error) {
     throw fail("header", "is " + json_parse_problem(error, header_length));
   }
   if (!duplicate_name.empty()) throw fail(duplicate_name, "appears twice in the header");

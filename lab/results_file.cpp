@@ -28,7 +28,7 @@ size_t ResultsFile::load_existing() {
   nlohmann::json document;
   try {
     document = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& parse_error) {
+  } catch (const nlohmann::json::exception& parse_error) {
     throw InputError(file, 0, "--resume", json_parse_problem(parse_error, text.str().size()));
   }
   if (!document.is_object() || !document.contains("rows") || !document["rows"].is_array() ||

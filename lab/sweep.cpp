@@ -25,6 +25,7 @@ std::string scalar_text(const YAML::Node& value) {
 
 std::vector<std::string> swept_keys(const YAML::Node& scenario) {
   std::vector<std::string> keys;
+  if (!scenario.IsMap()) return keys;  // a scalar or a list has no workload (and [] would throw): validation says so
   const YAML::Node workload = scenario["workload"];
   if (!workload || !workload.IsMap()) return keys;
   for (const auto& entry : workload) {

@@ -158,18 +158,14 @@ struct PendingRange {
   int64_t begin_ns, end_ns;
 };
 
-int line_of(std::string_view text, size_t byte) {
-  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<ptrdiff_t>(std::min(byte, text.size())), '\n'));
-}
-
 }  // namespace
 
 Trace parse_chrome_trace(std::string_view text, const std::string& file_name) {
   json root;
   try {
     root = json::parse(text);
-  } catch (const json::parse_error& error) {
-    throw InputError(file_name, line_of(text, error.byte), "", json_parse_problem(error, text.size()));
+  } catch (const json::exception& error) {
+    throw InputError(file_name, json_error_line(error, text), "", json_parse_problem(error, text.size()));
   }
   const Reader reader(file_name);
   if (!root.is_object()) reader.fail("", "expected a JSON object with traceEvents");

@@ -259,6 +259,15 @@ std::vector<BadInput> catalogue() {
              },
              {"@config.json:2: not valid JSON"});
        }},
+      {"checkpoint: config.json with a number too large for a double",
+       [](const TempDir& dir) {
+         return run_checkpoint(
+             dir, {},
+             [](const fs::path& ckpt) {
+               std::ofstream(ckpt / "config.json", std::ios::trunc) << "{\"vocab_size\": 512,\n  \"rope_theta\": 1e400}";
+             },
+             {"@config.json: not valid JSON: number overflow parsing '1e400'"});
+       }},
       {"checkpoint: config.json KV heads do not divide the heads",
        [](const TempDir& dir) {
          return run_checkpoint(
@@ -364,6 +373,11 @@ std::vector<BadInput> catalogue() {
       {"trace: not a trace at all",
        [](const TempDir& dir) {
          return diagnose_file(dir.write("list.json", "[1, 2, 3]\n"), {"expected a JSON object with traceEvents"});
+       }},
+      {"trace: a number too large for a double",
+       [](const TempDir& dir) {
+         return diagnose_file(dir.write("huge.json", "{\"traceEvents\": [{\"ts\": 1e999}]}\n"),
+                              {"not valid JSON: number overflow parsing '1e999'"});
        }},
       {"trace: an event of the wrong shape",
        [](const TempDir& dir) {
