@@ -70,6 +70,7 @@ void execute_lab(const LabArguments& arguments) {
   if (arguments.resume && arguments.json_file.empty())
     throw InputError("--resume", 0, "", "needs --json FILE: the results file to resume");
   if (!arguments.json_file.empty()) check_output_path(arguments.json_file, "--json");
+  if (!arguments.report_dir.empty()) check_output_directory(arguments.report_dir, "--report");
 
   CompareOptions options;
   if (!arguments.backend.empty()) options.backend = arguments.backend == "cuda" ? BackendKind::Cuda : BackendKind::Cpu;

@@ -47,6 +47,7 @@ void execute_run(const RunArguments& arguments) {
   if (!arguments.json_file.empty()) check_output_path(arguments.json_file, "--json");
   if (!arguments.logits_file.empty()) check_output_path(arguments.logits_file, "--dump-logits");
   if (!arguments.trace_file.empty()) check_output_path(arguments.trace_file, "--trace");
+  if (!arguments.report_dir.empty()) check_output_directory(arguments.report_dir, "--report");
 
   RunOptions options;
   if (!arguments.backend.empty()) options.backend = arguments.backend == "cuda" ? BackendKind::Cuda : BackendKind::Cpu;
@@ -91,10 +92,11 @@ void execute_run(const RunArguments& arguments) {
     outputs.stage(arguments.logits_file, npy_bytes(result.last_logits.data(), {requests, vocab}));
   }
   if (!arguments.trace_file.empty()) outputs.stage(arguments.trace_file, chrome_trace_json(trace).dump() + "\n");
-  outputs.commit();
   std::optional<RunAnalysis> analysis;
   if (profiled) analysis = analyze(trace, &spec);
+  // The report before the commit: if it fails, no result file claims a complete run.
   if (!arguments.report_dir.empty()) write_report_directory(arguments.report_dir, {{scenario.name, &*analysis}}, "decodelab run: " + scenario.name);
+  outputs.commit();
 
   if (!arguments.quiet) {
     std::fputs((run_table_header() + run_table_row(scenario, result)).c_str(), stdout);
