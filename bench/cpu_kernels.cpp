@@ -1,5 +1,5 @@
 // decodelab_bench_cpu: the CPU backend's yardsticks, printed as one table per question.
-//  1. STREAM-like bandwidth (copy, triad, read) over arrays far larger than the caches;
+//  1. STREAM-like bandwidth (copy, triad) over arrays far larger than the caches;
 //  2. batch-1 decode matvec GB/s per weight dtype at the lab-small shapes, as a fraction
 //     of that bandwidth (the fixed path's roof);
 //  3. batched matmul GFLOP/s for M = 1..64 and 512, next to OpenBLAS cblas_sgemm;
@@ -8,7 +8,8 @@
 // The one non-obvious choice: every matmul measurement cycles through enough weight
 // copies (>= 256 MiB) that each call streams its weights from DRAM, as decode does,
 // rather than re-reading a matrix the 32 MiB L3 still holds. Kernel times are the
-// device intervals the backend reports (take_timings), medians over repeats.
+// device intervals the backend reports (take_timings); each row gives the median and
+// the best run, since other processes on a shared machine disturb the median.
 #include <omp.h>
 
 #include <algorithm>
@@ -22,7 +23,6 @@
 
 #include "engine/clock.h"
 #include "engine/cpu/cpu_backend.h"
-#include "engine/cpu/simd.h"
 #include "engine/device_buffer.h"
 
 #if DECODELAB_HAVE_OPENBLAS
@@ -35,54 +35,50 @@ namespace {
 
 constexpr size_t kStreamBytes = size_t{256} << 20;  // bytes a matmul measurement cycles through
 
-double median(std::vector<double> values) {
+double median_of(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   return values.empty() ? 0.0 : values[values.size() / 2];
 }
 
+// Repeated timings of one measurement. On a shared machine the median includes other
+// processes' interference; the best is the least disturbed run. A spread above 30%
+// marks the row as noisy.
+struct Seconds {
+  double median = 0, best = 0;
+  static Seconds of(const std::vector<double>& samples) {
+    return {median_of(samples), *std::min_element(samples.begin(), samples.end())};
+  }
+  bool noisy() const { return median > 1.3 * best; }
+};
+
 // --- 1. STREAM-like bandwidth, OpenMP on `threads` threads ---
 struct StreamResult {
-  double copy_gbs = 0, triad_gbs = 0, read_gbs = 0;
+  Seconds copy, triad;  // per pass over 128 MiB arrays
+  static constexpr double kArrayBytes = double(size_t{32} << 20) * sizeof(float);
+  double copy_gbs(bool best) const { return 2 * kArrayBytes / (best ? copy.best : copy.median) / 1e9; }
+  double triad_gbs(bool best) const { return 3 * kArrayBytes / (best ? triad.best : triad.median) / 1e9; }
 };
 
 StreamResult measure_stream(int threads) {
-  const size_t n = size_t{32} << 20;  // 128 MiB per array
+  const size_t n = size_t{32} << 20;
   std::vector<float> a(n, 1.0f), b(n, 2.0f), c(n, 0.5f);
-  StreamResult best;
-  volatile float sink = 0;
-  for (int repeat = 0; repeat < 5; ++repeat) {
-    auto time = [&](auto&& body) {
-      const int64_t begin = now_ns();
-      body();
-      return (now_ns() - begin) * 1e-9;
-    };
-    const double copy_s = time([&] {
+  std::vector<double> copy_s, triad_s;
+  auto time = [&](auto&& body) {
+    const int64_t begin = now_ns();
+    body();
+    return (now_ns() - begin) * 1e-9;
+  };
+  for (int repeat = 0; repeat < 7; ++repeat) {
+    copy_s.push_back(time([&] {
 #pragma omp parallel for num_threads(threads) schedule(static)
       for (size_t i = 0; i < n; ++i) c[i] = a[i];
-    });
-    const double triad_s = time([&] {
+    }));
+    triad_s.push_back(time([&] {
 #pragma omp parallel for num_threads(threads) schedule(static)
       for (size_t i = 0; i < n; ++i) a[i] = b[i] + 3.0f * c[i];
-    });
-    float total = 0;
-    const double read_s = time([&] {  // four vector accumulators: the loads, not the adds, set the pace
-      const size_t step = 4 * cpu::kLanes;
-#pragma omp parallel num_threads(threads) reduction(+ : total)
-      {
-        cpu::VFloat acc[4] = {cpu::vzero(), cpu::vzero(), cpu::vzero(), cpu::vzero()};
-#pragma omp for schedule(static)
-        for (size_t i = 0; i < n; i += step) {
-          for (int j = 0; j < 4; ++j) acc[j] = cpu::vadd(acc[j], cpu::vload(&b[i + j * cpu::kLanes]));
-        }
-        total += cpu::vsum(cpu::vadd(cpu::vadd(acc[0], acc[1]), cpu::vadd(acc[2], acc[3])));
-      }
-    });
-    sink = sink + total;
-    best.copy_gbs = std::max(best.copy_gbs, 2.0 * n * sizeof(float) / copy_s / 1e9);
-    best.triad_gbs = std::max(best.triad_gbs, 3.0 * n * sizeof(float) / triad_s / 1e9);
-    best.read_gbs = std::max(best.read_gbs, 1.0 * n * sizeof(float) / read_s / 1e9);
+    }));
   }
-  return best;
+  return {Seconds::of(copy_s), Seconds::of(triad_s)};
 }
 
 // --- helpers over the backend ---
@@ -111,8 +107,8 @@ WeightCopies make_weight_copies(Backend& backend, DType dtype, int64_t n, int64_
   return copies;
 }
 
-// Median device seconds of one matmul, cycling the weight copies `passes` times.
-double time_matmul(Backend& backend, const Tensor& x, const WeightCopies& weights, const Tensor& out, int passes) {
+// Device seconds of one matmul, cycling the weight copies `passes` times.
+Seconds time_matmul(Backend& backend, const Tensor& x, const WeightCopies& weights, const Tensor& out, int passes) {
   OpId id = 1;
   for (const Tensor& weight : weights.views) backend.matmul(x, weight, out, id++);  // warm-up
   backend.synchronize();
@@ -122,7 +118,7 @@ double time_matmul(Backend& backend, const Tensor& x, const WeightCopies& weight
   backend.synchronize();
   std::vector<double> seconds;
   for (const OpTiming& timing : backend.take_timings()) seconds.push_back((timing.end_ns - timing.begin_ns) * 1e-9);
-  return median(seconds);
+  return Seconds::of(seconds);
 }
 
 // --- 2. batch-1 matvec at the lab-small shapes ---
@@ -131,12 +127,12 @@ void bench_matvec(Backend& backend, const StreamResult& stream) {
     int64_t k, n;
     const char* where;
   };
-  const Shape shapes[] = {{1024, 1024, "q/k/v/o_proj"},
-                          {1024, 2816, "gate/up_proj"},
-                          {1024, 32000, "lm_head"},
-                          {2816, 1024, "down_proj"}};
+  const Shape shapes[] = {
+      {1024, 1024, "q/k/v/o_proj"}, {1024, 2816, "gate/up_proj"}, {1024, 32000, "lm_head"}, {2816, 1024, "down_proj"}};
   std::printf("\n## batch-1 decode matvec (weights streamed from DRAM)\n\n");
-  std::printf("| weights | K | N | layer | us | GB/s | of triad | of read |\n|---|---|---|---|---|---|---|---|\n");
+  std::printf("Fractions compare best runs with best runs (the least disturbed by other processes).\n\n");
+  std::printf("| weights | K | N | layer | median us | GB/s (median) | GB/s (best) | of triad | of copy | noisy |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
   for (DType dtype : {DType::F16, DType::BF16, DType::F32}) {
     for (const Shape& shape : shapes) {
       WeightCopies weights = make_weight_copies(backend, dtype, shape.n, shape.k);
@@ -146,11 +142,13 @@ void bench_matvec(Backend& backend, const StreamResult& stream) {
       const Tensor x = Tensor::contiguous(x_buffer.get(), dtype, {1, shape.k});
       const Tensor out = Tensor::contiguous(out_buffer.get(), dtype, {1, shape.n});
       const int passes = std::max<int>(3, static_cast<int>(64 / weights.views.size()));
-      const double seconds = time_matmul(backend, x, weights, out, passes);
-      const double gbs = static_cast<double>(shape.n * shape.k) * dtype_size(dtype) / seconds / 1e9;
-      std::printf("| %s | %lld | %lld | %s | %.1f | %.1f | %.0f%% | %.0f%% |\n", dtype_name(dtype),
-                  static_cast<long long>(shape.k), static_cast<long long>(shape.n), shape.where, seconds * 1e6, gbs,
-                  100.0 * gbs / stream.triad_gbs, 100.0 * gbs / stream.read_gbs);
+      const Seconds seconds = time_matmul(backend, x, weights, out, passes);
+      const double bytes = static_cast<double>(shape.n * shape.k) * dtype_size(dtype);
+      const double best_gbs = bytes / seconds.best / 1e9;
+      std::printf("| %s | %lld | %lld | %s | %.1f | %.1f | %.1f | %.0f%% | %.0f%% | %s |\n", dtype_name(dtype),
+                  static_cast<long long>(shape.k), static_cast<long long>(shape.n), shape.where, seconds.median * 1e6,
+                  bytes / seconds.median / 1e9, best_gbs, 100.0 * best_gbs / stream.triad_gbs(true),
+                  100.0 * best_gbs / stream.copy_gbs(true), seconds.noisy() ? "yes" : "");
     }
   }
 }
@@ -159,8 +157,8 @@ void bench_matvec(Backend& backend, const StreamResult& stream) {
 void bench_batched(Backend& backend, int threads) {
   const int64_t k = 1024, n = 2816;
   const int64_t batches[] = {1, 2, 4, 8, 16, 32, 64, 512};
-  std::printf("\n## batched matmul, K=%lld N=%lld (gate_proj), weights streamed\n\n", static_cast<long long>(k),
-              static_cast<long long>(n));
+  std::printf("\n## batched matmul, K=%lld N=%lld (gate_proj), weights streamed, best runs\n\n",
+              static_cast<long long>(k), static_cast<long long>(n));
   std::printf("| M | fp16 GFLOP/s | bf16 GFLOP/s | fp32 GFLOP/s | OpenBLAS sgemm GFLOP/s | fp32 / sgemm |\n");
   std::printf("|---|---|---|---|---|---|\n");
   WeightCopies f16 = make_weight_copies(backend, DType::F16, n, k);
@@ -180,7 +178,7 @@ void bench_batched(Backend& backend, int threads) {
       const Tensor x = Tensor::contiguous(x_buffer.get(), dtype, {m, k});
       const Tensor out = Tensor::contiguous(out_buffer.get(), dtype, {m, n});
       if (dtype != DType::F32) fill_random(backend, x_buffer.get(), dtype, static_cast<size_t>(m * k), 7);
-      gflops[i] = flops / time_matmul(backend, x, *sets[i], out, passes) / 1e9;
+      gflops[i] = flops / time_matmul(backend, x, *sets[i], out, passes).best / 1e9;
     }
     double blas = 0;
 #if DECODELAB_HAVE_OPENBLAS
@@ -198,7 +196,7 @@ void bench_batched(Backend& backend, int threads) {
         if (pass > 0) seconds.push_back((now_ns() - begin) * 1e-9);
       }
     }
-    blas = flops / median(seconds) / 1e9;
+    blas = flops / Seconds::of(seconds).best / 1e9;
 #else
     (void)threads;
 #endif
@@ -215,7 +213,9 @@ void bench_batched(Backend& backend, int threads) {
 
 // --- 4. the other decode ops at lab-small shapes (fp16), device time per call ---
 void bench_other_ops(Backend& backend) {
-  std::printf("\n## other ops, lab-small decode shapes (fp16, batch 1)\n\n| op | shape | us | GB/s |\n|---|---|---|---|\n");
+  std::printf(
+      "\n## other ops, lab-small decode shapes (fp16, batch 1)\n\n| op | shape | median us | best us | GB/s (best) "
+      "|\n|---|---|---|---|---|\n");
   const DType dtype = DType::F16;
   const int64_t hidden = 1024, intermediate = 2816, heads = 16, head_dim = 64, vocab = 32000, capacity = 2048;
   DeviceBuffer a(backend, 64 * intermediate * 2), b(backend, 64 * intermediate * 2), c(backend, 64 * intermediate * 2);
@@ -238,8 +238,9 @@ void bench_other_ops(Backend& backend) {
     backend.synchronize();
     std::vector<double> seconds;
     for (const OpTiming& timing : backend.take_timings()) seconds.push_back((timing.end_ns - timing.begin_ns) * 1e-9);
-    const double time = median(seconds);
-    std::printf("| %s | %s | %.1f | %.1f |\n", name, shape.c_str(), time * 1e6, bytes / time / 1e9);
+    const Seconds time = Seconds::of(seconds);
+    std::printf("| %s | %s | %.1f | %.1f | %.1f |\n", name, shape.c_str(), time.median * 1e6, time.best * 1e6,
+                bytes / time.best / 1e9);
   };
   const Tensor row = Tensor::contiguous(a.get(), dtype, {1, hidden});
   const Tensor row_out = Tensor::contiguous(c.get(), dtype, {1, hidden});
@@ -252,10 +253,12 @@ void bench_other_ops(Backend& backend) {
   measure("swiglu", "[1,2816]", 3.0 * intermediate * 2, [&](OpId op) { backend.swiglu(gate, up, act, op); });
   const Tensor wide = Tensor::contiguous(a.get(), dtype, {64, intermediate});
   measure("add", "[64,2816]", 3.0 * 64 * intermediate * 2, [&](OpId op) {
-    backend.add(wide, Tensor::contiguous(b.get(), dtype, {64, intermediate}), Tensor::contiguous(c.get(), dtype, {64, intermediate}), op);
+    backend.add(wide, Tensor::contiguous(b.get(), dtype, {64, intermediate}),
+                Tensor::contiguous(c.get(), dtype, {64, intermediate}), op);
   });
   std::vector<int32_t> zeros(capacity, 0);
   backend.upload(tokens.get(), zeros.data(), zeros.size() * 4);
+  backend.upload(positions.get(), zeros.data(), 4);
   measure("argmax", "[1,32000]", vocab * 2.0, [&](OpId op) {
     backend.argmax(Tensor::contiguous(logits.get(), dtype, {1, vocab}),
                    Tensor::contiguous(tokens.get(), DType::I32, {1, capacity}), position, op);
@@ -274,12 +277,10 @@ void bench_other_ops(Backend& backend) {
     backend.upload(positions.get(), &last, 4);
     const double bytes = 2.0 * heads * context * head_dim * 2;
     const std::string shape = "16 heads, D 64, " + std::to_string(context) + " keys";
-    measure("attention", shape, bytes, [&](OpId op) {
-      backend.attention(q, keys, values, position, 1, 0.125f, out, op);
-    });
-    measure("attention, head_dim-strided cache", shape, bytes, [&](OpId op) {
-      backend.attention(q, keys_strided, values_strided, position, 1, 0.125f, out, op);
-    });
+    measure("attention", shape, bytes,
+            [&](OpId op) { backend.attention(q, keys, values, position, 1, 0.125f, out, op); });
+    measure("attention, head_dim-strided cache", shape, bytes,
+            [&](OpId op) { backend.attention(q, keys_strided, values_strided, position, 1, 0.125f, out, op); });
   }
 }
 
@@ -338,8 +339,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> sections;
   for (int i = 1; i < argc; ++i) {
     const std::string argument = argv[i];
-    if (argument == "--threads" && i + 1 < argc) options.threads = std::atoi(argv[++i]);
-    else sections.push_back(argument);
+    if (argument == "--threads" && i + 1 < argc)
+      options.threads = std::atoi(argv[++i]);
+    else
+      sections.push_back(argument);
   }
   auto wanted = [&](const char* name) {
     return sections.empty() || std::find(sections.begin(), sections.end(), name) != sections.end();
@@ -348,13 +351,15 @@ int main(int argc, char** argv) {
   const int threads = options.threads > 0 ? options.threads : omp_get_num_procs();
   std::printf("# decodelab CPU kernels\n\ndevice: %s\nbuild: %s\n", backend->device_description().c_str(),
               DECODELAB_BUILD_TYPE);
-  if (std::strcmp(DECODELAB_BUILD_TYPE, "Release") != 0) std::printf("WARNING: not a Release build; numbers mean little\n");
+  if (std::strcmp(DECODELAB_BUILD_TYPE, "Release") != 0)
+    std::printf("WARNING: not a Release build; numbers mean little\n");
   if (wanted("overheads")) bench_overheads(*backend);
   if (wanted("stream") || wanted("matvec")) {
     const StreamResult stream = measure_stream(threads);
-    std::printf("\n## STREAM-like bandwidth (%d threads, 128 MiB arrays, best of 5)\n\n", threads);
-    std::printf("| kernel | GB/s |\n|---|---|\n| copy | %.1f |\n| triad | %.1f |\n| read (sum) | %.1f |\n",
-                stream.copy_gbs, stream.triad_gbs, stream.read_gbs);
+    std::printf("\n## STREAM-like bandwidth (%d threads, 128 MiB arrays, 7 runs)\n\n", threads);
+    std::printf("| kernel | GB/s (median) | GB/s (best) |\n|---|---|---|\n");
+    std::printf("| copy | %.1f | %.1f |\n| triad | %.1f | %.1f |\n", stream.copy_gbs(false), stream.copy_gbs(true),
+                stream.triad_gbs(false), stream.triad_gbs(true));
     if (wanted("matvec")) bench_matvec(*backend, stream);
   }
   if (wanted("batched")) bench_batched(*backend, threads);

@@ -48,6 +48,7 @@ class Backend {
   virtual std::vector<OpTiming> take_timings() = 0;
 
   // --- graphs (CUDA graphs; backends without them keep these defaults) ---
+  // supports_graphs(): the backend can capture and was asked to (BackendOptions::cuda_graphs).
   // Between begin_capture() and end_capture() ops are recorded into a graph, not run;
   // replay_captured(id) enqueues the whole graph as one op. Op ids seen during capture
   // are not reported again at replay time.

@@ -1,4 +1,5 @@
-// Printable names of op categories, host calls and ranges (trace files and reports use them).
+// Printable names of op categories and host calls (trace files and reports use them; range
+// names are inline in the header).
 #include "engine/event_sink.h"
 
 namespace decodelab {
@@ -28,17 +29,6 @@ const char* host_call_kind_name(HostCallKind kind) {
     case HostCallKind::Synchronize: return "synchronize";
     case HostCallKind::DeviceToHost: return "device_to_host";
     case HostCallKind::HostToDevice: return "host_to_device";
-  }
-  return "?";
-}
-
-const char* range_kind_name(RangeKind kind) {
-  switch (kind) {
-    case RangeKind::Run: return "run";
-    case RangeKind::Group: return "group";
-    case RangeKind::Prefill: return "prefill";
-    case RangeKind::Step: return "step";
-    case RangeKind::Layer: return "layer";
   }
   return "?";
 }

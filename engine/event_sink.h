@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -77,7 +78,25 @@ struct HostCall {
 };
 
 enum class RangeKind : uint8_t { Run, Group, Prefill, Step, Layer };
-const char* range_kind_name(RangeKind kind);
+// Inline, like range_name: the CUDA library names its NVTX ranges with them and must not
+// depend on the core library.
+inline const char* range_kind_name(RangeKind kind) {
+  switch (kind) {
+    case RangeKind::Run: return "run";
+    case RangeKind::Group: return "group";
+    case RangeKind::Prefill: return "prefill";
+    case RangeKind::Step: return "step";
+    case RangeKind::Layer: return "layer";
+  }
+  return "?";
+}
+// A range's name wherever it is shown — the Chrome trace, the report and the NVTX range
+// an Nsight timeline shows: "run", "group 0", "prefill 0", "step 3", "layer 12".
+inline std::string range_name(RangeKind kind, int index) {
+  std::string name = range_kind_name(kind);
+  if (index >= 0) name.append(" ").append(std::to_string(index));
+  return name;
+}
 
 // Device execution interval of one enqueued op, on the host's steady clock.
 struct OpTiming {

@@ -107,6 +107,11 @@ GenerationResult Engine::generate(const Workload& workload, EventSink* sink, boo
   Ops ops(backend_, sink, workload.host_overhead_us);
   ops.set_check_numerics(check_numerics);
   if (check_numerics) model_->check_weights_finite(ops);
+  // A decode step is capturable when its ops do not change from step to step: not when
+  // the prefix is recomputed or the cache copied at a growing length, nor with host reads
+  // inside the step (checking numerics reads after every op).
+  const bool use_graphs = ops.graphs_available() && !check_numerics && !bugs_.no_kv_cache && !bugs_.host_sync &&
+                          !(bugs_.non_contiguous && bugs_.non_contiguous_mode == NonContiguousMode::Copy);
   GenerationResult result;
   GenerationTiming& timing = result.timing;
   struct GroupMarkers {
@@ -144,16 +149,28 @@ GenerationResult Engine::generate(const Workload& workload, EventSink* sink, boo
     pass.rows_per_sequence = 1;
     pass.positions = Tensor::contiguous(step_positions.get(), DType::I32, {sequences});
     ops.fill_positions(pass.positions, prompt_length, 1);
+    bool step_captured = false;
     for (int step = 1; step < workload.new_tokens; ++step) {
       ops.range_begin(RangeKind::Step, step);
       pass.first_position = prompt_length + step - 1;
-      if (bugs_.no_kv_cache) {
+      if (use_graphs) {
+        // Every fixed decode step runs the same ops on the same buffers (positions and
+        // tokens live on the device): capture one, replay it each step.
+        if (!step_captured) {
+          ops.begin_capture();
+          model_->forward(ops, pass);
+          ops.advance_positions(pass.positions);
+          ops.end_capture();
+          step_captured = true;
+        }
+        ops.replay_captured("decode_step");
+      } else if (bugs_.no_kv_cache) {
         const Tensor prefix_positions = Tensor::contiguous(pass_positions.get(), DType::I32, {max_rows});
         bugs::decode_step_without_cache(*model_, ops, pass, prefix_positions);
       } else {
         model_->forward(ops, pass);
       }
-      ops.advance_positions(pass.positions);
+      if (!use_graphs) ops.advance_positions(pass.positions);
       if (bugs_.host_sync) bugs::sync_after_step(ops, bugs_, pass.tokens, pass.first_position + 1, sequences);
       marks.steps.push_back(ops.marker("step_end"));
       ops.range_end(RangeKind::Step, step);

@@ -2,17 +2,17 @@
 // file(s), check every tensor the model needs (present, shape as config.json implies)
 // before any upload, then convert to the run dtype and upload. A tensor already in the
 // run dtype is uploaded straight from the mapping, with no host copy.
+#include "engine/hf_checkpoint.h"
+
 #include <algorithm>
 #include <fstream>
 #include <map>
 #include <memory>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "engine/errors.h"
 #include "engine/json_errors.h"
-#include "engine/hf_checkpoint.h"
 #include "engine/safetensors.h"
 
 namespace decodelab {
@@ -68,7 +68,8 @@ CheckpointFiles open_sharded(const fs::path& directory, const fs::path& index_pa
     if (!shard.is_string()) throw InputError(index_file, 0, "weight_map." + name, "expected a shard file name");
     const std::string shard_name = shard.get<std::string>();
     const fs::path shard_path(shard_name);
-    const bool escapes = std::any_of(shard_path.begin(), shard_path.end(), [](const fs::path& part) { return part == ".."; });
+    const bool escapes =
+        std::any_of(shard_path.begin(), shard_path.end(), [](const fs::path& part) { return part == ".."; });
     if (shard_name.empty() || shard_path.is_absolute() || escapes)
       throw InputError(index_file, 0, "weight_map." + name,
                        "\"" + shard_name + "\" is not a file name inside the checkpoint directory");
@@ -140,9 +141,8 @@ ModelWeights load_hf_weights(Backend& backend, const std::filesystem::path& dire
     if (found == checkpoint.tensors.end())
       throw InputError(directory.string(), 0, name, "tensor missing (searched " + checkpoint.file_list() + ")");
     const SafetensorsTensor& source = *found->second.tensor;
-    const bool same_shape =
-        static_cast<int>(source.shape.size()) == destination.rank &&
-        std::equal(source.shape.begin(), source.shape.end(), destination.shape.begin());
+    const bool same_shape = static_cast<int>(source.shape.size()) == destination.rank &&
+                            std::equal(source.shape.begin(), source.shape.end(), destination.shape.begin());
     if (!same_shape)
       throw InputError(found->second.file->path().string(), 0, name,
                        "shape " + source.shape_string() + " in the checkpoint, but config.json implies " +

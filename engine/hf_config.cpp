@@ -6,9 +6,8 @@
 #include <algorithm>
 #include <fstream>
 #include <limits>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "engine/errors.h"
 #include "engine/json_errors.h"

@@ -5,6 +5,7 @@
 namespace decodelab {
 
 void nvtx_push(const char*) {}
+void nvtx_push_range(RangeKind, int) {}
 void nvtx_pop() {}
 
 }  // namespace decodelab

@@ -4,6 +4,7 @@
 #include "engine/clock.h"
 #include "engine/errors.h"
 #include "engine/numerics.h"
+#include "engine/nvtx_ranges.h"
 
 namespace decodelab {
 
@@ -33,7 +34,7 @@ OpId Ops::begin_op(int64_t& host_begin_ns) {
 }
 
 void Ops::describe(OpDesc&& desc, int64_t host_begin_ns) {
-  if (sink_) sink_->op_enqueued(desc, host_begin_ns, now_ns());
+  if (sink_ && !capturing_) sink_->op_enqueued(desc, host_begin_ns, now_ns());
 }
 
 #define DECODELAB_DESCRIBE(...)                       \
@@ -203,6 +204,23 @@ std::optional<int64_t> Ops::marker_time_ns(OpId marker) const {
   return found->second;
 }
 
+void Ops::begin_capture() {
+  backend_.begin_capture();
+  capturing_ = true;
+}
+
+void Ops::end_capture() {
+  backend_.end_capture();
+  capturing_ = false;
+}
+
+void Ops::replay_captured(const char* label) {
+  int64_t begin;
+  const OpId id = begin_op(begin);
+  backend_.replay_captured(id);
+  if (sink_) describe(OpDesc{id, "graph_replay", label, OpCategory::Other, {}, {}, AttentionExtent{}}, begin);
+}
+
 void Ops::range_begin(RangeKind kind, int index) {
   if (check_numerics_) {
     if (kind == RangeKind::Group) group_ = index;
@@ -210,7 +228,8 @@ void Ops::range_begin(RangeKind kind, int index) {
     if (kind == RangeKind::Step) step_ = index;
     if (kind == RangeKind::Layer) layer_ = index;
   }
-  if (sink_) sink_->range_begin(kind, index, now_ns());
+  nvtx_push_range(kind, index);  // warm-ups too: an Nsight timeline shows every run
+  if (sink_ && !capturing_) sink_->range_begin(kind, index, now_ns());
 }
 
 void Ops::range_end(RangeKind kind, int index) {
@@ -219,7 +238,8 @@ void Ops::range_end(RangeKind kind, int index) {
     if (kind == RangeKind::Step) step_ = -1;
     if (kind == RangeKind::Layer) layer_ = -1;
   }
-  if (sink_) sink_->range_end(kind, index, now_ns());
+  if (sink_ && !capturing_) sink_->range_end(kind, index, now_ns());
+  nvtx_pop();
 }
 
 std::string Ops::position_text() const {

@@ -60,6 +60,16 @@ class Ops {
   OpId marker(const char* label);
   std::optional<int64_t> marker_time_ns(OpId marker) const;
 
+  // Graph capture, where the backend supports it: ops between begin_capture() and
+  // end_capture() are recorded, not run, and not described to the sink; each
+  // replay_captured() enqueues them all as one op ("graph_replay").
+  bool graphs_available() const { return backend_.supports_graphs(); }
+  void begin_capture();
+  void end_capture();
+  void replay_captured(const char* label);
+
+  // A range of the model's structure: reported to the sink and pushed as an NVTX range of
+  // the same name (engine/nvtx_ranges.h). Ranges nest; each end closes the latest begin.
   void range_begin(RangeKind kind, int index = -1);
   void range_end(RangeKind kind, int index = -1);
 
@@ -75,6 +85,7 @@ class Ops {
   Backend& backend_;
   EventSink* sink_;
   int64_t host_overhead_ns_;
+  bool capturing_ = false;
   OpId next_id_ = 1;
   std::unordered_map<OpId, int64_t> marker_times_;
   std::unordered_map<OpId, bool> pending_markers_;

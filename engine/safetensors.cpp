@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
+#include <stdexcept>
 
 #include "engine/errors.h"
 #include "engine/json_errors.h"
@@ -26,10 +26,14 @@ std::optional<DType> parse_safetensors_dtype(std::string_view name) {
 
 const char* safetensors_dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::F32: return "F32";
-    case DType::F16: return "F16";
-    case DType::BF16: return "BF16";
-    case DType::I32: return "I32";
+    case DType::F32:
+      return "F32";
+    case DType::F16:
+      return "F16";
+    case DType::BF16:
+      return "BF16";
+    case DType::I32:
+      return "I32";
   }
   return "?";
 }
@@ -53,16 +57,51 @@ bool is_non_negative_integer(const nlohmann::json& value) {
   return value.is_number_unsigned() || (value.is_number_integer() && value.get<int64_t>() >= 0);
 }
 
-// The file's element as a float (exact for all three dtypes); `source` may be unaligned.
-float load_unaligned(const uint8_t* source, DType dtype, size_t index) {
-  if (dtype == DType::F32) {
+// The file's element `index` as a float (exact for all three dtypes); `source` may be unaligned.
+template <DType From>
+float load_unaligned(const uint8_t* source, int64_t index) {
+  if constexpr (From == DType::F32) {
     float value;
     std::memcpy(&value, source + index * 4, 4);
     return value;
+  } else {
+    uint16_t bits;
+    std::memcpy(&bits, source + index * 2, 2);
+    return From == DType::F16 ? fp16_to_float(bits) : bf16_to_float(bits);
   }
-  uint16_t bits;
-  std::memcpy(&bits, source + index * 2, 2);
-  return dtype == DType::F16 ? fp16_to_float(bits) : bf16_to_float(bits);
+}
+
+template <DType To>
+void store(void* destination, int64_t index, float value) {
+  if constexpr (To == DType::F32) {
+    static_cast<float*>(destination)[index] = value;
+  } else if constexpr (To == DType::F16) {
+    static_cast<uint16_t*>(destination)[index] = float_to_fp16(value);
+  } else {
+    static_cast<uint16_t*>(destination)[index] = float_to_bf16(value);
+  }
+}
+
+// One loop per (from, to) pair, so that no dtype switch runs per element.
+template <DType From, DType To>
+void convert_elements(const uint8_t* source, void* destination, int64_t count) {
+#pragma omp parallel for schedule(static) if (count > 65536)
+  for (int64_t i = 0; i < count; ++i) store<To>(destination, i, load_unaligned<From>(source, i));
+}
+
+template <DType From>
+void convert_from(const uint8_t* source, DType to, void* destination, int64_t count) {
+  switch (to) {
+    case DType::F32:
+      return convert_elements<From, DType::F32>(source, destination, count);
+    case DType::F16:
+      return convert_elements<From, DType::F16>(source, destination, count);
+    case DType::BF16:
+      return convert_elements<From, DType::BF16>(source, destination, count);
+    case DType::I32:
+      break;
+  }
+  throw std::invalid_argument("safetensors tensors convert to F32, F16 or BF16 only");
 }
 
 struct ParsedOffsets {
@@ -89,12 +128,17 @@ void SafetensorsTensor::convert_to(DType destination_dtype, void* destination) c
     return;
   }
   const auto* source = static_cast<const uint8_t*>(data);
-  const DType source_dtype = dtype;
-#pragma omp parallel for schedule(static) if (count > 65536)
-  for (int64_t i = 0; i < count; ++i) {
-    store_from_float(destination, destination_dtype, static_cast<size_t>(i),
-                     load_unaligned(source, source_dtype, static_cast<size_t>(i)));
+  switch (dtype) {
+    case DType::F32:
+      return convert_from<DType::F32>(source, destination_dtype, destination, count);
+    case DType::F16:
+      return convert_from<DType::F16>(source, destination_dtype, destination, count);
+    case DType::BF16:
+      return convert_from<DType::BF16>(source, destination_dtype, destination, count);
+    case DType::I32:
+      break;
   }
+  throw std::invalid_argument("safetensors tensors hold F32, F16 or BF16 only");
 }
 
 SafetensorsContents parse_safetensors(const uint8_t* data, size_t size, const std::string& file_name) {

@@ -4,6 +4,8 @@
 // documents. --report writes one page for the lab and one report per bug. The --json file
 // is rewritten after every bug; Ctrl-C stops after the comparison in progress, keeping
 // every completed row ("complete": false), and --resume runs only the bugs still missing.
+// Practice mode (lab/mystery.h): --mystery runs a seeded random case with hidden bugs and
+// writes its trace and report without naming them; --reveal --seed N tells the answer.
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +13,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -19,10 +22,14 @@
 #include "lab/compare.h"
 #include "lab/lab_table.h"
 #include "lab/interrupt.h"
+#include "lab/mystery.h"
 #include "lab/output_files.h"
 #include "lab/paths.h"
 #include "lab/results_file.h"
+#include "profiling/analysis.h"
+#include "profiling/chrome_trace.h"
 #include "profiling/report.h"
+#include "profiling/roof_measure.h"
 
 namespace decodelab {
 
@@ -39,6 +46,11 @@ struct LabArguments {
   std::vector<std::string> assignments;
   bool resume = false;
   bool quiet = false;
+  bool mystery = false;
+  bool reveal = false;
+  bool has_seed = false;
+  uint64_t seed = 0;
+  std::string trace_file;
 };
 
 std::vector<fs::path> lab_scenarios(const std::vector<std::string>& only) {
@@ -117,6 +129,49 @@ void execute_lab(const LabArguments& arguments) {
   if (!arguments.report_dir.empty()) write_lab_index(arguments.report_dir, rows);
 }
 
+// --mystery: run the hidden case; write the trace (and report) that name no bug.
+void execute_mystery(const LabArguments& arguments) {
+  const uint64_t seed = arguments.has_seed ? arguments.seed : std::random_device{}() % 1000000;
+  const MysteryCase mystery = mystery_case(seed);
+  const std::string trace_file =
+      arguments.trace_file.empty() ? "mystery-" + std::to_string(seed) + ".trace.json" : arguments.trace_file;
+  check_output_path(trace_file, "--trace");
+
+  const Scenario scenario = mystery_scenario(mystery);
+  if (!arguments.quiet) {
+    std::printf("%s\n", mystery_briefing(mystery).c_str());
+    std::fflush(stdout);
+  }
+  RunOptions options;
+  if (!arguments.backend.empty()) options.backend = arguments.backend == "cuda" ? BackendKind::Cuda : BackendKind::Cpu;
+  options.threads = arguments.threads;
+  options.show_progress = !arguments.quiet && ::isatty(::fileno(stderr));
+  std::unique_ptr<Backend> backend = open_backend(scenario, options);
+  // Roofs only for a report: on a CPU their first measurement takes a while.
+  std::optional<DeviceSpec> roofs;
+  if (!arguments.report_dir.empty()) roofs = default_device_spec(*backend, arguments.threads);
+  const MysteryRun run = run_mystery(mystery, *backend, options, roofs);
+
+  StagedOutputs outputs;
+  outputs.stage(trace_file, chrome_trace_json(run.trace).dump() + "\n");
+  outputs.commit();
+  if (!arguments.report_dir.empty()) {
+    const RunAnalysis analysis = analyze(run.trace, &*roofs);
+    write_report_directory(arguments.report_dir, {{"mystery " + std::to_string(seed), &analysis}},
+                           "decodelab lab --mystery: seed " + std::to_string(seed));
+  }
+  if (arguments.quiet) return;
+  const RunMetrics& metrics = run.result.metrics;
+  std::printf("ran on %s: TTFT %.2f ms, decode %.1f tok/s, %.3f ms per step\n", run.result.device.c_str(),
+              metrics.ttft_ms.median, metrics.decode_tokens_per_s.median, metrics.decode_ms_per_step.median);
+  std::printf("trace:  %s\n", trace_file.c_str());
+  if (!arguments.report_dir.empty()) std::printf("report: %s\n", (fs::path(arguments.report_dir) / "report.html").c_str());
+  std::printf("Name the bugs from the trace (Perfetto, the report, or `decodelab diagnose %s`),\n"
+              "then check your reading: decodelab lab --reveal --seed %llu\n",
+              trace_file.c_str(), static_cast<unsigned long long>(seed));
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 void add_lab_command(CLI::App& app) {
@@ -136,7 +191,33 @@ void add_lab_command(CLI::App& app) {
   command->add_option("--set", arguments->assignments, "Override a key in every lab scenario: key.path=value")
       ->allow_extra_args(false);
   command->add_flag("--quiet,-q", arguments->quiet, "Print nothing");
-  command->callback([arguments] { execute_lab(*arguments); });
+  CLI::Option* mystery = command->add_flag(
+      "--mystery", arguments->mystery, "Practice: run a seeded random case with hidden bugs; write its trace, name none");
+  CLI::Option* reveal =
+      command->add_flag("--reveal", arguments->reveal, "Practice: tell the hidden bugs of the mystery --seed N");
+  CLI::Option* seed = command->add_option("--seed", arguments->seed, "The mystery's seed (default: a random one)");
+  CLI::Option* trace = command->add_option("--trace", arguments->trace_file,
+                                           "Where --mystery writes its trace (default: mystery-<seed>.trace.json)");
+  mystery->excludes(reveal);
+  trace->needs(mystery);
+  for (const char* normal_only : {"--json", "--only", "--set", "--resume"}) {
+    mystery->excludes(command->get_option(normal_only));
+    reveal->excludes(command->get_option(normal_only));
+  }
+  reveal->excludes(command->get_option("--report"));
+  command->callback([arguments, seed] {
+    arguments->has_seed = seed->count() > 0;
+    if (arguments->has_seed && !arguments->mystery && !arguments->reveal)
+      throw InputError("--seed", 0, "", "a seed names a mystery: use it with --mystery or --reveal");
+    if (arguments->reveal) {
+      if (!arguments->has_seed) throw InputError("--reveal", 0, "", "expected the mystery's seed: --reveal --seed N");
+      std::fputs(mystery_answer(mystery_case(arguments->seed)).c_str(), stdout);
+    } else if (arguments->mystery) {
+      execute_mystery(*arguments);
+    } else {
+      execute_lab(*arguments);
+    }
+  });
 }
 
 }  // namespace decodelab

@@ -36,6 +36,7 @@ struct RunArguments {
   std::string json_file;
   std::string logits_file;
   std::string max_memory;
+  bool cuda_graphs = false;
   std::string trace_file;
   std::string report_dir;
   bool quiet = false;
@@ -52,6 +53,7 @@ void execute_run(const RunArguments& arguments) {
   RunOptions options;
   if (!arguments.backend.empty()) options.backend = arguments.backend == "cuda" ? BackendKind::Cuda : BackendKind::Cpu;
   options.threads = arguments.threads;
+  options.cuda_graphs = arguments.cuda_graphs;
   if (!arguments.max_memory.empty()) {
     options.max_memory_bytes = parse_byte_size(arguments.max_memory);
     if (!options.max_memory_bytes) {
@@ -123,6 +125,7 @@ void add_run_command(CLI::App& app) {
   command->add_option("--dump-logits", arguments->logits_file,
                       "Write each request's last logits as .npy (float32, [requests, vocab])");
   command->add_option("--max-memory", arguments->max_memory, "Refuse to run when the plan needs more (e.g. 8GiB)");
+  command->add_flag("--cuda-graphs", arguments->cuda_graphs, "Replay each decode step as a CUDA graph (CUDA only)");
   command->add_option("--trace", arguments->trace_file, "Write a Chrome trace (Perfetto, chrome://tracing) of the timed repeats");
   command->add_option("--report", arguments->report_dir, "Write an HTML report directory (report.html, roofline.svg, ops.csv, result.json)");
   command->add_flag("--check-numerics", arguments->check_numerics,

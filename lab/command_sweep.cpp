@@ -1,7 +1,8 @@
 // `decodelab sweep SCENARIO`: any workload key given as a list is swept; every
-// combination is validated first, then run, one table row each (the swept values first).
-// The --json file is rewritten after every row; Ctrl-C stops after the run in progress
-// (every completed row kept, "complete": false) and --resume runs only what is missing.
+// combination is validated first, then run, one table row each (the swept values first,
+// the decode phase's roofline reading last). The --json file is rewritten after every
+// row; Ctrl-C stops after the run in progress (every completed row kept, "complete":
+// false) and --resume runs only what is missing.
 #include <unistd.h>
 
 #include <cstdio>
@@ -20,6 +21,9 @@
 #include "lab/runner.h"
 #include "lab/scenario.h"
 #include "lab/sweep.h"
+#include "profiling/analysis.h"
+#include "profiling/roof_measure.h"
+#include "profiling/trace.h"
 
 namespace decodelab {
 
@@ -36,7 +40,8 @@ struct SweepArguments {
   bool quiet = false;
 };
 
-// The table: the swept keys' columns, then run_table_header()'s.
+// The table: the swept keys' columns, run_table_header()'s, then the decode phase's
+// roofline reading.
 std::string sweep_table_header(const SweepPoint& point) {
   const std::string header = run_table_header();
   std::string prefix, rule;
@@ -45,7 +50,26 @@ std::string sweep_table_header(const SweepPoint& point) {
     rule += "| ---: ";
   }
   const size_t first_line_end = header.find('\n');
-  return prefix + header.substr(0, first_line_end + 1) + rule + header.substr(first_line_end + 1);
+  std::string first = header.substr(0, first_line_end);
+  std::string second = header.substr(first_line_end + 1);
+  second = second.substr(0, second.find('\n'));
+  return prefix + first + " decode FLOP/B | limiter | % of roof |\n" + rule + second + " ---: | --- | ---: |\n";
+}
+
+// One table line from a row's run and its decode_roofline (null: no decode phase).
+std::string sweep_table_row(const std::string& swept, const Scenario& scenario, const RunResult& result,
+                            const nlohmann::json& decode_roofline) {
+  char reading[160] = "| - | - | - |";
+  if (decode_roofline.is_object()) {
+    std::snprintf(reading, sizeof reading, "| %.2f | %s | %.0f%% |",
+                  decode_roofline.value("intensity_flop_per_byte", 0.0),
+                  decode_roofline.value("limiter", std::string("-")).c_str(),
+                  100 * decode_roofline.value("roof_fraction", 0.0));
+  }
+  std::string row_text = run_table_row(scenario, result);
+  while (!row_text.empty() && row_text.back() == '\n') row_text.pop_back();
+  if (!row_text.empty() && row_text.back() == '|') row_text.pop_back();
+  return swept + row_text + reading + "\n";
 }
 
 void execute_sweep(const SweepArguments& arguments) {
@@ -56,7 +80,7 @@ void execute_sweep(const SweepArguments& arguments) {
     overrides.push_back(parse_override(assignment));
     apply_override(document, overrides.back(), file);
   }
-  const std::vector<SweepPoint> points = expand_sweep(document, file);
+  const std::vector<SweepPoint> points = expand_sweep(document, file.string());
   std::vector<Scenario> scenarios;
   for (const SweepPoint& point : points) scenarios.push_back(parse_scenario(point.scenario, file, overrides));
   if (arguments.resume && arguments.json_file.empty())
@@ -68,6 +92,9 @@ void execute_sweep(const SweepArguments& arguments) {
   options.threads = arguments.threads;
   options.check_numerics = arguments.check_numerics;
   const bool progress = !arguments.quiet && ::isatty(::fileno(stderr));
+  // One backend for every point, and the roofs each point's decode phase is read against.
+  std::unique_ptr<Backend> backend = open_backend(scenarios.front(), options);
+  const DeviceSpec spec = default_device_spec(*backend, arguments.threads);
 
   ResultsFile results(arguments.json_file, "sweep");
   if (arguments.resume) results.load_existing();
@@ -82,21 +109,33 @@ void execute_sweep(const SweepArguments& arguments) {
       values[key] = value;
     }
     // A row is the same work when the scenario (swept values included) and the backend are.
-    const BackendKind kind = choose_backend(scenarios[i].backend, options.backend);
-    const nlohmann::json key = {{"scenario", scenario_to_json(scenarios[i])},
-                                {"swept", values},
-                                {"backend", kind == BackendKind::Cuda ? "cuda" : "cpu"}};
+    const nlohmann::json key = {{"scenario", scenario_to_json(scenarios[i])}, {"swept", values}, {"backend", backend->name()}};
     if (std::optional<nlohmann::json> previous = results.previous(key)) {
-      table += swept + run_table_row(scenarios[i], run_summary_from_json(*previous));
+      table += sweep_table_row(swept, scenarios[i], run_summary_from_json(*previous),
+                               previous->value("decode_roofline", nlohmann::json()));
       results.add(std::move(*previous));
       ++reused;
       continue;
     }
     if (progress) std::fprintf(stderr, "\r\033[K[%zu/%zu] %s", i + 1, scenarios.size(), points[i].label.c_str());
-    const RunResult result = run_scenario(scenarios[i], options);
-    table += swept + run_table_row(scenarios[i], result);
+    Trace trace;
+    trace.metadata().backend = backend->name();
+    trace.metadata().device = backend->device_description();
+    trace.metadata().dtype = dtype_name(scenarios[i].dtype);
+    trace.metadata().model = ModelShape::of(scenarios[i].model_config);
+    trace.metadata().device_spec = spec;
+    options.sink = &trace;
+    const RunResult result = run_scenario(scenarios[i], options, backend.get());
+    const RunAnalysis analysis = analyze(trace, &spec);
     nlohmann::json row = run_result_json(scenarios[i], result);
     row["swept"] = values;
+    if (const PhaseStats* decode = analysis.phase(Phase::Decode)) {
+      row["decode_roofline"] = {{"intensity_flop_per_byte", decode->point.intensity()},
+                                {"limiter", limiter_name(decode->limiter)},
+                                {"roof_fraction", decode->point.roof_fraction()},
+                                {"ridge_point", analysis.roofs.ridge_point(Precision::Fp16)}};
+    }
+    table += sweep_table_row(swept, scenarios[i], result, row.value("decode_roofline", nlohmann::json()));
     results.add(std::move(row));
   }
   if (progress) std::fputs("\r\033[K", stderr);

@@ -14,5 +14,8 @@ void add_list_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
 void add_lab_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);
+void add_diagnose_command(CLI::App& app);
+void add_ncu_command(CLI::App& app);
+void add_nsys_command(CLI::App& app);
 
 }  // namespace decodelab

@@ -131,6 +131,13 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
                                    ? fixed_metrics.decode_tokens_per_s.median / buggy_metrics.decode_tokens_per_s.median
                                    : 0;
   comparison.categories = category_deltas(comparison.fixed.analysis, comparison.buggy.analysis);
+  // Attribution explains the traced repeats (the last of each side): their measured
+  // difference is what the parts must add up to.
+  const double traced_delta_ms = comparison.buggy.result.repeats.back().total_ms -
+                                 comparison.fixed.result.repeats.back().total_ms;
+  const int64_t tokens = int64_t{buggy_scenario.workload.requests} * buggy_scenario.workload.new_tokens;
+  comparison.attribution =
+      attribute_slowdown(comparison.fixed.analysis, comparison.buggy.analysis, traced_delta_ms, tokens);
   comparison.same_tokens = comparison.fixed.result.tokens == comparison.buggy.result.tokens;
   return comparison;
 }
@@ -150,6 +157,7 @@ std::string comparison_table(const Comparison& comparison) {
                   delta.buggy_ms, delta.delta_ms());
     out << line;
   }
+  out << "\n" << format_attribution(comparison.attribution);
   return out.str();
 }
 
@@ -164,7 +172,8 @@ nlohmann::json comparison_json(const Comparison& comparison) {
           {"slowdown", comparison.slowdown},
           {"decode_slowdown", comparison.decode_slowdown},
           {"same_tokens", comparison.same_tokens},
-          {"categories", categories}};
+          {"categories", categories},
+          {"attribution", to_json(comparison.attribution)}};
 }
 
 }  // namespace decodelab

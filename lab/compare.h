@@ -14,6 +14,7 @@
 #include "lab/runner.h"
 #include "lab/scenario.h"
 #include "profiling/analysis.h"
+#include "profiling/attribution.h"
 #include "profiling/trace.h"
 
 namespace decodelab {
@@ -47,6 +48,7 @@ struct Comparison {
   double slowdown = 0;          // buggy median total time / fixed median total time
   double decode_slowdown = 0;   // fixed decode tok/s / buggy decode tok/s
   std::vector<CategoryDelta> categories;
+  Attribution attribution;      // the traced repeats' difference, split into causes
   bool same_tokens = false;     // the bugs changed no generated token
 };
 

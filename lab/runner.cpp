@@ -54,6 +54,7 @@ BackendKind choose_backend(BackendChoice choice, std::optional<BackendKind> over
 std::unique_ptr<Backend> open_backend(const Scenario& scenario, const RunOptions& options) {
   BackendOptions backend_options;
   backend_options.threads = options.threads;
+  backend_options.cuda_graphs = scenario.cuda_graphs || options.cuda_graphs;
   return make_backend(choose_backend(scenario.backend, options.backend), backend_options);
 }
 

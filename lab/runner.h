@@ -23,6 +23,7 @@ struct RunOptions {
   std::optional<int64_t> max_memory_bytes;  // --max-memory: refuse plans above this
   EventSink* sink = nullptr;                // sees the timed repeats (not the warm-ups)
   bool show_progress = false;               // a progress line on stderr (caller checks isatty)
+  bool cuda_graphs = false;                 // --cuda-graphs: as the scenario's run.cuda_graphs
   // After the repeats (or as soon as NaN/Inf shows in the logits), one more generation
   // with every op's output checked, to name the first op that produced a non-finite value.
   bool check_numerics = false;

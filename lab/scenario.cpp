@@ -130,7 +130,8 @@ void parse_workload(const YamlField& field, const ModelConfig& model, Workload& 
 }
 
 void parse_run(const YamlField& field, Scenario& scenario) {
-  const YamlMapping mapping = YamlMapping::of(field, {"warmup", "repeats"});
+  const YamlMapping mapping = YamlMapping::of(field, {"warmup", "repeats", "cuda_graphs"});
+  if (auto graphs = mapping.optional("cuda_graphs")) scenario.cuda_graphs = graphs->boolean();
   if (auto warmup = mapping.optional("warmup")) scenario.warmup = static_cast<int>(warmup->integer(0, INT32_MAX));
   if (auto repeats = mapping.optional("repeats")) scenario.repeats = static_cast<int>(repeats->integer(1, INT32_MAX));
 }
@@ -181,7 +182,7 @@ Scenario parse_scenario(const YAML::Node& document, const fs::path& file,
   for (const ScenarioOverride& override_value : overrides) source.overrides[override_value.key] = override_value.value;
   const YamlMapping root(source, document, "", line_of(document, 1),
                          {"name", "description", "model", "dtype", "backend", "workload", "run", "bugs",
-                          "expected_slowdown"});
+                          "expected_slowdown", "sweep"});
 
   Scenario scenario;
   scenario.file = file;
@@ -206,6 +207,7 @@ Scenario parse_scenario(const YAML::Node& document, const fs::path& file,
   if (auto run = root.optional("run")) parse_run(*run, scenario);
   if (auto bugs = root.optional("bugs")) parse_bugs(*bugs, scenario);
   if (auto expected = root.optional("expected_slowdown")) parse_expected_slowdown(*expected, scenario);
+  if (auto sweep = root.optional("sweep")) sweep->choice({"product", "zip"});  // read by lab/sweep.cpp
   return scenario;
 }
 

@@ -15,8 +15,10 @@
 //     new_tokens: 128        # ≥ 1; prompt + new_tokens ≤ max_position_embeddings
 //     seed: 0                # optional, default 0
 //     host_overhead_us: 0    # optional, default 0
-//   run: {warmup: 1, repeats: 3}   # optional, these defaults; warmup ≥ 0, repeats ≥ 1
+//   run: {warmup: 1, repeats: 3}   # optional, these defaults; warmup ≥ 0, repeats ≥ 1;
+//                                  # cuda_graphs: true replays each decode step as a CUDA graph
 //   expected_slowdown: {min: 2, max: 4}  # optional: the range the lesson expects (decodelab lab)
+//   sweep: product           # optional: how list-valued workload keys combine (product | zip; decodelab sweep)
 //   bugs:                    # optional, all false: each false, true, or a mapping of options
 //     no_kv_cache: false            # true only
 //     non_contiguous: false         # {mode: copy|strided}, true = copy
@@ -57,6 +59,7 @@ struct Scenario {
   Workload workload;
   int warmup = 1;
   int repeats = 3;
+  bool cuda_graphs = false;  // run.cuda_graphs: capture a decode step, replay it (CUDA only)
   BugSet bugs;
   // The slowdown range the lesson documents (buggy total time / fixed); 0 = not stated.
   double expected_slowdown_min = 0;

@@ -60,7 +60,7 @@ nlohmann::json scenario_to_json(const Scenario& scenario) {
           {"dtype", dtype_name(scenario.dtype)},
           {"backend", to_string(scenario.backend)},
           {"workload", workload_to_json(scenario.workload)},
-          {"run", {{"warmup", scenario.warmup}, {"repeats", scenario.repeats}}},
+          {"run", {{"warmup", scenario.warmup}, {"repeats", scenario.repeats}, {"cuda_graphs", scenario.cuda_graphs}}},
           {"bugs", bugs_to_json(scenario.bugs)}};
   if (scenario.expected_slowdown_max > 0)
     json["expected_slowdown"] = {{"min", scenario.expected_slowdown_min}, {"max", scenario.expected_slowdown_max}};
@@ -93,6 +93,7 @@ std::string scenario_to_yaml(const Scenario& scenario) {
   out << YAML::Key << "run" << YAML::Value << YAML::Flow << YAML::BeginMap;
   out << YAML::Key << "warmup" << YAML::Value << scenario.warmup;
   out << YAML::Key << "repeats" << YAML::Value << scenario.repeats;
+  if (scenario.cuda_graphs) out << YAML::Key << "cuda_graphs" << YAML::Value << true;
   out << YAML::EndMap;
 
   out << YAML::Key << "bugs" << YAML::Value << YAML::BeginMap;

@@ -36,31 +36,61 @@ std::vector<std::string> swept_keys(const YAML::Node& scenario) {
   return keys;
 }
 
-std::vector<SweepPoint> expand_sweep(const YAML::Node& scenario, const std::filesystem::path& file) {
+namespace {
+
+SweepPoint with_value(const SweepPoint& point, const std::string& key, const YAML::Node& value) {
+  SweepPoint next{point.label, point.values, YAML::Clone(point.scenario)};
+  next.scenario["workload"][key] = YAML::Clone(value);
+  const std::string text = scalar_text(value);
+  next.values.emplace_back(key, text);
+  next.label += (next.label.empty() ? "" : " ") + key + "=" + text;
+  return next;
+}
+
+bool zipped(const YAML::Node& scenario) {
+  if (!scenario.IsMap()) return false;
+  const YAML::Node mode = scenario["sweep"];
+  return mode && mode.IsScalar() && mode.Scalar() == "zip";
+}
+
+}  // namespace
+
+std::vector<SweepPoint> expand_sweep(const YAML::Node& scenario, const std::string& file) {
   const std::vector<std::string> keys = swept_keys(scenario);
+  SweepPoint base{"", {}, YAML::Clone(scenario)};
+  if (base.scenario.IsMap() && base.scenario["sweep"]) base.scenario.remove("sweep");
+  if (zipped(scenario) && !keys.empty()) {
+    const size_t length = scenario["workload"][keys.front()].size();
+    for (const std::string& key : keys) {
+      if (scenario["workload"][key].size() != length) {
+        throw InputError(file, scenario["workload"][key].Mark().line + 1, "workload." + key,
+                         "sweep: zip needs lists of one length: " + keys.front() + " has " + std::to_string(length) +
+                             " values, " + key + " has " + std::to_string(scenario["workload"][key].size()));
+      }
+    }
+    std::vector<SweepPoint> points;
+    for (size_t i = 0; i < length; ++i) {
+      SweepPoint point = base;
+      for (const std::string& key : keys) point = with_value(point, key, scenario["workload"][key][i]);
+      points.push_back(std::move(point));
+    }
+    return points;
+  }
   size_t combinations = 1;
   for (const std::string& key : keys) {
     combinations *= scenario["workload"][key].size();  // each factor ≥ 1; checked before it can overflow
     if (combinations > kMaxSweepPoints) {
-      throw InputError(file.string(), line_of(scenario["workload"], 0), "workload",
+      throw InputError(file, line_of(scenario["workload"], 0), "workload",
                        "the lists sweep more than " + std::to_string(kMaxSweepPoints) +
                            " combinations (split the sweep, or shorten a list)");
     }
   }
-  std::vector<SweepPoint> points{SweepPoint{"", {}, YAML::Clone(scenario)}};
+  std::vector<SweepPoint> points{base};
   for (const std::string& key : keys) {
     const YAML::Node values = scenario["workload"][key];
     std::vector<SweepPoint> expanded;
-    for (const SweepPoint& point : points) {
-      for (const auto& value : values) {
-        SweepPoint next{point.label, point.values, YAML::Clone(point.scenario)};
-        next.scenario["workload"][key] = YAML::Clone(value);
-        const std::string text = scalar_text(value);
-        next.values.emplace_back(key, text);
-        next.label += (next.label.empty() ? "" : " ") + key + "=" + text;
-        expanded.push_back(std::move(next));
-      }
-    }
+    for (const SweepPoint& point : points)
+      for (const auto& value : values) expanded.push_back(with_value(point, key, value));
     points = std::move(expanded);
   }
   return points;

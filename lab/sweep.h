@@ -1,9 +1,10 @@
 // Sweeps: a scenario in which workload keys are given as lists expands into one scenario
 // per combination (the Cartesian product, first key outermost), like llama-bench's
 // parameter lists. `prompt_ids` is a list by nature: only a list of lists sweeps it.
+// With the top-level key `sweep: zip` the lists (all of one length) advance together
+// instead: `requests: [1, 8], batch_size: [1, 8]` gives two points, not four.
 #pragma once
 
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -23,8 +24,9 @@ std::vector<std::string> swept_keys(const YAML::Node& scenario);
 // A sweep larger than this is refused (a typo in a list can ask for billions of runs).
 constexpr size_t kMaxSweepPoints = 10000;
 
-// Every combination; a scenario without lists gives one point with an empty label. More
-// than kMaxSweepPoints combinations is an InputError naming `file` and the workload's line.
-std::vector<SweepPoint> expand_sweep(const YAML::Node& scenario, const std::filesystem::path& file = {});
+// Every combination; a scenario without lists gives one point with an empty label.
+// Throws InputError (naming `file`) when zipped lists differ in length, or when the
+// product holds more than kMaxSweepPoints combinations (found before any is built).
+std::vector<SweepPoint> expand_sweep(const YAML::Node& scenario, const std::string& file = "");
 
 }  // namespace decodelab

@@ -273,14 +273,15 @@ RunAnalysis analyze(const Trace& trace, const DeviceSpec* device, const Analysis
   for (const OpGroup& group : analysis.categories) {
     if (group.share_of_device_time < 0.05 || group.point.roof_fraction() <= thresholds.above_roof_fraction) continue;
     analysis.notes.push_back(std::string(phase_name(group.phase)) + " " + op_category_name(group.category) + " runs at " +
-                             format_percent(group.point.roof_fraction()) + " of its roof: the roofs (" +
+                             format_percent(group.point.roof_fraction()) +
+                             " of its roof: its data stays in cache between steps (a small model), or the " +
                              analysis.device_spec.roofs_origin() +
-                             ") are below what this device sustains; re-measure on a quiet machine with "
-                             "`decodelab roofline --measure`");
+                             " roofs are low (re-measure on a quiet machine: decodelab roofline --measure)");
   }
   if (analysis.ops_without_timing > 0) {
     analysis.notes.push_back(std::to_string(analysis.ops_without_timing) +
-                             " ops never received a device time (the trace ended before a sync)");
+                             " ops never received a device time (no sync after them, or replayed inside a "
+                             "captured graph): they are left out of the tables");
   }
   auto by_time = [](const OpGroup& a, const OpGroup& b) { return a.point.seconds > b.point.seconds; };
   std::stable_sort(analysis.categories.begin(), analysis.categories.end(), by_time);

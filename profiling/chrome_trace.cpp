@@ -72,11 +72,8 @@ nlohmann::json op_args(const TraceOp& op, size_t index) {
   return args;
 }
 
-std::string range_name(const TraceRange& range) {
-  std::string name = range_kind_name(range.kind);
-  if (range.index >= 0) name.append(" ").append(std::to_string(range.index));
-  return name;
-}
+// The engine's own name for the range, the one its NVTX range carries too.
+std::string range_name(const TraceRange& range) { return decodelab::range_name(range.kind, range.index); }
 
 nlohmann::json metadata_json(const TraceMetadata& meta) {
   nlohmann::json json = {{"backend", meta.backend},

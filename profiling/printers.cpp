@@ -1,50 +1,16 @@
-// Console tables and CSV. The console table sizes each column to its widest cell and
-// right-aligns numbers, so a 120-column terminal shows every table without wrapping.
+// Console tables (profiling/text_table.h) and CSV.
 #include "profiling/printers.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
 
+#include "profiling/text_table.h"
 #include "profiling/units.h"
 
 namespace decodelab {
 
 namespace {
-
-class TextTable {
- public:
-  explicit TextTable(std::vector<std::string> header) { rows_.push_back(std::move(header)); }
-  void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
-
-  std::string str(const std::string& indent = "  ") const {
-    std::vector<size_t> widths(rows_.front().size(), 0);
-    for (const auto& row : rows_) {
-      for (size_t c = 0; c < row.size() && c < widths.size(); ++c) widths[c] = std::max(widths[c], display_width(row[c]));
-    }
-    std::string out;
-    for (size_t r = 0; r < rows_.size(); ++r) {
-      std::string line = indent;
-      for (size_t c = 0; c < rows_[r].size() && c < widths.size(); ++c) {
-        const std::string& cell = rows_[r][c];
-        const std::string pad(widths[c] - display_width(cell), ' ');
-        // First column (names) left-aligned, the numbers right-aligned.
-        line += c == 0 ? cell + pad : pad + cell;
-        if (c + 1 < rows_[r].size()) line += "  ";
-      }
-      while (!line.empty() && line.back() == ' ') line.pop_back();
-      out += line + "\n";
-    }
-    return out;
-  }
-
- private:
-  // UTF-8 aware: count code points, not bytes (µ is two bytes).
-  static size_t display_width(const std::string& text) {
-    return static_cast<size_t>(std::count_if(text.begin(), text.end(), [](char c) { return (c & 0xC0) != 0x80; }));
-  }
-  std::vector<std::vector<std::string>> rows_;
-};
 
 std::string roofs_line(const RunAnalysis& analysis) {
   const Roofs& roofs = analysis.roofs;

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "profiling/atomic_file.h"
 #include "profiling/report.h"
@@ -64,7 +67,9 @@ std::string run_card(const LabelledRun& run, size_t index) {
        << "</div><p class=\"sentence\">" << escape(analysis.summary) << "</p>";
   for (const std::string& note : analysis.notes) html << "<p class=\"caveat\">" << escape(note) << "</p>";
   html << "<div class=\"figures\">";
-  html << figure("wall time", format_seconds(analysis.timeline.wall_seconds));
+  const size_t runs_recorded = std::max<size_t>(1, analysis.runs.size());
+  html << figure(runs_recorded > 1 ? "wall time per run (" + std::to_string(runs_recorded) + " runs)" : "wall time",
+                 format_seconds(analysis.timeline.wall_seconds / static_cast<double>(runs_recorded)));
   html << figure("device busy", format_percent(analysis.timeline.busy_fraction()));
   html << figure("device idle", format_seconds(analysis.timeline.idle_seconds));
   if (const PhaseStats* decode = analysis.phase(Phase::Decode); decode && decode->steps > 0) {
@@ -125,34 +130,32 @@ std::string phase_table(const RunAnalysis& analysis) {
 }
 
 std::string roofs_table(const DeviceSpec& spec) {
-  auto cell = [](const std::optional<Roofs>& roofs, auto figure) -> std::string {
-    if (!roofs) return "—";
-    const double value = figure(*roofs);
-    return value > 0 ? escape(format_flop_rate(value)) : std::string("—");
-  };
+  // One column per roof set the spec has: datasheet, measured, or both.
+  std::vector<std::pair<const char*, const Roofs*>> sets;
+  if (spec.datasheet) sets.push_back({"datasheet", &*spec.datasheet});
+  if (spec.measured) sets.push_back({"measured", &*spec.measured});
   std::ostringstream html;
-  html << "<table><tr><th>roof</th><th>datasheet</th><th>measured</th></tr>\n";
-  html << "<tr><td>memory bandwidth</td><td>" << (spec.datasheet ? escape(format_bandwidth(spec.datasheet->bandwidth)) : "—")
-       << "</td><td>"
-       << (spec.measured && spec.measured->bandwidth > 0 ? escape(format_bandwidth(spec.measured->bandwidth)) : "—")
-       << "</td></tr>\n";
-  html << "<tr><td>fp32</td><td>" << cell(spec.datasheet, [](const Roofs& r) { return r.fp32_flops; }) << "</td><td>"
-       << cell(spec.measured, [](const Roofs& r) { return r.fp32_flops; }) << "</td></tr>\n";
-  html << "<tr><td>tf32 tensor</td><td>" << cell(spec.datasheet, [](const Roofs& r) { return r.tf32_flops; }) << "</td><td>"
-       << cell(spec.measured, [](const Roofs& r) { return r.tf32_flops; }) << "</td></tr>\n";
-  html << "<tr><td>fp16</td><td>" << cell(spec.datasheet, [](const Roofs& r) { return r.fp16_flops; }) << "</td><td>"
-       << cell(spec.measured, [](const Roofs& r) { return r.fp16_flops; }) << "</td></tr>\n";
-  html << "<tr><td>bf16</td><td>" << cell(spec.datasheet, [](const Roofs& r) { return r.bf16_flops; }) << "</td><td>"
-       << cell(spec.measured, [](const Roofs& r) { return r.bf16_flops; }) << "</td></tr>\n";
-  auto ridge = [](const std::optional<Roofs>& roofs, Precision precision) -> std::string {
-    return roofs && roofs->bandwidth > 0 ? format_number(roofs->ridge_point(precision), 3) + " FLOP/B" : "—";
+  html << "<table><tr><th>roof</th>";
+  for (const auto& [name, roofs] : sets) html << "<th>" << name << "</th>";
+  html << "</tr>\n";
+  auto row = [&](const std::string& name, auto cell) {
+    html << "<tr><td>" << escape(name) << "</td>";
+    for (const auto& [set_name, roofs] : sets) html << "<td>" << escape(cell(*roofs)) << "</td>";
+    html << "</tr>\n";
   };
-  html << "<tr><td>ridge point, fp32</td><td>" << ridge(spec.datasheet, Precision::Fp32) << "</td><td>"
-       << ridge(spec.measured, Precision::Fp32) << "</td></tr>\n";
-  html << "<tr><td>ridge point, fp16</td><td>" << ridge(spec.datasheet, Precision::Fp16) << "</td><td>"
-       << ridge(spec.measured, Precision::Fp16) << "</td></tr>\n</table>\n";
-  if (spec.datasheet) html << "<p class=\"note\">datasheet: " << escape(spec.datasheet->source) << "</p>\n";
-  if (spec.measured) html << "<p class=\"note\">measured: " << escape(spec.measured->source) << "</p>\n";
+  auto rate = [](double value) { return value > 0 ? format_flop_rate(value) : std::string("—"); };
+  row("memory bandwidth", [](const Roofs& r) { return r.bandwidth > 0 ? format_bandwidth(r.bandwidth) : std::string("—"); });
+  row("fp32", [&](const Roofs& r) { return rate(r.fp32_flops); });
+  row("tf32", [&](const Roofs& r) { return rate(r.tf32_flops); });
+  row("fp16", [&](const Roofs& r) { return rate(r.fp16_flops); });
+  row("bf16", [&](const Roofs& r) { return rate(r.bf16_flops); });
+  for (Precision precision : {Precision::Fp32, Precision::Fp16}) {
+    row(std::string("ridge point, ") + precision_name(precision), [&](const Roofs& r) {
+      return r.bandwidth > 0 && r.flops(precision) > 0 ? format_number(r.ridge_point(precision)) + " FLOP/B" : std::string("—");
+    });
+  }
+  html << "</table>\n";
+  for (const auto& [name, roofs] : sets) html << "<p class=\"note\">" << name << ": " << escape(roofs->source) << "</p>\n";
   return html.str();
 }
 

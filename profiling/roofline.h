@@ -108,7 +108,9 @@ struct KernelReading {
   bool tiny = false;
   bool uncoalesced = false;
   bool low_occupancy = false;
-  std::vector<std::string> lines;  // the reading, one finding per line
+  // The reading, one finding per line: the roofline placement first, then the tiny-kernel
+  // finding when it applies, then coalescing and the units' verdict (ncu_reading relies on it).
+  std::vector<std::string> lines;
 };
 
 // Reads a kernel report against a device's peaks (GPU rules), as the seed's program does.

@@ -22,6 +22,17 @@ ModelShape ModelShape::of(const ModelConfig& config) {
   return shape;
 }
 
+TraceMetadata TraceMetadata::of(const Backend& backend, const ModelConfig& config, DType dtype,
+                                std::optional<DeviceSpec> device_spec) {
+  TraceMetadata meta;
+  meta.backend = backend.name();
+  meta.device = backend.device_description();
+  meta.dtype = dtype_name(dtype);
+  meta.model = ModelShape::of(config);
+  meta.device_spec = std::move(device_spec);
+  return meta;
+}
+
 const char* StringPool::intern(std::string_view text) {
   auto found = strings_.find(text);
   if (found == strings_.end()) found = strings_.emplace(text).first;

@@ -14,6 +14,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "engine/backend.h"
 #include "engine/event_sink.h"
 #include "engine/model_config.h"
 #include "profiling/device_spec.h"
@@ -68,6 +69,11 @@ struct TraceMetadata {
 
   bool is_gpu() const { return backend == "cuda"; }
   bool operator==(const TraceMetadata&) const = default;
+
+  // What a runner attaches before recording: the backend's name and device, the model's
+  // shape and dtype, and the roofs the run will be read against.
+  static TraceMetadata of(const Backend& backend, const ModelConfig& config, DType dtype,
+                          std::optional<DeviceSpec> device_spec);
 };
 
 // Stable storage for names: a const char* from intern() lives as long as the pool.

@@ -158,6 +158,13 @@ run_stage sweep-decode-batch 100 "$decodelab" "${sweep_args[@]}"
 
 tiny_scenario="$(find_scenario 'quickstart')"
 [[ -z "$tiny_scenario" ]] && tiny_scenario="$(find_scenario '.')"
+
+# Launch overhead: a tiny model at batch 1 is overhead-bound; a CUDA graph per decode step
+# should shrink the gaps (the run's summary line prints the device's idle share).
+graph_args=(run "$tiny_scenario" --backend cuda --set model=lab-tiny --set workload.requests=1
+            --set workload.batch_size=1 --set workload.new_tokens=128)
+run_stage graphs-off 60 "$decodelab" "${graph_args[@]}" --report "$work/graphs-off"
+run_stage graphs-on 60 "$decodelab" "${graph_args[@]}" --cuda-graphs --report "$work/graphs-on"
 if command -v compute-sanitizer >/dev/null; then
   # Events, not CUPTI, under the sanitizer (both want the same profiling hooks).
   run_stage memcheck-lab-tiny 90 env DECODELAB_CUDA_TIMER=events compute-sanitizer --tool memcheck \

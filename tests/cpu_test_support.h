@@ -90,9 +90,12 @@ struct CpuFixture {
 // two intermediate roundings: fp32 1e-5, fp16 2e-3, bf16 1.6e-2.
 inline double relative_tolerance(DType dtype) {
   switch (dtype) {
-    case DType::F16: return 2e-3;
-    case DType::BF16: return 1.6e-2;
-    default: return 1e-5;
+    case DType::F16:
+      return 2e-3;
+    case DType::BF16:
+      return 1.6e-2;
+    default:
+      return 1e-5;
   }
 }
 
@@ -114,8 +117,8 @@ inline std::string compare(const std::vector<float>& actual, const std::vector<d
       worst_index = i;
     }
     if (bad && mismatches++ < 5) {
-      first << "\n  [" << i << "] got " << actual[i] << ", expected " << expected[i] << " (allowed "
-            << allowed(i) << ")";
+      first << "\n  [" << i << "] got " << actual[i] << ", expected " << expected[i] << " (allowed " << allowed(i)
+            << ")";
     }
   }
   if (actual.size() != expected.size()) {

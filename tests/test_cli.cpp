@@ -1,6 +1,7 @@
 // The built `decodelab` binary as a user meets it: exit codes (0 ok, 2 bad input),
 // one-line errors naming file, line and key, no output file left behind by a failed
-// run, `list`, DECODELAB_HOME, and a tiny `run` writing JSON and .npy files.
+// run, `list`, DECODELAB_HOME, a tiny `run` writing JSON and .npy files, and the
+// practice loop: `lab --mystery` → `diagnose` → `lab --reveal`.
 #include <sys/wait.h>
 
 #include <catch2/catch.hpp>
@@ -11,6 +12,7 @@
 #include <sstream>
 #include <string>
 
+#include "lab/mystery.h"
 #include "lab/npy.h"
 #include "support/temp_dir.h"
 
@@ -198,4 +200,98 @@ TEST_CASE("cli: a tiny run prints its row and writes JSON and logits", "[cli]") 
     const int argmax = static_cast<int>(std::max_element(row, row + 512) - row);
     CHECK(json["outputs"][request].back() == argmax);
   }
+}
+
+TEST_CASE("cli: a mystery's trace, diagnosed blind, matches what --reveal tells", "[cli][mystery][diagnosis]") {
+  // A small lab-tiny case with at least two hidden bugs.
+  uint64_t seed = 0;
+  for (;; ++seed) {
+    const decodelab::MysteryCase mystery = decodelab::mystery_case(seed);
+    const int hidden = mystery.bugs.no_kv_cache + mystery.bugs.non_contiguous + mystery.bugs.host_sync +
+                       mystery.bugs.fp32_ops + mystery.bugs.sequential_generation;
+    if (mystery.model == "lab-tiny" && hidden >= 2 && mystery.requests * mystery.new_tokens <= 200) break;
+  }
+  const TempDir dir;
+  const auto trace = dir.path() / "mystery.json", findings = dir.path() / "findings.json";
+  const CommandResult run = run_decodelab({"lab", "--mystery", "--seed", std::to_string(seed), "--trace",
+                                           trace.string(), "--backend", "cpu", "--threads", "1"});
+  INFO(run.out << run.err);
+  REQUIRE(run.exit_code == 0);
+  CHECK_THAT(run.out, Contains("mystery " + std::to_string(seed)) && Contains("--reveal --seed " + std::to_string(seed)));
+  for (const char* name : {"no_kv_cache", "non_contiguous", "host_sync", "fp32_ops", "sequential_generation"})
+    CHECK_THAT(run.out + read_text(trace), !Contains(name));  // neither the output nor the trace names a bug
+
+  const CommandResult diagnosis = run_decodelab({"diagnose", trace.string(), "--json", findings.string()});
+  INFO(diagnosis.out << diagnosis.err);
+  REQUIRE(diagnosis.exit_code == 0);
+  const nlohmann::json json = nlohmann::json::parse(read_text(findings));
+  const CommandResult reveal = run_decodelab({"lab", "--reveal", "--seed", std::to_string(seed)});
+  REQUIRE(reveal.exit_code == 0);
+  INFO(reveal.out);
+  REQUIRE(json["bugs"].size() >= 2);
+  for (const auto& bug : json["bugs"]) {
+    const std::string name = bug["name"];
+    CHECK_THAT(reveal.out, Contains("* " + name));
+    CHECK_THAT(diagnosis.out, Contains(name));
+  }
+  const size_t revealed = static_cast<size_t>(std::count(reveal.out.begin(), reveal.out.end(), '*'));
+  CHECK(revealed == json["bugs"].size());
+}
+
+TEST_CASE("cli: diagnose and the practice flags refuse bad input with exit 2", "[cli][diagnosis]") {
+  const TempDir dir;
+  CHECK(run_decodelab({"diagnose", (dir.path() / "missing.json").string()}).exit_code == 2);
+  const auto not_a_trace = dir.write("other.json", "{\"traceEvents\": []}");
+  const CommandResult foreign = run_decodelab({"diagnose", not_a_trace.string()});
+  CHECK(foreign.exit_code == 2);
+  CHECK_THAT(foreign.err, Contains("otherData"));
+  CHECK(run_decodelab({"diagnose"}).exit_code == 2);
+  CHECK(run_decodelab({"lab", "--reveal"}).exit_code == 2);
+  CHECK(run_decodelab({"lab", "--seed", "3"}).exit_code == 2);
+  CHECK(run_decodelab({"lab", "--mystery", "--reveal", "--seed", "3"}).exit_code == 2);
+  CHECK(run_decodelab({"lab", "--mystery", "--json", (dir.path() / "x.json").string()}).exit_code == 2);
+  CHECK(run_decodelab({"lab", "--reveal", "--seed", "3", "--trace", (dir.path() / "t.json").string()}).exit_code == 2);
+  CHECK(dir.entry_count() == 1);
+}
+
+namespace {
+
+std::string nsight_fixture(const char* tool, const char* name) {
+  return (std::filesystem::path(DECODELAB_SOURCE_DIR) / "tests" / "fixtures" / tool / name).string();
+}
+
+}  // namespace
+
+TEST_CASE("cli: ncu reads an export, writes JSON, and refuses a broken one with exit 2", "[cli]") {
+  const TempDir dir;
+  const auto json_file = dir.path() / "ncu.json";
+  const CommandResult result =
+      run_decodelab({"ncu", nsight_fixture("ncu", "seed_kernels_raw.csv"), "--json", json_file.string()});
+  INFO(result.err);
+  REQUIRE(result.exit_code == 0);
+  CHECK_THAT(result.out, Contains("688 TFLOP/s at 2000 FLOP/B; roof 989 TFLOP/s -> 70% of roofline"));
+  const nlohmann::json json = nlohmann::json::parse(read_text(json_file));
+  CHECK(json["kernels"].size() == 5);
+
+  const auto broken = dir.write("broken.csv", "\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\"\n\"0\",\"k\"\n");
+  const CommandResult refused = run_decodelab({"ncu", broken.string()});
+  CHECK(refused.exit_code == 2);
+  CHECK_THAT(refused.err, Contains("broken.csv:2: column 3 \"gpu__time_duration.sum\": the row ends after 2 of 3 columns"));
+  CHECK(run_decodelab({"ncu", nsight_fixture("ncu", "seed_kernels_raw.csv"), "--device", "tpu-v9"}).exit_code == 2);
+}
+
+TEST_CASE("cli: nsys reads several reports and filters by NVTX range", "[cli]") {
+  const CommandResult result = run_decodelab({"nsys", nsight_fixture("nsys", "decode_cuda_gpu_trace.csv"),
+                                              nsight_fixture("nsys", "decode_cuda_api_trace.csv"),
+                                              nsight_fixture("nsys", "decode_nvtx_pushpop_trace.csv"), "--nvtx",
+                                              "step [0-9]+"});
+  INFO(result.err);
+  REQUIRE(result.exit_code == 0);
+  CHECK_THAT(result.out, Contains("NVTX ranges matching \"step [0-9]+\": 3"));
+  CHECK_THAT(result.out, Contains("verdict: overhead-bound"));
+
+  const CommandResult no_match =
+      run_decodelab({"nsys", nsight_fixture("nsys", "decode_cuda_gpu_trace.csv"), "--nvtx", "step [0-9]+"});
+  CHECK(no_match.exit_code == 2);
+  CHECK_THAT(no_match.err, Contains("nvtx_pushpop_trace"));
 }

@@ -5,9 +5,8 @@
 //     matmul in fp16/bf16 (the fp32_ops bug must not change results);
 //  3. attention: a query row's output is the same whatever M, rows_per_sequence and the
 //     KV-cache layout (contiguous, [S, P, kv_heads, D] view, head_dim-strided view).
-#include <catch2/catch.hpp>
-
 #include <array>
+#include <catch2/catch.hpp>
 #include <cmath>
 
 #include "tests/cpu_test_support.h"
@@ -27,7 +26,7 @@ TEST_CASE("cpu matmul rows do not depend on the batch they are in", "[cpu][invar
   const DType dtype = GENERATE(DType::F32, DType::F16, DType::BF16);
   const int64_t k = GENERATE(1, 17, 1029);
   CpuFixture fixture;
-  const int64_t n = 37, max_rows = 133;  // crosses the 4-row tiles and a 128-row x block (K = 1029)
+  const int64_t n = 37, max_rows = 133;  // crosses 4-row groups and, at K = 1029, 60-row x blocks
   const std::vector<float> x_values = random_values(static_cast<size_t>(max_rows * k), dtype, 101);
   const Tensor x = fixture.upload(dtype, {max_rows, k}, x_values);
   const Tensor w = fixture.upload(dtype, {n, k}, random_values(static_cast<size_t>(n * k), dtype, 102));
@@ -47,8 +46,8 @@ TEST_CASE("cpu matmul rows do not depend on the batch they are in", "[cpu][invar
     for (int64_t r = 0; r < m; ++r) {
       const std::string report =
           compare_bitwise(row_slice(batched, r, n), single[max_rows - m + r],
-                          std::string("matmul ") + dtype_name(dtype) + " K=" + std::to_string(k) + " M=" +
-                              std::to_string(m) + " row " + std::to_string(r));
+                          std::string("matmul ") + dtype_name(dtype) + " K=" + std::to_string(k) +
+                              " M=" + std::to_string(m) + " row " + std::to_string(r));
       INFO(report);
       REQUIRE(report.empty());
     }
@@ -152,7 +151,8 @@ std::vector<float> run_attention(CpuFixture& fixture, const AttentionProblem& pr
   std::vector<float> q_values;
   std::vector<int32_t> positions;
   for (const auto& [sequence, position] : rows) {
-    q_values.insert(q_values.end(), problem.query(sequence, position), problem.query(sequence, position) + problem.width());
+    q_values.insert(q_values.end(), problem.query(sequence, position),
+                    problem.query(sequence, position) + problem.width());
     positions.push_back(static_cast<int32_t>(position));
   }
   const Tensor q = fixture.upload(dtype, {m, problem.width()}, q_values);
@@ -204,9 +204,9 @@ TEST_CASE("cpu attention matches a double reference", "[cpu][ops]") {
       }
     }
   }
-  const std::string report =
-      compare(actual, expected, [&](size_t i) { return bound[i]; },
-              std::string("attention ") + dtype_name(dtype) + " D=" + std::to_string(head_dim));
+  const std::string report = compare(
+      actual, expected, [&](size_t i) { return bound[i]; },
+      std::string("attention ") + dtype_name(dtype) + " D=" + std::to_string(head_dim));
   INFO(report);
   CHECK(report.empty());
 }

@@ -3,9 +3,8 @@
 // and already rounded to their dtype, so the only differences left are fp32 accumulation
 // and the output (and documented intermediate) roundings: tolerances are dtype-scaled.
 // The bitwise invariants live in test_cpu_invariants.cpp.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
 
@@ -117,7 +116,8 @@ TEST_CASE("cpu rmsnorm matches a double reference", "[cpu][ops]") {
     double squares = 0.0;
     for (int64_t i = 0; i < hidden; ++i) squares += double(x_values[r * hidden + i]) * x_values[r * hidden + i];
     const double inverse_rms = 1.0 / std::sqrt(squares / hidden + eps);
-    for (int64_t i = 0; i < hidden; ++i) expected[r * hidden + i] = w_values[i] * (x_values[r * hidden + i] * inverse_rms);
+    for (int64_t i = 0; i < hidden; ++i)
+      expected[r * hidden + i] = w_values[i] * (x_values[r * hidden + i] * inverse_rms);
   }
   // Two roundings to the dtype (n, then w·n) and an fp32 mean of squares.
   const std::string report = compare(
@@ -169,10 +169,12 @@ TEST_CASE("cpu rope matches a double reference", "[cpu][ops]") {
   std::vector<double> q_bound, k_bound;
   const std::vector<double> q_expected = reference(q_values, q_heads, q_bound);
   const std::vector<double> k_expected = reference(k_values, k_heads, k_bound);
-  const std::string q_report = compare(q_actual, q_expected, [&](size_t i) { return q_bound[i] + 1e-7; },
-                                       shape_text("rope q", dtype, {rows, q_heads, head_dim}));
-  const std::string k_report = compare(k_actual, k_expected, [&](size_t i) { return k_bound[i] + 1e-7; },
-                                       shape_text("rope k", dtype, {rows, k_heads, head_dim}));
+  const std::string q_report = compare(
+      q_actual, q_expected, [&](size_t i) { return q_bound[i] + 1e-7; },
+      shape_text("rope q", dtype, {rows, q_heads, head_dim}));
+  const std::string k_report = compare(
+      k_actual, k_expected, [&](size_t i) { return k_bound[i] + 1e-7; },
+      shape_text("rope k", dtype, {rows, k_heads, head_dim}));
   INFO(q_report << k_report);
   CHECK(q_report.empty());
   CHECK(k_report.empty());
@@ -226,12 +228,12 @@ TEST_CASE("cpu swiglu, add and cast match references", "[cpu][ops]") {
     cast_expected[i] = round_to(other, a_values[i]);
   }
   const double tolerance = relative_tolerance(dtype);
-  const std::string swiglu_report =
-      compare(swiglu_actual, swiglu_expected, [&](size_t i) { return 1.5 * tolerance * std::fabs(swiglu_expected[i]) + 1e-6; },
-              shape_text("swiglu", dtype, {count}));
-  const std::string add_report = compare(add_actual, add_expected,
-                                         [&](size_t i) { return tolerance * std::fabs(add_expected[i]) + 1e-7; },
-                                         shape_text("add", dtype, {count}));
+  const std::string swiglu_report = compare(
+      swiglu_actual, swiglu_expected, [&](size_t i) { return 1.5 * tolerance * std::fabs(swiglu_expected[i]) + 1e-6; },
+      shape_text("swiglu", dtype, {count}));
+  const std::string add_report = compare(
+      add_actual, add_expected, [&](size_t i) { return tolerance * std::fabs(add_expected[i]) + 1e-7; },
+      shape_text("add", dtype, {count}));
   const std::string cast_report = compare_bitwise(cast_actual, cast_expected, shape_text("cast", dtype, {count}));
   INFO(swiglu_report << add_report << cast_report);
   CHECK(swiglu_report.empty());
@@ -276,7 +278,8 @@ TEST_CASE("cpu embedding gathers rows by the token history", "[cpu][ops]") {
   std::vector<float> expected(actual.size());
   for (int64_t m = 0; m < 6; ++m) {
     const int32_t token = tokens_host[(m / 3) * history + positions_host[m]];
-    for (int64_t i = 0; i < hidden; ++i) expected[m * hidden + i] = round_to(out_dtype, table_values[token * hidden + i]);
+    for (int64_t i = 0; i < hidden; ++i)
+      expected[m * hidden + i] = round_to(out_dtype, table_values[token * hidden + i]);
   }
   const std::string report = compare_bitwise(actual, expected, shape_text("embedding", dtype, {6, hidden}));
   INFO(report);
@@ -310,7 +313,10 @@ TEST_CASE("cpu argmax writes the first maximum after each position", "[cpu][ops]
     int64_t best = 0;  // first NaN wins, else the first maximum
     for (int64_t i = 0; i < vocab; ++i) {
       const float value = logits_values[r * vocab + i];
-      if (std::isnan(value)) { best = i; break; }
+      if (std::isnan(value)) {
+        best = i;
+        break;
+      }
       if (value > logits_values[r * vocab + best]) best = i;
     }
     const int64_t target = positions_host[r * 2] + 1;
@@ -351,15 +357,17 @@ TEST_CASE("cpu kv_store writes each row at its sequence and position", "[cpu][op
   for (int64_t m = 0; m < rows; ++m) {
     for (int64_t h = 0; h < kv_heads; ++h) {
       for (int64_t d = 0; d < head_dim; ++d) {
-        const int64_t offset = (m / 2) * layout.strides[0] + h * layout.strides[1] + positions_host[m] * layout.strides[2] +
-                               d * layout.strides[3];
+        const int64_t offset = (m / 2) * layout.strides[0] + h * layout.strides[1] +
+                               positions_host[m] * layout.strides[2] + d * layout.strides[3];
         k_expected[offset] = round_to(cache_dtype, k_values[(m * kv_heads + h) * head_dim + d]);
         v_expected[offset] = round_to(cache_dtype, v_values[(m * kv_heads + h) * head_dim + d]);
       }
     }
   }
-  const std::string report = compare_bitwise(k_cache, k_expected, shape_text("kv_store k", cache_dtype, {sequences, kv_heads, capacity, head_dim})) +
-                             compare_bitwise(v_cache, v_expected, "kv_store v");
+  const std::string report =
+      compare_bitwise(k_cache, k_expected,
+                      shape_text("kv_store k", cache_dtype, {sequences, kv_heads, capacity, head_dim})) +
+      compare_bitwise(v_cache, v_expected, "kv_store v");
   INFO(report << (transposed ? " (transposed cache)" : ""));
   CHECK(report.empty());
 }
@@ -397,8 +405,9 @@ TEST_CASE("cpu copy materialises strided views of any dtype", "[cpu][ops]") {
           middle_expected[((i0 * c + i2) * b + i1) * d + i3] = value;
           last_expected[((i0 * b + i1) * d + i3) * c + i2] = value;
         }
-  const std::string report = compare_bitwise(middle, middle_expected, shape_text("copy permuted", dtype, {a, c, b, d})) +
-                             compare_bitwise(last, last_expected, shape_text("copy last-axis strided", dtype, {a, b, d, c}));
+  const std::string report =
+      compare_bitwise(middle, middle_expected, shape_text("copy permuted", dtype, {a, c, b, d})) +
+      compare_bitwise(last, last_expected, shape_text("copy last-axis strided", dtype, {a, b, d, c}));
   INFO(report);
   CHECK(report.empty());
 }

@@ -3,9 +3,8 @@
 // waits and rethrows a command's error once, timings come back once per id with
 // begin <= end in enqueue order, copies to the host see earlier results, and uploads
 // capture their bytes at enqueue. No assertion depends on how long anything takes.
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <stdexcept>
 #include <thread>

@@ -30,7 +30,10 @@ TEST_CASE("cuda availability is answered without throwing, device or not", "[cud
   CHECK(cuda_backend_compiled());
   std::unique_ptr<Backend> cuda = make_backend(BackendKind::Cuda, BackendOptions{});
   CHECK(cuda->name() == "cuda");
-  CHECK(cuda->supports_graphs());
+  CHECK_FALSE(cuda->supports_graphs());  // graphs are used only when asked for
+  BackendOptions with_graphs;
+  with_graphs.cuda_graphs = true;
+  CHECK(make_backend(BackendKind::Cuda, with_graphs)->supports_graphs());
   CHECK_FALSE(cuda->device_description().empty());
   WARN("CUDA device: " << cuda->device_description());  // in every log: the device, and CUPTI or events
 }

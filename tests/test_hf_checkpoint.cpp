@@ -1,11 +1,12 @@
 // Hugging Face checkpoints: config.json parsing (fields, defaults, llama3 rope scaling,
 // bad configs with the key and line they name) and weight loading (single file, shards,
 // a directory of *.safetensors, dtype conversion, tied heads, and every loading error).
+#include <algorithm>
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <map>
 
 #include "engine/errors.h"
 #include "engine/hf_checkpoint.h"
@@ -170,8 +171,8 @@ TEST_CASE("hf config: bad configs name the key, its line and what was expected",
   const std::vector<BadConfig> cases = {
       {"integer given as a string", [](nlohmann::json& json) { json["hidden_size"] = "64"; }, "hidden_size",
        "expected an integer, got string \"64\""},
-      {"integer given as a float", [](nlohmann::json& json) { json["num_hidden_layers"] = 2.5; },
-       "num_hidden_layers", "expected an integer, got number 2.5"},
+      {"integer given as a float", [](nlohmann::json& json) { json["num_hidden_layers"] = 2.5; }, "num_hidden_layers",
+       "expected an integer, got number 2.5"},
       {"negative count", [](nlohmann::json& json) { json["num_attention_heads"] = -4; }, "num_attention_heads",
        "expected a positive integer, got -4"},
       {"zero kv heads", [](nlohmann::json& json) { json["num_key_value_heads"] = 0; }, "num_key_value_heads",
@@ -189,9 +190,14 @@ TEST_CASE("hf config: bad configs name the key, its line and what was expected",
       {"attention bias", [](nlohmann::json& json) { json["attention_bias"] = true; }, "attention_bias",
        "bias tensors are not supported (expected false)"},
       {"other rope scaling",
-       [](nlohmann::json& json) { json["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}}; },
+       [](nlohmann::json& json) {
+         json["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+       },
        "rope_scaling.rope_type", "\"yarn\" is not supported (expected \"llama3\", or no rope scaling)"},
-      {"legacy rope scaling key", [](nlohmann::json& json) { json["rope_scaling"] = {{"type", "linear"}}; },
+      {"legacy rope scaling key",
+       [](nlohmann::json& json) {
+         json["rope_scaling"] = {{"type", "linear"}};
+       },
        "rope_scaling.type", "\"linear\" is not supported (expected \"llama3\", or no rope scaling)"},
       {"llama3 without factor",
        [](nlohmann::json& json) {
@@ -221,8 +227,10 @@ TEST_CASE("hf config: bad configs name the key, its line and what was expected",
       CHECK(error.key() == bad.key);
       CHECK(error.problem() == bad.problem);
       // Every key of a dump(2) file sits below the opening brace; a missing top-level key has no line.
-      if (bad.edit_removes_top_level_key) CHECK(error.line() == 0);
-      else CHECK(error.line() > 1);
+      if (bad.edit_removes_top_level_key)
+        CHECK(error.line() == 0);
+      else
+        CHECK(error.line() > 1);
     }
   }
 }
@@ -250,5 +258,190 @@ TEST_CASE("hf config: the line of a bad key and of a JSON syntax error", "[hf_ch
     std::ofstream(path) << "[1, 2]";
     const InputError error = catch_input_error([&] { read_hf_config(path); });
     CHECK(error.problem() == "expected a JSON object of model settings");
+  }
+}
+
+namespace {
+
+// A device tensor read back to the host as floats.
+std::vector<float> download(Backend& backend, const Tensor& tensor) {
+  std::vector<uint8_t> host(tensor.bytes());
+  backend.copy_to_host(host.data(), tensor.data, host.size(), /*pinned=*/true, /*id=*/0);
+  backend.take_timings();
+  std::vector<float> values(static_cast<size_t>(tensor.numel()));
+  for (size_t i = 0; i < values.size(); ++i) values[i] = load_as_float(host.data(), tensor.dtype, i);
+  return values;
+}
+
+// Every loaded tensor equals the written values rounded to the run dtype.
+void require_loaded(Backend& backend, const ModelConfig& config, ModelWeights& weights,
+                    const std::vector<HostTensor>& written, DType run_dtype) {
+  std::map<std::string, const HostTensor*> by_name;
+  for (const HostTensor& tensor : written) by_name[tensor.name] = &tensor;
+  int visited = 0;
+  weights.for_each(config, [&](const std::string& name, const Tensor& tensor) {
+    ++visited;
+    INFO(name);
+    REQUIRE(by_name.count(name) == 1);
+    const HostTensor& expected = *by_name[name];
+    CHECK(tensor.dtype == run_dtype);
+    REQUIRE(tensor.numel() == expected.numel());
+    const std::vector<float> loaded = download(backend, tensor);
+    size_t mismatches = 0;
+    for (size_t i = 0; i < loaded.size(); ++i) {
+      if (loaded[i] != round_to(run_dtype, expected.values[i])) ++mismatches;
+    }
+    CHECK(mismatches == 0);
+  });
+  CHECK(visited == 2 + 9 * config.num_hidden_layers + (config.tie_word_embeddings ? 0 : 1));
+}
+
+}  // namespace
+
+TEST_CASE("hf checkpoint: single file, two shards and a bare directory load every tensor", "[hf_checkpoint]") {
+  auto backend = make_backend(BackendKind::Cpu, {});
+  const ModelConfig config = small_config();
+  ScratchDirectory directory("load");
+  const int shards = GENERATE(1, 2);
+  const DType dtype = GENERATE(DType::F32, DType::BF16);
+  const std::vector<HostTensor> written =
+      write_checkpoint(directory.path(), config, {.dtype = dtype, .seed = 5, .shards = shards});
+
+  SECTION("as written") {
+    ModelWeights weights = load_hf_weights(*backend, directory.path(), config, dtype);
+    CHECK(weights.dtype == dtype);
+    require_loaded(*backend, config, weights, written, dtype);
+  }
+  if (shards == 2) {
+    SECTION("without the index, every *.safetensors file is read") {
+      std::filesystem::remove(directory / "model.safetensors.index.json");
+      ModelWeights weights = load_hf_weights(*backend, directory.path(), config, dtype);
+      require_loaded(*backend, config, weights, written, dtype);
+    }
+  }
+}
+
+TEST_CASE("hf checkpoint: tensors are converted to the run dtype", "[hf_checkpoint]") {
+  auto backend = make_backend(BackendKind::Cpu, {});
+  const ModelConfig config = small_config();
+  const DType stored = GENERATE(DType::F32, DType::F16, DType::BF16);
+  const DType run = GENERATE(DType::F32, DType::F16, DType::BF16);
+  ScratchDirectory directory("convert");
+  const std::vector<HostTensor> written = write_checkpoint(directory.path(), config, {.dtype = stored, .seed = 8});
+
+  ModelWeights weights = load_hf_weights(*backend, directory.path(), config, run);
+
+  INFO("stored " << dtype_name(stored) << ", run " << dtype_name(run));
+  require_loaded(*backend, config, weights, written, run);
+}
+
+TEST_CASE("hf checkpoint: a tied model ignores lm_head.weight, and extra tensors are fine", "[hf_checkpoint]") {
+  auto backend = make_backend(BackendKind::Cpu, {});
+  const ModelConfig config = small_config(/*tied=*/true);
+  ScratchDirectory directory("tied");
+  const std::vector<HostTensor> written = write_checkpoint(
+      directory.path(), config, {.dtype = DType::F16, .seed = 9, .lm_head_when_tied = true, .extra_tensors = true});
+  REQUIRE(std::any_of(written.begin(), written.end(), [](const HostTensor& t) { return t.name == "lm_head.weight"; }));
+
+  ModelWeights weights = load_hf_weights(*backend, directory.path(), config, DType::F16);
+
+  CHECK(weights.lm_head.data == weights.embed_tokens.data);
+  require_loaded(*backend, config, weights, written, DType::F16);
+}
+
+TEST_CASE("hf checkpoint: loading errors name the file, the tensor and what was expected", "[hf_checkpoint][errors]") {
+  auto backend = make_backend(BackendKind::Cpu, {});
+  const ModelConfig config = small_config();
+  ScratchDirectory directory("load-errors");
+  auto load = [&] { load_hf_weights(*backend, directory.path(), config, DType::F32); };
+
+  SECTION("a missing tensor, single file") {
+    write_checkpoint(directory.path(), config,
+                     {.defect = Defect::MissingTensor, .defect_target = "model.layers.1.mlp.up_proj.weight"});
+    const InputError error = catch_input_error(load);
+    CHECK(error.file() == directory.path().string());
+    CHECK(error.key() == "model.layers.1.mlp.up_proj.weight");
+    CHECK(error.problem() == "tensor missing (searched model.safetensors)");
+  }
+  SECTION("a missing tensor, two shards") {
+    write_checkpoint(directory.path(), config,
+                     {.shards = 2, .defect = Defect::MissingTensor, .defect_target = "model.norm.weight"});
+    const InputError error = catch_input_error(load);
+    CHECK(error.key() == "model.norm.weight");
+    CHECK(error.problem() ==
+          "tensor missing (searched model-00001-of-00002.safetensors, model-00002-of-00002.safetensors)");
+  }
+  SECTION("an untied model without lm_head.weight") {
+    write_checkpoint(directory.path(), config, {.defect = Defect::MissingTensor, .defect_target = "lm_head.weight"});
+    const InputError error = catch_input_error(load);
+    CHECK(error.key() == "lm_head.weight");
+  }
+  SECTION("config.json disagrees with a tensor's shape") {
+    write_checkpoint(
+        directory.path(), config,
+        {.defect = Defect::ShapeDisagreesWithConfig, .defect_target = "model.layers.0.self_attn.k_proj.weight"});
+    const InputError error = catch_input_error(load);
+    CHECK(error.file() == (directory / "model.safetensors").string());
+    CHECK(error.key() == "model.layers.0.self_attn.k_proj.weight");
+    CHECK(error.problem() == "shape [17,32] in the checkpoint, but config.json implies [16,32]");
+  }
+  SECTION("an unsupported dtype in a shard") {
+    write_checkpoint(directory.path(), config,
+                     {.shards = 2, .defect = Defect::UnsupportedDtype, .defect_target = "model.norm.weight"});
+    const InputError error = catch_input_error(load);
+    CHECK(error.file() == (directory / "model-00002-of-00002.safetensors").string());
+    CHECK(error.key() == "model.norm.weight");
+    CHECK(error.problem() == "dtype \"I32\" is not supported (expected F32, F16 or BF16)");
+  }
+  SECTION("a truncated file") {
+    write_checkpoint(directory.path(), config, {.defect = Defect::Truncated, .defect_target = "lm_head.weight"});
+    const InputError error = catch_input_error(load);
+    CHECK(error.file() == (directory / "model.safetensors").string());
+    CHECK(error.key() == "lm_head.weight");
+  }
+  SECTION("the index names a shard that is not there") {
+    write_checkpoint(directory.path(), config, {.shards = 2});
+    std::filesystem::remove(directory / "model-00002-of-00002.safetensors");
+    const InputError error = catch_input_error(load);
+    CHECK(error.file() == (directory / "model-00002-of-00002.safetensors").string());
+    CHECK(error.problem() == "shard listed in model.safetensors.index.json is missing");
+  }
+  SECTION("the index places a tensor in the wrong shard") {
+    write_checkpoint(directory.path(), config, {.shards = 2});
+    nlohmann::json index;
+    std::ifstream(directory / "model.safetensors.index.json") >> index;
+    index["weight_map"]["model.norm.weight"] = "model-00001-of-00002.safetensors";
+    write_json(directory / "model.safetensors.index.json", index);
+    const InputError error = catch_input_error(load);
+    CHECK(error.key() == "model.norm.weight");
+    CHECK(error.problem() == "listed in model.safetensors.index.json but not in this shard");
+  }
+  SECTION("the index has no weight_map") {
+    write_checkpoint(directory.path(), config, {.shards = 2});
+    write_json(directory / "model.safetensors.index.json", {{"metadata", nlohmann::json::object()}});
+    const InputError error = catch_input_error(load);
+    CHECK(error.key() == "weight_map");
+  }
+  SECTION("the index points outside the directory") {
+    write_checkpoint(directory.path(), config, {.shards = 2});
+    write_json(directory / "model.safetensors.index.json",
+               {{"weight_map", {{"model.norm.weight", "../elsewhere.safetensors"}}}});
+    const InputError error = catch_input_error(load);
+    CHECK(error.key() == "weight_map.model.norm.weight");
+  }
+  SECTION("a tensor in two files") {
+    write_checkpoint(directory.path(), config, {.shards = 2});
+    std::filesystem::remove(directory / "model.safetensors.index.json");
+    write_safetensors(directory / "extra.safetensors", {seeded_tensor("model.norm.weight", DType::F32, {32}, 1, 1.0f)});
+    const InputError error = catch_input_error(load);
+    CHECK(error.key() == "model.norm.weight");
+    CHECK(error.problem().find("also present in") == 0);
+  }
+  SECTION("no safetensors file at all") {
+    write_json(directory / "config.json", hf_config_json(config, DType::F32));
+    const InputError error = catch_input_error(load);
+    CHECK(error.file() == directory.path().string());
+    CHECK(error.problem() ==
+          "no model.safetensors, model.safetensors.index.json or *.safetensors file in the directory");
   }
 }

@@ -1,7 +1,6 @@
 // safetensors reader: round trips of written files (F32/F16/BF16, odd sizes, unaligned
 // data, shards), and a table of broken files, each with the exact error it must raise.
 #include <catch2/catch.hpp>
-
 #include <fstream>
 #include <functional>
 
@@ -104,7 +103,8 @@ TEST_CASE("safetensors: each shard of a sharded checkpoint parses and holds its 
   CHECK(!first.tensors().empty());
   CHECK(!second.tensors().empty());
   for (const HostTensor& expected : written) {
-    const SafetensorsTensor* tensor = first.find(expected.name) ? first.find(expected.name) : second.find(expected.name);
+    const SafetensorsTensor* tensor =
+        first.find(expected.name) ? first.find(expected.name) : second.find(expected.name);
     REQUIRE(tensor != nullptr);
     CHECK((first.find(expected.name) == nullptr) != (second.find(expected.name) == nullptr));
     require_values(*tensor, expected, DType::BF16);
@@ -147,23 +147,41 @@ TEST_CASE("safetensors: broken files raise an error naming the file, the tensor 
        "dtype \"F64\" is not supported (expected F32, F16 or BF16)"},
       {"dtype not a string", [](SafetensorsImage& image) { image.header["b"]["dtype"] = 16; }, "b",
        "dtype must be a string such as \"F32\""},
-      {"negative dim", [](SafetensorsImage& image) { image.header["a"]["shape"] = {-2, 3}; }, "a",
-       "shape must be an array of non-negative integers"},
-      {"fractional dim", [](SafetensorsImage& image) { image.header["a"]["shape"] = {2.5, 3}; }, "a",
-       "shape must be an array of non-negative integers"},
+      {"negative dim",
+       [](SafetensorsImage& image) {
+         image.header["a"]["shape"] = {-2, 3};
+       },
+       "a", "shape must be an array of non-negative integers"},
+      {"fractional dim",
+       [](SafetensorsImage& image) {
+         image.header["a"]["shape"] = {2.5, 3};
+       },
+       "a", "shape must be an array of non-negative integers"},
       {"missing shape", [](SafetensorsImage& image) { image.header["a"].erase("shape"); }, "a",
        "shape must be an array of non-negative integers"},
       {"one offset", [](SafetensorsImage& image) { image.header["a"]["data_offsets"] = {0}; }, "a",
        "data_offsets must be [begin, end] with non-negative integers"},
-      {"negative offset", [](SafetensorsImage& image) { image.header["a"]["data_offsets"] = {-4, 20}; }, "a",
-       "data_offsets must be [begin, end] with non-negative integers"},
-      {"reversed offsets", [](SafetensorsImage& image) { image.header["c"]["data_offsets"] = {38, 32}; }, "c",
-       "data_offsets [38, 32] are reversed (begin > end)"},
-      {"entry not an object", [](SafetensorsImage& image) { image.header["b"] = {1, 2}; }, "b",
-       "entry must be an object with dtype, shape and data_offsets"},
+      {"negative offset",
+       [](SafetensorsImage& image) {
+         image.header["a"]["data_offsets"] = {-4, 20};
+       },
+       "a", "data_offsets must be [begin, end] with non-negative integers"},
+      {"reversed offsets",
+       [](SafetensorsImage& image) {
+         image.header["c"]["data_offsets"] = {38, 32};
+       },
+       "c", "data_offsets [38, 32] are reversed (begin > end)"},
+      {"entry not an object",
+       [](SafetensorsImage& image) {
+         image.header["b"] = {1, 2};
+       },
+       "b", "entry must be an object with dtype, shape and data_offsets"},
       {"metadata value not a string", [](SafetensorsImage& image) { image.header["__metadata__"]["step"] = 3; },
        "__metadata__", "value of \"step\" must be a string"},
-      {"header not an object", [](SafetensorsImage& image) { image.header = nlohmann::json::array({1, 2}); },
+      {"header not an object",
+       [](SafetensorsImage& image) {
+         image.header = nlohmann::json::array({1, 2});
+       },
        "header", "must be a JSON object of tensor entries"},
       {"header length zero", [](SafetensorsImage& image) { image.header_length_override = 0; }, "header", nullptr},
   };
@@ -226,9 +244,8 @@ TEST_CASE("safetensors: header length and JSON problems are reported exactly", "
     CHECK_THAT(error.problem(), Catch::Matchers::EndsWith("(the text ends early: truncated?)"));
   }
   SECTION("duplicate tensor name") {
-    const std::string text =
-        R"({"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, )"
-        R"("w": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})";
+    const std::string text = R"({"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, )"
+                             R"("w": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})";
     write_raw(text.size(), text + std::string(8, '\0'));
     const InputError error = catch_input_error([&] { SafetensorsFile file(path); });
     CHECK(error.key() == "w");

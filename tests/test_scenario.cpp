@@ -222,7 +222,7 @@ TEST_CASE("malformed scenarios: each error names the file, the line and the key"
        "unknown key (did you mean 'sequential_generation'?)"},
       {edited({{1, "name: [a, b]"}}), 1, "name", "expected text, got a list"},
       {"- just\n- a list\n", 1, "",
-       "expected a mapping of name, description, model, dtype, backend, workload, run, bugs, expected_slowdown, got a list"},
+       "expected a mapping of name, description, model, dtype, backend, workload, run, bugs, expected_slowdown, sweep, got a list"},
       {"", 1, "model", "missing (expected a model name under configs/models or a path to a model)"},
       {"model: lab-tiny\ndtype: [fp16\n", 3, "", "not valid YAML: ..."},
   };

@@ -1,6 +1,7 @@
 // Sweep expansion: lists in the workload become the product of their values.
 #include <catch2/catch.hpp>
 
+#include "engine/errors.h"
 #include "lab/sweep.h"
 
 using namespace decodelab;
@@ -48,4 +49,26 @@ TEST_CASE("a sweep of too many combinations is refused before anything runs", "[
   // A key that is not a name is left for validation to report, not a crash here.
   const YAML::Node odd = YAML::Load("workload: {? [a, b] : [1, 2], batch_size: [1, 2]}\n");
   CHECK(expand_sweep(odd).size() == 2);
+}
+
+TEST_CASE("sweep: zip advances equal-length lists together", "[sweep]") {
+  const YAML::Node scenario =
+      YAML::Load("sweep: zip\nworkload: {requests: [1, 8, 64], batch_size: [1, 8, 64], new_tokens: 4}\n");
+  const auto points = expand_sweep(scenario, "zip.yaml");
+  REQUIRE(points.size() == 3);
+  CHECK(points[1].label == "requests=8 batch_size=8");
+  CHECK(points[2].scenario["workload"]["requests"].as<int>() == 64);
+  CHECK_FALSE(points[0].scenario["sweep"]);  // the expanded scenario is plain again
+}
+
+TEST_CASE("sweep: zip refuses lists of different lengths, naming the key", "[sweep]") {
+  const YAML::Node scenario = YAML::Load("sweep: zip\nworkload:\n  requests: [1, 8]\n  batch_size: [1, 8, 64]\n");
+  try {
+    expand_sweep(scenario, "zip.yaml");
+    FAIL("expected an error");
+  } catch (const decodelab::InputError& error) {
+    CHECK(error.file() == "zip.yaml");
+    CHECK(error.line() == 4);
+    CHECK(error.key() == "workload.batch_size");
+  }
 }

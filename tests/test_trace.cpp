@@ -117,3 +117,30 @@ TEST_CASE("an empty trace has no extent", "[trace]") {
   CHECK(trace.first_ns() == 0);
   CHECK(trace.last_ns() == 0);
 }
+
+TEST_CASE("metadata for a run: backend, device, model shape, dtype and roofs", "[trace]") {
+  const std::unique_ptr<Backend> backend = make_backend(BackendKind::Cpu, {});
+  ModelConfig config;
+  config.name = "shape-only";
+  config.vocab_size = 100;
+  config.hidden_size = 64;
+  config.intermediate_size = 96;
+  config.num_hidden_layers = 1;
+  config.num_attention_heads = 4;
+  config.max_position_embeddings = 32;
+  REQUIRE(config.finalize_and_validate().empty());
+  DeviceSpec spec;
+  spec.name = "test";
+  spec.measured = Roofs{1e10, 1e11, 0, 0, 0, "test"};
+
+  const TraceMetadata meta = TraceMetadata::of(*backend, config, DType::BF16, spec);
+  CHECK(meta.backend == "cpu");
+  CHECK_FALSE(meta.is_gpu());
+  CHECK(meta.device == backend->device_description());
+  CHECK(meta.dtype == "bf16");
+  CHECK(meta.model.name == "shape-only");
+  CHECK(meta.model.num_key_value_heads == 4);  // filled in by finalize_and_validate
+  CHECK(meta.model.head_dim == 16);
+  REQUIRE(meta.device_spec);
+  CHECK(meta.device_spec->name == "test");
+}

@@ -31,8 +31,10 @@ int64_t argmax_row(const void* row, int64_t count) {
   bool maybe_nan = std::isnan(vsum(nan_probe));
   for (int64_t i = full; i < count; ++i) {
     const float value = load_as_float(row, D, i);
-    if (std::isnan(value)) maybe_nan = true;
-    else if (value > best) best = value;
+    if (std::isnan(value))
+      maybe_nan = true;
+    else if (value > best)
+      best = value;
   }
   if (maybe_nan) {
     for (int64_t i = 0; i < count; ++i)
@@ -59,10 +61,15 @@ void check_argmax(const Tensor& logits, const Tensor& tokens, const Tensor& posi
   require_dtype(tokens, DType::I32, op, "tokens");
   require_dtype(positions, DType::I32, op, "positions");
   require_unit_inner_stride(logits, op, "logits");
-  require(logits.shape[1] > 0, op, [&] { return "logits must have at least one column, got " + describe_tensor(logits); });
-  require(positions.shape[0] == logits.shape[0], op, [&] { return "positions must hold one entry per logits row (" + std::to_string(logits.shape[0]) + "), got " +
-              describe_tensor(positions); });
-  require(logits.shape[0] <= tokens.shape[0], op, [&] { return "tokens " + describe_tensor(tokens) + " has fewer sequences than logits rows " + describe_tensor(logits); });
+  require(logits.shape[1] > 0, op,
+          [&] { return "logits must have at least one column, got " + describe_tensor(logits); });
+  require(positions.shape[0] == logits.shape[0], op, [&] {
+    return "positions must hold one entry per logits row (" + std::to_string(logits.shape[0]) + "), got " +
+           describe_tensor(positions);
+  });
+  require(logits.shape[0] <= tokens.shape[0], op, [&] {
+    return "tokens " + describe_tensor(tokens) + " has fewer sequences than logits rows " + describe_tensor(logits);
+  });
 }
 
 void argmax(const Tensor& logits, const Tensor& tokens, const Tensor& positions) {
@@ -84,9 +91,15 @@ void argmax(const Tensor& logits, const Tensor& tokens, const Tensor& positions)
     const void* row = static_cast<const char*>(logits.data) + r * logits.strides[0] * static_cast<int64_t>(element);
     int64_t best;
     switch (logits.dtype) {
-      case DType::F16: best = argmax_row<DType::F16>(row, vocab); break;
-      case DType::BF16: best = argmax_row<DType::BF16>(row, vocab); break;
-      default: best = argmax_row<DType::F32>(row, vocab); break;
+      case DType::F16:
+        best = argmax_row<DType::F16>(row, vocab);
+        break;
+      case DType::BF16:
+        best = argmax_row<DType::BF16>(row, vocab);
+        break;
+      default:
+        best = argmax_row<DType::F32>(row, vocab);
+        break;
     }
     const int64_t next = position_data[r * positions.strides[0]] + 1;
     token_data[r * tokens.strides[0] + next * tokens.strides[1]] = static_cast<int32_t>(best);

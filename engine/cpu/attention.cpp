@@ -3,10 +3,10 @@
 // each key and value once. For each query head: s_j = (q·k_j)·scale in fp32, softmax in
 // fp32 with the max subtracted, out = Σ_j p_j·v_j in fp32, rounded once to out's dtype.
 // The one non-obvious choice: when a cache's head_dim axis is not unit-stride (a
-// transposed view), each key/value vector is first gathered into a contiguous,
-// zero-padded buffer and then goes through the very same arithmetic as a direct load
-// (which zero-fills its tail lanes identically). A query row's output is therefore
-// bitwise the same whatever M, rows_per_sequence or the cache layout.
+// transposed view), key/value vectors are first gathered into a contiguous, zero-padded
+// tile and then go through the very same arithmetic as a direct load (which zero-fills
+// its tail lanes identically). A query row's output is therefore bitwise the same
+// whatever M, rows_per_sequence or the cache layout.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -25,26 +25,61 @@ constexpr int kHeadBlock = 8;               // query heads whose dot products sh
 constexpr int kMaxChunks = 512 / kLanes;    // head_dim up to 512
 
 struct CacheView {
-  const char* base;   // this item's (sequence, kv head) slice
+  const char* base;  // this item's (sequence, kv head) slice
   int64_t position_stride;
   int64_t dim_stride;
 };
 
-// Position j's vector as kLanes-wide chunks: direct loads when unit-stride, else gathered.
+// Supplies position j's vector as kLanes-wide chunks. Unit-stride vectors are loaded in
+// place (the tail lanes zero-filled). Otherwise a block of kGatherBlock positions is
+// gathered into a zero-padded fp32 tile, reading along the position axis — contiguous in
+// the head_dim-strided layout, so the strided case costs extra work rather than a cache
+// miss per element — and each position's tile row is loaded. Either way, the arithmetic
+// downstream sees the same values in the same lanes.
 template <DType D>
-void load_vector(const CacheView& cache, int64_t j, int64_t head_dim, float* gather, VFloat* chunks, int chunk_count) {
-  const char* vector = cache.base + j * cache.position_stride * static_cast<int64_t>(dtype_size(D));
-  if (cache.dim_stride == 1) {
-    for (int c = 0; c < chunk_count; ++c) {
-      const int64_t d = static_cast<int64_t>(c) * kLanes;
-      const int count = static_cast<int>(std::min<int64_t>(kLanes, head_dim - d));
-      chunks[c] = count == kLanes ? vload_as<D>(vector, d) : vload_partial_as<D>(vector, d, count);
-    }
-    return;
+class VectorSource {
+ public:
+  static constexpr int64_t kGatherBlock = 32;
+
+  // tile: kGatherBlock * padded_dim floats of scratch.
+  VectorSource(const CacheView& cache, int64_t head_dim, int64_t padded_dim, float* tile)
+      : cache_(cache), head_dim_(head_dim), padded_dim_(padded_dim), tile_(tile) {
+    if (cache_.dim_stride != 1) std::fill(tile_, tile_ + kGatherBlock * padded_dim_, 0.0f);
   }
-  for (int64_t d = 0; d < head_dim; ++d) gather[d] = load_as_float(vector, D, d * cache.dim_stride);
-  for (int c = 0; c < chunk_count; ++c) chunks[c] = vload(gather + static_cast<int64_t>(c) * kLanes);
-}
+
+  void load(int64_t j, int64_t count, VFloat* chunks, int chunk_count) {
+    if (cache_.dim_stride == 1) {
+      const char* vector = cache_.base + j * cache_.position_stride * static_cast<int64_t>(dtype_size(D));
+      for (int c = 0; c < chunk_count; ++c) {
+        const int64_t d = static_cast<int64_t>(c) * kLanes;
+        const int lanes = static_cast<int>(std::min<int64_t>(kLanes, head_dim_ - d));
+        chunks[c] = lanes == kLanes ? vload_as<D>(vector, d) : vload_partial_as<D>(vector, d, lanes);
+      }
+      return;
+    }
+    if (j < block_first_ || j >= block_first_ + kGatherBlock) gather_block(j, count);
+    const float* row = tile_ + (j - block_first_) * padded_dim_;
+    for (int c = 0; c < chunk_count; ++c) chunks[c] = vload(row + static_cast<int64_t>(c) * kLanes);
+  }
+
+ private:
+  void gather_block(int64_t first, int64_t count) {
+    block_first_ = first;
+    const int64_t last = std::min(count, first + kGatherBlock);
+    for (int64_t d = 0; d < head_dim_; ++d) {
+      const int64_t offset = d * cache_.dim_stride;
+      for (int64_t p = first; p < last; ++p) {
+        tile_[(p - first) * padded_dim_ + d] = load_as_float(cache_.base, D, p * cache_.position_stride + offset);
+      }
+    }
+  }
+
+  CacheView cache_;
+  int64_t head_dim_;
+  int64_t padded_dim_;
+  float* tile_;
+  int64_t block_first_ = -kGatherBlock - 1;
+};
 
 // Softmax of scores[0..n) in place (padded tail lanes hold -inf and become 0).
 void softmax_in_place(float* scores, int64_t n) {
@@ -70,26 +105,29 @@ void attend(const Tensor& q, const CacheView& keys, const CacheView& values, int
   const int chunk_count = static_cast<int>(padded_dim / kLanes);
   const int64_t padded_n = round_up_to_lanes(n);
   thread_local ScratchBuffer scratch;
-  float* queries = scratch.floats(static_cast<size_t>(group * (2 * padded_dim + padded_n) + padded_dim));
+  constexpr int64_t kTileRows = VectorSource<D>::kGatherBlock;
+  float* queries = scratch.floats(static_cast<size_t>(group * (2 * padded_dim + padded_n) + kTileRows * padded_dim));
   float* accumulators = queries + group * padded_dim;
   float* scores = accumulators + group * padded_dim;  // [group][padded_n]
-  float* gather = scores + group * padded_n;
-  std::fill(gather, gather + padded_dim, 0.0f);
+  float* tile = scores + group * padded_n;
   std::fill(accumulators, accumulators + group * padded_dim, 0.0f);
 
   const size_t q_element = dtype_size(q.dtype);
   for (int64_t g = 0; g < group; ++g) {
     const int64_t head = kv_head * group + g;
-    const char* q_head = static_cast<const char*>(q.data) + (m * q.strides[0] + head * head_dim) * static_cast<int64_t>(q_element);
+    const char* q_head =
+        static_cast<const char*>(q.data) + (m * q.strides[0] + head * head_dim) * static_cast<int64_t>(q_element);
     for (int c = 0; c < chunk_count; ++c) {
       const int64_t d = static_cast<int64_t>(c) * kLanes;
-      vstore(queries + g * padded_dim + d, vload_n(q.dtype, q_head, d, static_cast<int>(std::min<int64_t>(kLanes, head_dim - d))));
+      vstore(queries + g * padded_dim + d,
+             vload_n(q.dtype, q_head, d, static_cast<int>(std::min<int64_t>(kLanes, head_dim - d))));
     }
   }
 
   VFloat chunks[kMaxChunks];
+  VectorSource<D> key_source(keys, head_dim, padded_dim, tile);
   for (int64_t j = 0; j < n; ++j) {
-    load_vector<D>(keys, j, head_dim, gather, chunks, chunk_count);
+    key_source.load(j, n, chunks, chunk_count);
     for (int64_t g0 = 0; g0 < group; g0 += kHeadBlock) {
       const int block = static_cast<int>(std::min<int64_t>(kHeadBlock, group - g0));
       VFloat dot[kHeadBlock];
@@ -104,8 +142,9 @@ void attend(const Tensor& q, const CacheView& keys, const CacheView& values, int
   }
   for (int64_t g = 0; g < group; ++g) softmax_in_place(scores + g * padded_n, n);
 
+  VectorSource<D> value_source(values, head_dim, padded_dim, tile);
   for (int64_t j = 0; j < n; ++j) {
-    load_vector<D>(values, j, head_dim, gather, chunks, chunk_count);
+    value_source.load(j, n, chunks, chunk_count);
     for (int64_t g = 0; g < group; ++g) {
       const VFloat weight = vbroadcast(scores[g * padded_n + j]);
       float* acc = accumulators + g * padded_dim;
@@ -119,7 +158,8 @@ void attend(const Tensor& q, const CacheView& keys, const CacheView& values, int
   const size_t out_element = dtype_size(out.dtype);
   for (int64_t g = 0; g < group; ++g) {
     const int64_t head = kv_head * group + g;
-    char* out_head = static_cast<char*>(out.data) + (m * out.strides[0] + head * head_dim) * static_cast<int64_t>(out_element);
+    char* out_head =
+        static_cast<char*>(out.data) + (m * out.strides[0] + head * head_dim) * static_cast<int64_t>(out_element);
     for (int c = 0; c < chunk_count; ++c) {
       const int64_t d = static_cast<int64_t>(c) * kLanes;
       vstore_n(out.dtype, out_head, d, vload(accumulators + g * padded_dim + d),
@@ -170,18 +210,30 @@ void check_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cac
   require_unit_inner_stride(out, op, "out");
   require_same_shape(q, out, op, "q", "out");
   require_same_shape(k_cache, v_cache, op, "k_cache", "v_cache");
-  require(k_cache.dtype == v_cache.dtype, op, [&] { return "k_cache and v_cache must share a dtype, got " + describe_tensor(k_cache) + " and " + describe_tensor(v_cache); });
+  require(k_cache.dtype == v_cache.dtype, op, [&] {
+    return "k_cache and v_cache must share a dtype, got " + describe_tensor(k_cache) + " and " +
+           describe_tensor(v_cache);
+  });
   const int64_t kv_heads = k_cache.shape[1];
   const int64_t head_dim = k_cache.shape[3];
-  require(head_dim > 0 && head_dim <= kMaxChunks * kLanes, op, [&] { return "head_dim must be 1.." + std::to_string(kMaxChunks * kLanes) + ", got cache " + describe_tensor(k_cache); });
-  require(kv_heads > 0 && q.shape[1] % (kv_heads * head_dim) == 0, op, [&] { return "q [M, heads*head_dim] must hold a whole number of heads per KV head, got q " + describe_tensor(q) +
-              " and cache " + describe_tensor(k_cache); });
+  require(head_dim > 0 && head_dim <= kMaxChunks * kLanes, op, [&] {
+    return "head_dim must be 1.." + std::to_string(kMaxChunks * kLanes) + ", got cache " + describe_tensor(k_cache);
+  });
+  require(kv_heads > 0 && q.shape[1] % (kv_heads * head_dim) == 0, op, [&] {
+    return "q [M, heads*head_dim] must hold a whole number of heads per KV head, got q " + describe_tensor(q) +
+           " and cache " + describe_tensor(k_cache);
+  });
   require_rank(positions, 1, op, "positions");
   require_dtype(positions, DType::I32, op, "positions");
-  require(positions.shape[0] == q.shape[0], op, [&] { return "positions must be [M] = [" + std::to_string(q.shape[0]) + "], got " + describe_tensor(positions); });
-  require(rows_per_sequence > 0, op, [&] { return "rows_per_sequence must be positive, got " + std::to_string(rows_per_sequence); });
-  require(q.shape[0] == 0 || (q.shape[0] - 1) / rows_per_sequence < k_cache.shape[0], op, [&] { return std::to_string(q.shape[0]) + " rows at " + std::to_string(rows_per_sequence) +
-              " per sequence need more than the " + std::to_string(k_cache.shape[0]) + " sequences of the cache"; });
+  require(positions.shape[0] == q.shape[0], op, [&] {
+    return "positions must be [M] = [" + std::to_string(q.shape[0]) + "], got " + describe_tensor(positions);
+  });
+  require(rows_per_sequence > 0, op,
+          [&] { return "rows_per_sequence must be positive, got " + std::to_string(rows_per_sequence); });
+  require(q.shape[0] == 0 || (q.shape[0] - 1) / rows_per_sequence < k_cache.shape[0], op, [&] {
+    return std::to_string(q.shape[0]) + " rows at " + std::to_string(rows_per_sequence) +
+           " per sequence need more than the " + std::to_string(k_cache.shape[0]) + " sequences of the cache";
+  });
 }
 
 void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& positions,
@@ -198,9 +250,15 @@ void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, co
     work += 2 * (static_cast<int64_t>(position) + 1) * q.shape[1];
   }
   switch (k_cache.dtype) {
-    case DType::F16: attention_for<DType::F16>(q, k_cache, v_cache, positions, rows_per_sequence, scale, out, work); break;
-    case DType::BF16: attention_for<DType::BF16>(q, k_cache, v_cache, positions, rows_per_sequence, scale, out, work); break;
-    default: attention_for<DType::F32>(q, k_cache, v_cache, positions, rows_per_sequence, scale, out, work); break;
+    case DType::F16:
+      attention_for<DType::F16>(q, k_cache, v_cache, positions, rows_per_sequence, scale, out, work);
+      break;
+    case DType::BF16:
+      attention_for<DType::BF16>(q, k_cache, v_cache, positions, rows_per_sequence, scale, out, work);
+      break;
+    default:
+      attention_for<DType::F32>(q, k_cache, v_cache, positions, rows_per_sequence, scale, out, work);
+      break;
   }
 }
 

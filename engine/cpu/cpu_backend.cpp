@@ -57,7 +57,6 @@ struct HeapUpload {
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(const BackendOptions& options) : stream_(options.threads) {}
-  ~CpuBackend() override { stream_.drain(); }
 
   std::string name() const override { return "cpu"; }
   std::string device_description() const override {

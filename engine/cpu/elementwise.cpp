@@ -16,7 +16,7 @@ namespace decodelab::cpu {
 
 namespace {
 
-constexpr int64_t kSegment = 16384;            // elements per unit of parallel work
+constexpr int64_t kSegment = 16384;  // elements per unit of parallel work
 constexpr int64_t kParallelElements = 1 << 15;
 
 // A tensor seen as rank 4 (leading axes of size 1 added).
@@ -47,7 +47,8 @@ Walk<N> make_walk(const std::array<const Tensor*, N>& tensors) {
     operand.data = static_cast<char*>(tensor.data);
     operand.dtype = tensor.dtype;
     for (int axis = 0; axis < 4; ++axis) {
-      operand.strides[axis] = all_contiguous ? (axis == 3 ? 1 : 0) : (axis < offset ? 0 : tensor.strides[axis - offset]);
+      operand.strides[axis] =
+          all_contiguous ? (axis == 3 ? 1 : 0) : (axis < offset ? 0 : tensor.strides[axis - offset]);
     }
   }
   return walk;
@@ -103,14 +104,16 @@ void map_lanes(const std::array<const Tensor*, N>& tensors, VectorOp&& op) {
     for (int64_t i = 0; i < count; i += kLanes) {
       const int lanes = static_cast<int>(std::min<int64_t>(kLanes, count - i));
       VFloat inputs[N - 1];
-      for (size_t k = 0; k + 1 < N; ++k) inputs[k] = load_lanes(walk.operands[k].dtype, pointers[k], i, strides[k], lanes);
+      for (size_t k = 0; k + 1 < N; ++k)
+        inputs[k] = load_lanes(walk.operands[k].dtype, pointers[k], i, strides[k], lanes);
       store_lanes(walk.operands[N - 1].dtype, pointers[N - 1], i, strides[N - 1], op(inputs), lanes);
     }
   });
 }
 
 void check_elementwise(const Tensor& tensor, const char* op, const char* name) {
-  require(tensor.rank >= 1 && tensor.rank <= 4, op, [&] { return std::string(name) + " must have rank 1..4, got " + describe_tensor(tensor); });
+  require(tensor.rank >= 1 && tensor.rank <= 4, op,
+          [&] { return std::string(name) + " must have rank 1..4, got " + describe_tensor(tensor); });
   require(tensor.data != nullptr || tensor.numel() == 0, op, [&] { return std::string(name) + " has no data"; });
 }
 
@@ -173,7 +176,10 @@ void check_copy(const Tensor& src, const Tensor& out) {
   check_elementwise(src, op, "src");
   check_elementwise(out, op, "out");
   require_same_shape(src, out, op, "src", "out");
-  require(src.dtype == out.dtype, op, [&] { return "src and out must share a dtype (cast converts), got " + describe_tensor(src) + " and " + describe_tensor(out); });
+  require(src.dtype == out.dtype, op, [&] {
+    return "src and out must share a dtype (cast converts), got " + describe_tensor(src) + " and " +
+           describe_tensor(out);
+  });
 }
 
 void copy(const Tensor& src, const Tensor& out) {

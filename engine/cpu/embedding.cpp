@@ -27,12 +27,19 @@ void check_embedding(const Tensor& table, const Tensor& tokens, const Tensor& po
   require_dtype(positions, DType::I32, op, "positions");
   require_unit_inner_stride(table, op, "table");
   require_unit_inner_stride(out, op, "out");
-  require(out.shape[1] == table.shape[1], op, [&] { return "out must be [M, hidden] with the table's hidden size, got table " + describe_tensor(table) + " and out " +
-              describe_tensor(out); });
-  require(positions.shape[0] == out.shape[0], op, [&] { return "positions must be [M] = [" + std::to_string(out.shape[0]) + "], got " + describe_tensor(positions); });
-  require(rows_per_sequence > 0, op, [&] { return "rows_per_sequence must be positive, got " + std::to_string(rows_per_sequence); });
-  require(out.shape[0] == 0 || (out.shape[0] - 1) / rows_per_sequence < tokens.shape[0], op, [&] { return std::to_string(out.shape[0]) + " rows at " + std::to_string(rows_per_sequence) +
-              " per sequence need more than the " + std::to_string(tokens.shape[0]) + " sequences of tokens"; });
+  require(out.shape[1] == table.shape[1], op, [&] {
+    return "out must be [M, hidden] with the table's hidden size, got table " + describe_tensor(table) + " and out " +
+           describe_tensor(out);
+  });
+  require(positions.shape[0] == out.shape[0], op, [&] {
+    return "positions must be [M] = [" + std::to_string(out.shape[0]) + "], got " + describe_tensor(positions);
+  });
+  require(rows_per_sequence > 0, op,
+          [&] { return "rows_per_sequence must be positive, got " + std::to_string(rows_per_sequence); });
+  require(out.shape[0] == 0 || (out.shape[0] - 1) / rows_per_sequence < tokens.shape[0], op, [&] {
+    return std::to_string(out.shape[0]) + " rows at " + std::to_string(rows_per_sequence) +
+           " per sequence need more than the " + std::to_string(tokens.shape[0]) + " sequences of tokens";
+  });
 }
 
 void embedding(const Tensor& table, const Tensor& tokens, const Tensor& positions, int rows_per_sequence,
@@ -49,7 +56,8 @@ void embedding(const Tensor& table, const Tensor& tokens, const Tensor& position
     const int32_t position = position_data[m * positions.strides[0]];
     if (position < 0 || position >= tokens.shape[1]) {
       fail_on_device("embedding", "row " + std::to_string(m) + " has position " + std::to_string(position) +
-                                      ", outside the token history's " + std::to_string(tokens.shape[1]) + " positions");
+                                      ", outside the token history's " + std::to_string(tokens.shape[1]) +
+                                      " positions");
     }
     const int32_t token = token_of(m);
     if (token < 0 || token >= table.shape[0]) {

@@ -23,8 +23,10 @@ void check_cache(const Tensor& cache, const Tensor& fresh, const char* cache_nam
   require_float(cache, op, cache_name);
   require_float(fresh, op, fresh_name);
   require_unit_inner_stride(fresh, op, fresh_name);
-  require(fresh.shape[1] == cache.shape[1] * cache.shape[3], op, [&] { return std::string(fresh_name) + " must be [M, kv_heads*head_dim] with kv_heads, head_dim from " + cache_name +
-              " " + describe_tensor(cache) + ", got " + describe_tensor(fresh); });
+  require(fresh.shape[1] == cache.shape[1] * cache.shape[3], op, [&] {
+    return std::string(fresh_name) + " must be [M, kv_heads*head_dim] with kv_heads, head_dim from " + cache_name +
+           " " + describe_tensor(cache) + ", got " + describe_tensor(fresh);
+  });
 }
 
 // One head's vector: head_dim values from a unit-stride source into a strided target.
@@ -40,8 +42,8 @@ void store_vector(const char* source, DType source_dtype, char* target, DType ta
   } else if (source_dtype == target_dtype) {
     const size_t element = dtype_size(source_dtype);
     for (int64_t d = 0; d < head_dim; ++d) {
-      std::memcpy(target + d * target_stride * static_cast<int64_t>(element), source + d * static_cast<int64_t>(element),
-                  element);
+      std::memcpy(target + d * target_stride * static_cast<int64_t>(element),
+                  source + d * static_cast<int64_t>(element), element);
     }
   } else {
     for (int64_t d = 0; d < head_dim; ++d) {
@@ -61,11 +63,16 @@ void check_kv_store(const Tensor& k_new, const Tensor& v_new, const Tensor& k_ca
   require(k_new.shape[0] == v_new.shape[0], op, [&] { return "k_new and v_new must have the same rows"; });
   require_rank(positions, 1, op, "positions");
   require_dtype(positions, DType::I32, op, "positions");
-  require(positions.shape[0] == k_new.shape[0], op, [&] { return "positions must be [M] = [" + std::to_string(k_new.shape[0]) + "], got " + describe_tensor(positions); });
-  require(rows_per_sequence > 0, op, [&] { return "rows_per_sequence must be positive, got " + std::to_string(rows_per_sequence); });
+  require(positions.shape[0] == k_new.shape[0], op, [&] {
+    return "positions must be [M] = [" + std::to_string(k_new.shape[0]) + "], got " + describe_tensor(positions);
+  });
+  require(rows_per_sequence > 0, op,
+          [&] { return "rows_per_sequence must be positive, got " + std::to_string(rows_per_sequence); });
   const int64_t rows = k_new.shape[0];
-  require(rows == 0 || (rows - 1) / rows_per_sequence < k_cache.shape[0], op, [&] { return std::to_string(rows) + " rows at " + std::to_string(rows_per_sequence) + " per sequence need more than the " +
-              std::to_string(k_cache.shape[0]) + " sequences of the cache"; });
+  require(rows == 0 || (rows - 1) / rows_per_sequence < k_cache.shape[0], op, [&] {
+    return std::to_string(rows) + " rows at " + std::to_string(rows_per_sequence) +
+           " per sequence need more than the " + std::to_string(k_cache.shape[0]) + " sequences of the cache";
+  });
 }
 
 void kv_store(const Tensor& k_new, const Tensor& v_new, const Tensor& k_cache, const Tensor& v_cache,

@@ -1,12 +1,13 @@
 // CPU matmul: out[M, N] = x[M, K] · W[N, K]ᵀ with fp32 accumulation.
-// Two schedules share one arithmetic. Small M (batch-1/low-batch decode, memory-bound):
-// each thread streams its share of W rows, widening them in registers, kWeightRows rows
-// per x load. Larger M (prefill, wide batches): W is widened a few rows at a time into an
-// L1-resident fp32 buffer and reused by every x row of an L2-sized block in 4×4 register
-// tiles. The one non-obvious choice: whichever schedule runs, each output element is one
+// x is widened to fp32 once; W is widened in registers. Threads split W into blocks of
+// kWeightRows rows; each block is read from memory once per pass (prefetched ahead as
+// one sequential stream, which is what batch-1 decode is bound by) and then reused from
+// L1 by every group of kBatchRows x rows in an L2-sized block of x (what prefill and
+// batched decode are bound by). The one non-obvious choice: each output element is one
 // vector accumulator that starts at zero, takes one FMA per kLanes-wide chunk of K in
-// order (the tail zero-padded), and is reduced by vsum. So an element depends only on its
-// x row and W row — never on M, the tile, or the storage dtype of equal values.
+// order (the tail zero-padded), and is reduced by vsum — so an element depends only on
+// its x row and W row, never on M, the tile it falls in, or the storage dtype of equal
+// values (invariants the engine's tests rely on).
 #include <algorithm>
 #include <cstdint>
 
@@ -19,16 +20,11 @@ namespace decodelab::cpu {
 
 namespace {
 
-constexpr int kWeightRows = 4;        // W rows sharing each x load
-constexpr int kBatchRows = 4;         // x rows sharing each widened W load (tile schedule)
-constexpr int kDirectMaxRows = 4;     // x rows per register tile of the direct schedule
-#ifndef DECODELAB_DIRECT_ROWS
-#define DECODELAB_DIRECT_ROWS 16
-#endif
-constexpr int64_t kDirectSchedulingRows = DECODELAB_DIRECT_ROWS;  // up to this M, widen W in registers
-constexpr int64_t kXBlockBytes = 512 * 1024;  // x rows one tile pass keeps in L2
+constexpr int kWeightRows = 4;                // W rows sharing each x load
+constexpr int kBatchRows = 4;                 // x rows sharing each widened W chunk
+constexpr int64_t kXBlockBytes = 256 * 1024;  // x rows one pass over W keeps in L2
 constexpr int64_t kParallelMacs = 1 << 16;    // below this, a parallel region costs more than it saves
-constexpr int64_t kPrefetchBlocks = 2;        // W blocks ahead that the direct schedule prefetches
+constexpr int64_t kPrefetchBlocks = 2;        // W blocks ahead that the first x group prefetches
 
 // Rows of x widened to fp32, each zero-padded to `padded_k` (a multiple of kLanes).
 void widen_rows(const Tensor& x, float* destination, int64_t padded_k) {
@@ -50,13 +46,15 @@ void widen_rows(const Tensor& x, float* destination, int64_t padded_k) {
 // One kLanes-wide step of K for an MR×NR tile: W chunks widened in registers (the tail
 // zero-filled past k), each reused by MR x rows.
 template <DType WD, int MR, int NR, bool Tail>
-[[gnu::always_inline]] inline void direct_step(VFloat (&acc)[MR][NR], const float* x, int64_t padded_k, const void* w,
-                                               int64_t w_stride, int64_t column, int64_t k) {
+[[gnu::always_inline]] inline void register_step(VFloat (&acc)[MR][NR], const float* x, int64_t padded_k, const void* w,
+                                                 int64_t w_stride, int64_t column, int64_t k) {
   VFloat w_chunk[NR];
 #pragma GCC unroll 4
   for (int n = 0; n < NR; ++n) {
-    if constexpr (Tail) w_chunk[n] = vload_partial_as<WD>(w, n * w_stride + column, static_cast<int>(k - column));
-    else w_chunk[n] = vload_as<WD>(w, n * w_stride + column);
+    if constexpr (Tail)
+      w_chunk[n] = vload_partial_as<WD>(w, n * w_stride + column, static_cast<int>(k - column));
+    else
+      w_chunk[n] = vload_as<WD>(w, n * w_stride + column);
   }
 #pragma GCC unroll 4
   for (int m = 0; m < MR; ++m) {
@@ -71,8 +69,8 @@ template <DType WD, int MR, int NR, bool Tail>
 // poorly for 16-bit rows; prefetching the block kPrefetchBlocks ahead as one sequential
 // stream (NR·kLanes elements per step) keeps DRAM busy.
 template <DType WD, int MR, int NR, bool PrefetchAhead>
-void direct_tile(const float* x, int64_t padded_k, const void* w, int64_t w_stride, int64_t k,
-                 float (&dots)[kDirectMaxRows][kWeightRows]) {
+void register_tile(const float* x, int64_t padded_k, const void* w, int64_t w_stride, int64_t k,
+                   float (&dots)[kBatchRows][kWeightRows]) {
   constexpr int64_t element = WD == DType::F32 ? 4 : 2;
   VFloat acc[MR][NR];
 #pragma GCC unroll 4
@@ -85,34 +83,9 @@ void direct_tile(const float* x, int64_t padded_k, const void* w, int64_t w_stri
     if constexpr (PrefetchAhead) {
       for (int64_t line = 0; line < NR * kLanes * element; line += 64) prefetch(ahead + column * NR * element + line);
     }
-    direct_step<WD, MR, NR, false>(acc, x, padded_k, w, w_stride, column, k);
+    register_step<WD, MR, NR, false>(acc, x, padded_k, w, w_stride, column, k);
   }
-  if (full < k) direct_step<WD, MR, NR, true>(acc, x, padded_k, w, w_stride, full, k);
-#pragma GCC unroll 4
-  for (int m = 0; m < MR; ++m)
-#pragma GCC unroll 4
-    for (int n = 0; n < NR; ++n) dots[m][n] = vsum(acc[m][n]);
-}
-
-// Dot products of MR widened x rows with NR widened W rows (both zero-padded).
-template <int MR, int NR>
-void buffered_tile(const float* x, const float* w, int64_t padded_k, float (&dots)[kBatchRows][kWeightRows]) {
-  VFloat acc[MR][NR];
-#pragma GCC unroll 4
-  for (int m = 0; m < MR; ++m)
-#pragma GCC unroll 4
-    for (int n = 0; n < NR; ++n) acc[m][n] = vzero();
-  for (int64_t column = 0; column < padded_k; column += kLanes) {
-    VFloat w_chunk[NR];
-#pragma GCC unroll 4
-    for (int n = 0; n < NR; ++n) w_chunk[n] = vload(w + n * padded_k + column);
-#pragma GCC unroll 4
-    for (int m = 0; m < MR; ++m) {
-      const VFloat x_chunk = vload(x + m * padded_k + column);
-#pragma GCC unroll 4
-      for (int n = 0; n < NR; ++n) acc[m][n] = vfma(x_chunk, w_chunk[n], acc[m][n]);
-    }
-  }
+  if (full < k) register_step<WD, MR, NR, true>(acc, x, padded_k, w, w_stride, full, k);
 #pragma GCC unroll 4
   for (int m = 0; m < MR; ++m)
 #pragma GCC unroll 4
@@ -124,87 +97,72 @@ template <typename F>
 void dispatch_tile(int mr, int nr, F&& f) {
   auto with_nr = [&]<int MR>() {
     switch (nr) {
-      case 1: f.template operator()<MR, 1>(); break;
-      case 2: f.template operator()<MR, 2>(); break;
-      case 3: f.template operator()<MR, 3>(); break;
-      default: f.template operator()<MR, 4>(); break;
+      case 1:
+        f.template operator()<MR, 1>();
+        break;
+      case 2:
+        f.template operator()<MR, 2>();
+        break;
+      case 3:
+        f.template operator()<MR, 3>();
+        break;
+      default:
+        f.template operator()<MR, 4>();
+        break;
     }
   };
   switch (mr) {
-    case 1: with_nr.template operator()<1>(); break;
-    case 2: with_nr.template operator()<2>(); break;
-    case 3: with_nr.template operator()<3>(); break;
-    default: with_nr.template operator()<4>(); break;
+    case 1:
+      with_nr.template operator()<1>();
+      break;
+    case 2:
+      with_nr.template operator()<2>();
+      break;
+    case 3:
+      with_nr.template operator()<3>();
+      break;
+    default:
+      with_nr.template operator()<4>();
+      break;
   }
 }
 
-template <int RowsCap>
-void store_tile(const Tensor& out, int64_t m0, int64_t n0, int mr, int nr, const float (&dots)[RowsCap][kWeightRows]) {
+void store_tile(const Tensor& out, int64_t m0, int64_t n0, int mr, int nr,
+                const float (&dots)[kBatchRows][kWeightRows]) {
   for (int m = 0; m < mr; ++m)
     for (int n = 0; n < nr; ++n) store_from_float(out.data, out.dtype, (m0 + m) * out.strides[0] + n0 + n, dots[m][n]);
 }
 
-// Each W block of kWeightRows rows is widened in registers once per group of up to
-// kDirectMaxRows x rows; after the first group it is read from L1.
 template <DType WD>
-void matmul_direct(const float* x, int64_t padded_k, const Tensor& weight, const Tensor& out) {
+void matmul_rows(const float* x, int64_t padded_k, const Tensor& weight, const Tensor& out) {
   const int64_t rows = out.shape[0];
   const int64_t n_total = weight.shape[0];
   const int64_t k = weight.shape[1];
   const int64_t w_stride = weight.strides[0];
   const int64_t blocks = (n_total + kWeightRows - 1) / kWeightRows;
-#pragma omp parallel for schedule(static) if (rows * n_total * k > kParallelMacs)
-  for (int64_t block = 0; block < blocks; ++block) {
-    const int64_t n0 = block * kWeightRows;
-    const int nr = static_cast<int>(std::min<int64_t>(kWeightRows, n_total - n0));
-    const void* w = static_cast<const char*>(weight.data) + n0 * w_stride * static_cast<int64_t>(dtype_size(WD));
-    for (int64_t m0 = 0; m0 < rows; m0 += kDirectMaxRows) {
-      const int mr = static_cast<int>(std::min<int64_t>(kDirectMaxRows, rows - m0));
-      float dots[kDirectMaxRows][kWeightRows];
-      dispatch_tile(mr, nr, [&]<int MR, int NR>() {
-        if (m0 == 0) direct_tile<WD, MR, NR, true>(x, padded_k, w, w_stride, k, dots);
-        else direct_tile<WD, MR, NR, false>(x + m0 * padded_k, padded_k, w, w_stride, k, dots);
-      });
-      store_tile(out, m0, n0, mr, nr, dots);
-    }
-  }
-}
-
-void matmul_tiled(const float* x, int64_t padded_k, const Tensor& weight, const Tensor& out) {
-  const int64_t rows = out.shape[0];
-  const int64_t n_total = weight.shape[0];
-  const int64_t k = weight.shape[1];
-  const int64_t blocks = (n_total + kWeightRows - 1) / kWeightRows;
-  // x rows per pass: as many as fit the L2 budget, a multiple of the register tile.
+  // x rows per pass over W: as many as fit the L2 budget, a whole number of groups.
   const int64_t x_block = std::max<int64_t>(
       kBatchRows, kXBlockBytes / (padded_k * static_cast<int64_t>(sizeof(float))) / kBatchRows * kBatchRows);
-  const size_t w_element = dtype_size(weight.dtype);
 #pragma omp parallel if (rows * n_total * k > kParallelMacs)
-  {
-    thread_local ScratchBuffer weight_scratch;
-    float* w_buffer = weight_scratch.floats(static_cast<size_t>(kWeightRows * padded_k));
-    for (int64_t m_begin = 0; m_begin < rows; m_begin += x_block) {
-      const int64_t m_end = std::min(rows, m_begin + x_block);
+  for (int64_t m_begin = 0; m_begin < rows; m_begin += x_block) {
+    const int64_t m_end = std::min(rows, m_begin + x_block);
 #pragma omp for schedule(static) nowait
-      for (int64_t block = 0; block < blocks; ++block) {
-        const int64_t n0 = block * kWeightRows;
-        const int nr = static_cast<int>(std::min<int64_t>(kWeightRows, n_total - n0));
-        for (int n = 0; n < nr; ++n) {
-          const char* w_row =
-              static_cast<const char*>(weight.data) + (n0 + n) * weight.strides[0] * static_cast<int64_t>(w_element);
-          for (int64_t column = 0; column < padded_k; column += kLanes) {
-            const int count = static_cast<int>(std::min<int64_t>(kLanes, k - column));
-            vstore(w_buffer + n * padded_k + column, count > 0 ? vload_n(weight.dtype, w_row, column, count) : vzero());
-          }
-        }
-        for (int64_t m0 = m_begin; m0 < m_end; m0 += kBatchRows) {
-          const int mr = static_cast<int>(std::min<int64_t>(kBatchRows, m_end - m0));
-          float dots[kBatchRows][kWeightRows];
-          dispatch_tile(mr, nr, [&]<int MR, int NR>() {
-            buffered_tile<MR, NR>(x + m0 * padded_k, w_buffer, padded_k, dots);
-          });
-          store_tile(out, m0, n0, mr, nr, dots);
-        }
+    for (int64_t block = 0; block < blocks; ++block) {
+      const int64_t n0 = block * kWeightRows;
+      const int nr = static_cast<int>(std::min<int64_t>(kWeightRows, n_total - n0));
+      const void* w = static_cast<const char*>(weight.data) + n0 * w_stride * static_cast<int64_t>(dtype_size(WD));
+      for (int64_t m0 = m_begin; m0 < m_end; m0 += kBatchRows) {
+        const int mr = static_cast<int>(std::min<int64_t>(kBatchRows, m_end - m0));
+        const float* x_group = x + m0 * padded_k;
+        float dots[kBatchRows][kWeightRows];
+        dispatch_tile(mr, nr, [&]<int MR, int NR>() {
+          // Only the first group reads W from memory; later groups find it in L1.
+          if (m0 == m_begin)
+            register_tile<WD, MR, NR, true>(x_group, padded_k, w, w_stride, k, dots);
+          else
+            register_tile<WD, MR, NR, false>(x_group, padded_k, w, w_stride, k, dots);
+        });
+        store_tile(out, m0, n0, mr, nr, dots);
       }
     }
   }
@@ -223,10 +181,14 @@ void check_matmul(const Tensor& x, const Tensor& weight, const Tensor& out) {
   require_unit_inner_stride(x, op, "x");
   require_unit_inner_stride(weight, op, "weight");
   require_unit_inner_stride(out, op, "out");
-  require(x.shape[1] == weight.shape[1], op, [&] { return "x [M, K] and weight [N, K] must agree on K, got x " + describe_tensor(x) + " and weight " +
-              describe_tensor(weight); });
-  require(out.shape[0] == x.shape[0] && out.shape[1] == weight.shape[0], op, [&] { return "out must be [M, N] = [" + std::to_string(x.shape[0]) + "," + std::to_string(weight.shape[0]) + "], got " +
-              describe_tensor(out); });
+  require(x.shape[1] == weight.shape[1], op, [&] {
+    return "x [M, K] and weight [N, K] must agree on K, got x " + describe_tensor(x) + " and weight " +
+           describe_tensor(weight);
+  });
+  require(out.shape[0] == x.shape[0] && out.shape[1] == weight.shape[0], op, [&] {
+    return "out must be [M, N] = [" + std::to_string(x.shape[0]) + "," + std::to_string(weight.shape[0]) + "], got " +
+           describe_tensor(out);
+  });
 }
 
 void matmul(const Tensor& x, const Tensor& weight, const Tensor& out) {
@@ -237,14 +199,16 @@ void matmul(const Tensor& x, const Tensor& weight, const Tensor& out) {
   thread_local ScratchBuffer x_scratch;
   float* x_widened = x_scratch.floats(static_cast<size_t>(std::max<int64_t>(1, rows * padded_k)));
   widen_rows(x, x_widened, padded_k);
-  if (rows <= kDirectSchedulingRows) {
-    switch (weight.dtype) {
-      case DType::F16: matmul_direct<DType::F16>(x_widened, padded_k, weight, out); break;
-      case DType::BF16: matmul_direct<DType::BF16>(x_widened, padded_k, weight, out); break;
-      default: matmul_direct<DType::F32>(x_widened, padded_k, weight, out); break;
-    }
-  } else {
-    matmul_tiled(x_widened, padded_k, weight, out);
+  switch (weight.dtype) {
+    case DType::F16:
+      matmul_rows<DType::F16>(x_widened, padded_k, weight, out);
+      break;
+    case DType::BF16:
+      matmul_rows<DType::BF16>(x_widened, padded_k, weight, out);
+      break;
+    default:
+      matmul_rows<DType::F32>(x_widened, padded_k, weight, out);
+      break;
   }
 }
 

@@ -27,7 +27,9 @@ void check_rmsnorm(const Tensor& x, const Tensor& weight, const Tensor& out) {
   require_unit_inner_stride(weight, op, "weight");
   require_unit_inner_stride(out, op, "out");
   require_same_shape(x, out, op, "x", "out");
-  require(weight.shape[0] == x.shape[1], op, [&] { return "weight must be [hidden] = [" + std::to_string(x.shape[1]) + "], got " + describe_tensor(weight); });
+  require(weight.shape[0] == x.shape[1], op, [&] {
+    return "weight must be [hidden] = [" + std::to_string(x.shape[1]) + "], got " + describe_tensor(weight);
+  });
 }
 
 void rmsnorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {

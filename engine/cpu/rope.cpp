@@ -32,8 +32,7 @@ void rotate_row(char* row, DType dtype, int64_t heads, int64_t head_dim, const f
       const VFloat x2 = vload_n(dtype, second, j, count);
       const VFloat c = vload(cosines + j);
       const VFloat s = vload(sines + j);
-      const VFloat first_out =
-          vadd(vround_to(dtype, vmul(x1, c)), vround_to(dtype, vmul(vmul(x2, minus_one), s)));
+      const VFloat first_out = vadd(vround_to(dtype, vmul(x1, c)), vround_to(dtype, vmul(vmul(x2, minus_one), s)));
       const VFloat second_out = vadd(vround_to(dtype, vmul(x2, c)), vround_to(dtype, vmul(x1, s)));
       vstore_n(dtype, base, j, first_out, count);
       vstore_n(dtype, second, j, second_out, count);
@@ -45,24 +44,33 @@ void rotate_row(char* row, DType dtype, int64_t heads, int64_t head_dim, const f
 
 void check_rope(const Tensor& q, const Tensor& k, const Tensor& positions, const Tensor& inv_freq, int head_dim) {
   const char* op = "rope";
-  require(head_dim > 0 && head_dim % 2 == 0, op, [&] { return "head_dim must be positive and even, got " + std::to_string(head_dim); });
+  require(head_dim > 0 && head_dim % 2 == 0, op,
+          [&] { return "head_dim must be positive and even, got " + std::to_string(head_dim); });
   require_rank(q, 2, op, "q");
   require_rank(k, 2, op, "k");
   require_float(q, op, "q");
   require_float(k, op, "k");
   require_unit_inner_stride(q, op, "q");
   require_unit_inner_stride(k, op, "k");
-  require(q.shape[1] % head_dim == 0, op, [&] { return "q width must be a multiple of head_dim " + std::to_string(head_dim) + ", got " + describe_tensor(q); });
-  require(k.shape[1] % head_dim == 0, op, [&] { return "k width must be a multiple of head_dim " + std::to_string(head_dim) + ", got " + describe_tensor(k); });
-  require(k.shape[0] == q.shape[0], op, [&] { return "q and k must have the same rows, got " + describe_tensor(q) + " and " +
-                                            describe_tensor(k); });
+  require(q.shape[1] % head_dim == 0, op, [&] {
+    return "q width must be a multiple of head_dim " + std::to_string(head_dim) + ", got " + describe_tensor(q);
+  });
+  require(k.shape[1] % head_dim == 0, op, [&] {
+    return "k width must be a multiple of head_dim " + std::to_string(head_dim) + ", got " + describe_tensor(k);
+  });
+  require(k.shape[0] == q.shape[0], op,
+          [&] { return "q and k must have the same rows, got " + describe_tensor(q) + " and " + describe_tensor(k); });
   require_rank(positions, 1, op, "positions");
   require_dtype(positions, DType::I32, op, "positions");
-  require(positions.shape[0] == q.shape[0], op, [&] { return "positions must be [M] = [" + std::to_string(q.shape[0]) + "], got " + describe_tensor(positions); });
+  require(positions.shape[0] == q.shape[0], op, [&] {
+    return "positions must be [M] = [" + std::to_string(q.shape[0]) + "], got " + describe_tensor(positions);
+  });
   require_rank(inv_freq, 1, op, "inv_freq");
   require_dtype(inv_freq, DType::F32, op, "inv_freq");
   require_unit_inner_stride(inv_freq, op, "inv_freq");
-  require(inv_freq.shape[0] == head_dim / 2, op, [&] { return "inv_freq must be [head_dim/2] = [" + std::to_string(head_dim / 2) + "], got " + describe_tensor(inv_freq); });
+  require(inv_freq.shape[0] == head_dim / 2, op, [&] {
+    return "inv_freq must be [head_dim/2] = [" + std::to_string(head_dim / 2) + "], got " + describe_tensor(inv_freq);
+  });
 }
 
 void rope(const Tensor& q, const Tensor& k, const Tensor& positions, const Tensor& inv_freq, int head_dim) {

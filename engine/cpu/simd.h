@@ -64,7 +64,8 @@ inline void vstore_bf16(uint16_t* destination, VFloat value) {
   // Same integer rounding as float_to_bf16 (VCVTNEPS2BF16 would flush denormals).
   const __m512i word = _mm512_castps_si512(value);
   const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(word, 16), _mm512_set1_epi32(1));
-  const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(word, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb)), 16);
+  const __m512i rounded =
+      _mm512_srli_epi32(_mm512_add_epi32(word, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb)), 16);
   const __m512i quiet_nan = _mm512_or_si512(_mm512_srli_epi32(word, 16), _mm512_set1_epi32(0x40));
   const __mmask16 is_nan = _mm512_cmp_ps_mask(value, value, _CMP_UNORD_Q);
   const __m512i bits = _mm512_mask_blend_epi32(is_nan, rounded, quiet_nan);
@@ -125,7 +126,8 @@ inline void vstore_f16(uint16_t* destination, VFloat value) {
 inline void vstore_bf16(uint16_t* destination, VFloat value) {
   const __m256i word = _mm256_castps_si256(value);
   const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(word, 16), _mm256_set1_epi32(1));
-  const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(word, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)), 16);
+  const __m256i rounded =
+      _mm256_srli_epi32(_mm256_add_epi32(word, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)), 16);
   const __m256i quiet_nan = _mm256_or_si256(_mm256_srli_epi32(word, 16), _mm256_set1_epi32(0x40));
   const __m256i is_nan = _mm256_castps_si256(_mm256_cmp_ps(value, value, _CMP_UNORD_Q));
   const __m256i bits = _mm256_blendv_epi8(rounded, quiet_nan, is_nan);
@@ -176,17 +178,29 @@ inline VFloat vload(const float* source) {
   return result;
 }
 inline void vstore(float* destination, VFloat value) { std::memcpy(destination, value.lane, sizeof value.lane); }
-inline VFloat vadd(VFloat a, VFloat b) { return vmap(a, b, [](float x, float y) { return x + y; }); }
-inline VFloat vsub(VFloat a, VFloat b) { return vmap(a, b, [](float x, float y) { return x - y; }); }
-inline VFloat vmul(VFloat a, VFloat b) { return vmap(a, b, [](float x, float y) { return x * y; }); }
-inline VFloat vdiv(VFloat a, VFloat b) { return vmap(a, b, [](float x, float y) { return x / y; }); }
+inline VFloat vadd(VFloat a, VFloat b) {
+  return vmap(a, b, [](float x, float y) { return x + y; });
+}
+inline VFloat vsub(VFloat a, VFloat b) {
+  return vmap(a, b, [](float x, float y) { return x - y; });
+}
+inline VFloat vmul(VFloat a, VFloat b) {
+  return vmap(a, b, [](float x, float y) { return x * y; });
+}
+inline VFloat vdiv(VFloat a, VFloat b) {
+  return vmap(a, b, [](float x, float y) { return x / y; });
+}
 inline VFloat vfma(VFloat a, VFloat b, VFloat acc) {
   VFloat result;
   for (int i = 0; i < kLanes; ++i) result.lane[i] = std::fma(a.lane[i], b.lane[i], acc.lane[i]);
   return result;
 }
-inline VFloat vmax(VFloat a, VFloat b) { return vmap(a, b, [](float x, float y) { return x > y ? x : y; }); }
-inline VFloat vmin(VFloat a, VFloat b) { return vmap(a, b, [](float x, float y) { return x < y ? x : y; }); }
+inline VFloat vmax(VFloat a, VFloat b) {
+  return vmap(a, b, [](float x, float y) { return x > y ? x : y; });
+}
+inline VFloat vmin(VFloat a, VFloat b) {
+  return vmap(a, b, [](float x, float y) { return x < y ? x : y; });
+}
 inline float vsum(VFloat value) {
   float quad[4];
   for (int i = 0; i < 4; ++i) quad[i] = value.lane[i] + value.lane[i + 4];
@@ -223,8 +237,8 @@ inline VFloat vround_int(VFloat value) {
 inline VFloat vscale_pow2(VFloat value, VFloat exponent) {
   VFloat result;
   for (int i = 0; i < kLanes; ++i) {
-    result.lane[i] = std::isnan(exponent.lane[i]) ? exponent.lane[i]
-                                                  : std::ldexp(value.lane[i], static_cast<int>(exponent.lane[i]));
+    result.lane[i] =
+        std::isnan(exponent.lane[i]) ? exponent.lane[i] : std::ldexp(value.lane[i], static_cast<int>(exponent.lane[i]));
   }
   return result;
 }
@@ -239,16 +253,22 @@ inline int vfirst_equal(VFloat a, VFloat b) {
 
 template <DType D>
 inline VFloat vload_as(const void* base, int64_t index) {
-  if constexpr (D == DType::F32) return vload(static_cast<const float*>(base) + index);
-  else if constexpr (D == DType::F16) return vload_f16(static_cast<const uint16_t*>(base) + index);
-  else return vload_bf16(static_cast<const uint16_t*>(base) + index);
+  if constexpr (D == DType::F32)
+    return vload(static_cast<const float*>(base) + index);
+  else if constexpr (D == DType::F16)
+    return vload_f16(static_cast<const uint16_t*>(base) + index);
+  else
+    return vload_bf16(static_cast<const uint16_t*>(base) + index);
 }
 
 template <DType D>
 inline void vstore_as(void* base, int64_t index, VFloat value) {
-  if constexpr (D == DType::F32) vstore(static_cast<float*>(base) + index, value);
-  else if constexpr (D == DType::F16) vstore_f16(static_cast<uint16_t*>(base) + index, value);
-  else vstore_bf16(static_cast<uint16_t*>(base) + index, value);
+  if constexpr (D == DType::F32)
+    vstore(static_cast<float*>(base) + index, value);
+  else if constexpr (D == DType::F16)
+    vstore_f16(static_cast<uint16_t*>(base) + index, value);
+  else
+    vstore_bf16(static_cast<uint16_t*>(base) + index, value);
 }
 
 // The first `count` (< kLanes) elements, the other lanes zero.
@@ -269,16 +289,25 @@ inline void vstore_partial_as(void* base, int64_t index, VFloat value, int count
 // Runtime-dtype versions for memory-bound kernels (the switch is perfectly predicted).
 inline VFloat vload_dt(DType dtype, const void* base, int64_t index) {
   switch (dtype) {
-    case DType::F16: return vload_as<DType::F16>(base, index);
-    case DType::BF16: return vload_as<DType::BF16>(base, index);
-    default: return vload_as<DType::F32>(base, index);
+    case DType::F16:
+      return vload_as<DType::F16>(base, index);
+    case DType::BF16:
+      return vload_as<DType::BF16>(base, index);
+    default:
+      return vload_as<DType::F32>(base, index);
   }
 }
 inline void vstore_dt(DType dtype, void* base, int64_t index, VFloat value) {
   switch (dtype) {
-    case DType::F16: vstore_as<DType::F16>(base, index, value); break;
-    case DType::BF16: vstore_as<DType::BF16>(base, index, value); break;
-    default: vstore_as<DType::F32>(base, index, value); break;
+    case DType::F16:
+      vstore_as<DType::F16>(base, index, value);
+      break;
+    case DType::BF16:
+      vstore_as<DType::BF16>(base, index, value);
+      break;
+    default:
+      vstore_as<DType::F32>(base, index, value);
+      break;
   }
 }
 // Loads `count` elements (1..kLanes), zero-filling the rest.

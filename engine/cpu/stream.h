@@ -2,11 +2,12 @@
 // The host (one thread) enqueues callables into a preallocated ring of fixed-size slots —
 // no heap allocation per command — and returns at once; the worker runs them in order,
 // timing each on now_ns(), and kernels inside fan out with OpenMP from that worker.
-// The one non-obvious choice: both sides spin briefly before sleeping (the worker for
-// new work, the host for completion), and each side takes the mutex to wake the other
-// only when that other side has announced it is asleep. A sync round trip and an
-// enqueue therefore cost a few hundred nanoseconds while the stream is busy, and
-// nothing burns a core for long while it is idle.
+// The one non-obvious choice: both sides poll briefly before sleeping (the worker for new
+// work, the host for completion), yielding between polls so that the other side or an
+// OpenMP helper sharing the core can run; each side takes the mutex to wake the other only
+// when that side has announced it is asleep. An enqueue costs tens of nanoseconds and a
+// sync round trip about a microsecond, and nothing burns a core for long while idle.
+// Only the host thread may call enqueue, drain, synchronize and take_timings.
 #pragma once
 
 #include <atomic>
@@ -28,8 +29,8 @@ namespace decodelab::cpu {
 
 class CpuStream {
  public:
-  static constexpr size_t kCapacity = 1024;       // commands the host may run ahead
-  static constexpr size_t kCommandBytes = 480;    // inline storage per command
+  static constexpr size_t kCapacity = 1024;     // commands the host may run ahead
+  static constexpr size_t kCommandBytes = 480;  // inline storage per command
 
   // kernel_threads: OpenMP threads for kernels (0 = every core).
   explicit CpuStream(int kernel_threads);

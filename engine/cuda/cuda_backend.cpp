@@ -81,7 +81,8 @@ void CudaBackend::OpScope::finish() {
 // --- construction -------------------------------------------------------------------
 
 CudaBackend::CudaBackend(const BackendOptions& options)
-    : sync_after_launch_(options.sync_after_launch || env_flag("DECODELAB_CUDA_SYNC")) {
+    : sync_after_launch_(options.sync_after_launch || env_flag("DECODELAB_CUDA_SYNC")),
+      graphs_enabled_(options.cuda_graphs) {
   if (cuda_device_count() < 1) throw std::runtime_error("the CUDA backend needs a CUDA device, and none was found");
   CUDA_CHECK(cudaSetDevice(device_));
   CUDA_CHECK(cudaFree(nullptr));  // create the context now, not inside the first timed op

@@ -37,7 +37,8 @@ class CudaBackend final : public Backend {
   void marker(OpId id) override;
   std::vector<OpTiming> take_timings() override;
 
-  bool supports_graphs() const override { return true; }
+  // Graphs are used only when asked for (--cuda-graphs / run.cuda_graphs).
+  bool supports_graphs() const override { return graphs_enabled_; }
   void begin_capture() override;
   void end_capture() override;
   void replay_captured(OpId id) override;
@@ -93,6 +94,7 @@ class CudaBackend final : public Backend {
   std::string device_name_;
   size_t total_memory_ = 0;
   bool sync_after_launch_ = false;
+  bool graphs_enabled_ = false;
   bool capturing_ = false;
   std::string timer_note_;  // why CUPTI is not used, when it is not
 

@@ -178,7 +178,8 @@ std::vector<double> ReferenceLlama::last_logits(const std::vector<int32_t>& toke
       linear(layer.k_proj, x, kv_heads * head_dim, hidden, &k[t * kv_heads * head_dim]);
       linear(layer.v_proj, x, kv_heads * head_dim, hidden, &v[t * kv_heads * head_dim]);
       for (size_t h = 0; h < heads; ++h) rotate_half(&q[(t * heads + h) * head_dim], inverse_frequencies_, int(t));
-      for (size_t h = 0; h < kv_heads; ++h) rotate_half(&k[(t * kv_heads + h) * head_dim], inverse_frequencies_, int(t));
+      for (size_t h = 0; h < kv_heads; ++h)
+        rotate_half(&k[(t * kv_heads + h) * head_dim], inverse_frequencies_, int(t));
     }
     for (size_t t = 0; t < length; ++t) {
       for (size_t h = 0; h < heads; ++h) {

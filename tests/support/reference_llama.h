@@ -30,8 +30,8 @@ struct ReferenceLayer {
 struct ReferenceWeights {
   std::vector<double> embed_tokens;  // [vocab, hidden]
   std::vector<ReferenceLayer> layers;
-  std::vector<double> norm;          // [hidden]
-  std::vector<double> lm_head;       // [vocab, hidden]; empty when tied (embed_tokens is used)
+  std::vector<double> norm;     // [hidden]
+  std::vector<double> lm_head;  // [vocab, hidden]; empty when tied (embed_tokens is used)
 };
 
 // From every *.safetensors file in a checkpoint directory (names must be unique).

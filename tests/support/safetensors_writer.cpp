@@ -30,9 +30,12 @@ nlohmann::json& entry_of(SafetensorsImage& image, const std::string& target) {
 
 const char* torch_dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::F16: return "float16";
-    case DType::BF16: return "bfloat16";
-    default: return "float32";
+    case DType::F16:
+      return "float16";
+    case DType::BF16:
+      return "bfloat16";
+    default:
+      return "float32";
   }
 }
 
@@ -44,8 +47,8 @@ int64_t HostTensor::numel() const {
   return count;
 }
 
-HostTensor seeded_tensor(std::string name, DType dtype, std::vector<int64_t> shape, uint64_t seed,
-                         float half_width, float center) {
+HostTensor seeded_tensor(std::string name, DType dtype, std::vector<int64_t> shape, uint64_t seed, float half_width,
+                         float center) {
   HostTensor tensor{std::move(name), dtype, std::move(shape), {}};
   tensor.values.resize(static_cast<size_t>(tensor.numel()));
   const uint64_t stream = mix(seed);
@@ -87,7 +90,8 @@ SafetensorsImage make_safetensors_image(const std::vector<HostTensor>& tensors,
     const size_t bytes = tensor.values.size() * dtype_size(tensor.dtype);
     image.data.resize(begin + bytes);
     std::vector<uint8_t> stored(bytes);
-    for (size_t i = 0; i < tensor.values.size(); ++i) store_from_float(stored.data(), tensor.dtype, i, tensor.values[i]);
+    for (size_t i = 0; i < tensor.values.size(); ++i)
+      store_from_float(stored.data(), tensor.dtype, i, tensor.values[i]);
     if (bytes) std::memcpy(image.data.data() + begin, stored.data(), bytes);
     image.header[tensor.name] = {{"dtype", safetensors_dtype_name(tensor.dtype)},
                                  {"shape", tensor.shape},
@@ -220,8 +224,10 @@ std::vector<HostTensor> write_checkpoint(const std::filesystem::path& directory,
   std::vector<HostTensor> tensors = llama_tensors(config, options.dtype, options.seed, options.lm_head_when_tied);
   if (options.extra_tensors) {
     for (int layer = 0; layer < config.num_hidden_layers; ++layer) {
-      HostTensor inv_freq{"model.layers." + std::to_string(layer) + ".self_attn.rotary_emb.inv_freq", DType::F32,
-                          {config.head_dim / 2}, {}};
+      HostTensor inv_freq{"model.layers." + std::to_string(layer) + ".self_attn.rotary_emb.inv_freq",
+                          DType::F32,
+                          {config.head_dim / 2},
+                          {}};
       for (float value : rope_inverse_frequencies(config)) inv_freq.values.push_back(value);
       tensors.push_back(std::move(inv_freq));
     }
@@ -245,8 +251,8 @@ std::vector<HostTensor> write_checkpoint(const std::filesystem::path& directory,
     const size_t end = tensors.size() * (shard + 1) / shard_count;
     const std::vector<HostTensor> part(tensors.begin() + static_cast<ptrdiff_t>(begin),
                                        tensors.begin() + static_cast<ptrdiff_t>(end));
-    const std::string file_name = shard_count == 1 ? "model.safetensors"
-                                                   : "model-0000" + std::to_string(shard + 1) + "-of-00002.safetensors";
+    const std::string file_name =
+        shard_count == 1 ? "model.safetensors" : "model-0000" + std::to_string(shard + 1) + "-of-00002.safetensors";
     SafetensorsImage image = make_safetensors_image(part);
     for (const HostTensor& tensor : part) {
       // A missing tensor is missing from the index too; otherwise the index would name it.

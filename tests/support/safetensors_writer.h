@@ -9,11 +9,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/dtype.h"
 #include "engine/model_config.h"
@@ -31,8 +30,8 @@ struct HostTensor {
 };
 
 // A tensor of seeded uniform values in [center - half_width, center + half_width), rounded to dtype.
-HostTensor seeded_tensor(std::string name, DType dtype, std::vector<int64_t> shape, uint64_t seed,
-                         float half_width, float center = 0.0f);
+HostTensor seeded_tensor(std::string name, DType dtype, std::vector<int64_t> shape, uint64_t seed, float half_width,
+                         float center = 0.0f);
 
 // A safetensors file before it is written.
 struct SafetensorsImage {
@@ -75,13 +74,13 @@ nlohmann::json hf_config_json(const ModelConfig& config, DType dtype);
 void write_json(const std::filesystem::path& path, const nlohmann::json& value);
 
 struct CheckpointOptions {
-  DType dtype = DType::F32;          // storage dtype of the safetensors file(s)
+  DType dtype = DType::F32;  // storage dtype of the safetensors file(s)
   uint64_t seed = 1;
-  int shards = 1;                    // 1: model.safetensors; 2: two shards + index
-  bool lm_head_when_tied = false;    // some tied checkpoints carry lm_head.weight anyway
-  bool extra_tensors = false;        // rotary_emb.inv_freq buffers, as older checkpoints have
+  int shards = 1;                  // 1: model.safetensors; 2: two shards + index
+  bool lm_head_when_tied = false;  // some tied checkpoints carry lm_head.weight anyway
+  bool extra_tensors = false;      // rotary_emb.inv_freq buffers, as older checkpoints have
   Defect defect = Defect::None;
-  std::string defect_target;         // tensor the defect concerns
+  std::string defect_target = "";  // tensor the defect concerns
 };
 
 // Writes config.json and the safetensors file(s) into `directory` (created); returns the

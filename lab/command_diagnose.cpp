@@ -1,0 +1,47 @@
+// `decodelab diagnose TRACE [--json FILE]`: which of the five bugs a trace written by
+// `decodelab run --trace` shows, each with its evidence and a confidence. It reads the
+// trace file and nothing else — not the scenario, not a side file: the reading must earn
+// its answer (profiling/diagnosis.h; signals and limits in docs/diagnosis.md).
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "lab/commands.h"
+#include "lab/output_files.h"
+#include "profiling/chrome_trace.h"
+#include "profiling/diagnosis.h"
+
+namespace decodelab {
+
+namespace {
+
+struct DiagnoseArguments {
+  std::string trace_file;
+  std::string json_file;
+  bool quiet = false;
+};
+
+void execute_diagnose(const DiagnoseArguments& arguments) {
+  if (!arguments.json_file.empty()) check_output_path(arguments.json_file, "--json");
+  const Trace trace = read_chrome_trace(arguments.trace_file);
+  const Diagnosis diagnosis = diagnose(trace);
+  if (!arguments.json_file.empty()) write_file_atomically(arguments.json_file, to_json(diagnosis).dump(2) + "\n");
+  if (!arguments.quiet) {
+    std::fputs(format_diagnosis(diagnosis).c_str(), stdout);
+    std::fflush(stdout);
+  }
+}
+
+}  // namespace
+
+void add_diagnose_command(CLI::App& app) {
+  auto arguments = std::make_shared<DiagnoseArguments>();
+  CLI::App* command =
+      app.add_subcommand("diagnose", "Name the bugs a trace shows (from `run --trace`), with evidence and confidence");
+  command->add_option("trace", arguments->trace_file, "A Chrome trace written by decodelab run --trace")->required();
+  command->add_option("--json", arguments->json_file, "Write the findings as JSON ({\"bugs\": [...], ...})");
+  command->add_flag("--quiet,-q", arguments->quiet, "Print nothing");
+  command->callback([arguments] { execute_diagnose(*arguments); });
+}
+
+}  // namespace decodelab

@@ -1,0 +1,100 @@
+// The timeline reading of an Nsight Systems export — the seed's first question, "is the
+// GPU idle between kernels?", asked of any CUDA program: device busy %, idle gaps (count,
+// total, largest), host syncs (cudaStreamSynchronize, cudaDeviceSynchronize, synchronous
+// copies, async copies into pageable memory) and the time the host spent in them, launch
+// counts, copies by direction, and the top kernels with their share of kernel time.
+// Optionally only the work launched inside NVTX ranges whose names match a pattern
+// (decodelab's "step N" ranges: the decode steps alone).
+//
+// Non-obvious choice: as in profiling/analysis.h, an idle interval on the device belongs
+// to the op that ends it, and an op belongs to an NVTX range when the API call that
+// launched it (matched by correlation id) started inside the range — device work runs
+// after its launch, so a step that waited on the host is the step that pays for the wait.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "profiling/analysis.h"
+#include "profiling/nsys_reader.h"
+#include "profiling/roofline.h"
+
+namespace decodelab {
+
+struct NsysDeviceTimeline {
+  std::string device;      // the trace's Device column ("" when it has none)
+  TimelineStats timeline;  // wall = the device's span (or the matched ranges' host time)
+};
+
+struct NsysKernelStats {
+  std::string name;
+  int64_t count = 0;
+  double total_seconds = 0;
+  double share = 0;  // of all kernel time
+  double mean_seconds() const { return count > 0 ? total_seconds / static_cast<double>(count) : 0.0; }
+};
+
+struct NsysTransferStats {
+  std::string direction;  // "device-to-host", "host-to-device", "device-to-device", "peer-to-peer", "memset", ...
+  int64_t count = 0;
+  double bytes = 0;
+  double seconds = 0;
+};
+
+struct NsysSyncStats {
+  std::string call;  // "cudaStreamSynchronize", "cudaMemcpy D2H", "cudaMemcpyAsync D2H into pageable memory"
+  int64_t count = 0;
+  double seconds = 0;          // host time inside the calls
+  double largest_seconds = 0;
+};
+
+struct NsysOptions {
+  LimiterThresholds thresholds;  // gap line, idle share for "overhead-bound", tiny kernel line (GPU values)
+  size_t top_kernels = 10;
+  std::string nvtx_pattern;      // ECMAScript regex, whole-name match; empty: everything
+};
+
+struct NsysAnalysis {
+  static constexpr int kSchemaVersion = 1;
+
+  std::vector<std::string> sources;  // "file: report"
+  bool has_gpu_trace = false;
+  bool has_api_trace = false;
+
+  std::string nvtx_pattern;
+  int64_t nvtx_ranges = 0;           // ranges the pattern matched
+  double nvtx_seconds = 0;           // host time they cover (their union)
+
+  TimelineStats timeline;            // all devices together
+  std::vector<NsysDeviceTimeline> devices;
+
+  int64_t kernels = 0;
+  double kernel_seconds = 0;
+  int64_t tiny_kernels = 0;          // under thresholds.tiny_op_seconds_gpu
+  double tiny_kernel_seconds = 0;
+  std::vector<NsysKernelStats> top_kernels;
+  std::vector<NsysTransferStats> transfers;
+
+  std::vector<NsysSyncStats> syncs;  // by call, most time first
+  int64_t sync_calls = 0;
+  double sync_seconds = 0;
+  int64_t launches = 0;              // kernel and graph launch calls
+  double launch_seconds = 0;         // host time inside them
+
+  bool overhead_bound = false;       // the device idles at least thresholds.idle_overhead_fraction
+  std::string verdict;
+  std::vector<std::string> findings;
+  std::vector<std::string> notes;
+  LimiterThresholds thresholds;
+};
+
+// InputError when the options need a report the tables lack (--nvtx without the NVTX or
+// API trace) or the pattern matches no range.
+NsysAnalysis analyze_nsys(const NsysTables& tables, const NsysOptions& options = {});
+
+std::string format_nsys_analysis(const NsysAnalysis& analysis);
+nlohmann::json to_json(const NsysAnalysis& analysis);
+
+}  // namespace decodelab

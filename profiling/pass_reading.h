@@ -1,0 +1,99 @@
+// What each pass of a trace shows a profiler, read once for every check of the diagnosis:
+// for the prefill and each decode step, the rows it pushes through the layers per sequence
+// it samples, what attention reads and through which strides, copies that feed attention,
+// device-to-host reads and where they sit, and fp32 work — grouped as the outline is
+// (runs → groups → passes).
+// Non-obvious choice: a copy counts as a cache copy only when its result is exactly the
+// view attention reads in the same layer (same dtype, shape and strides) and its source is
+// a strided view of the same shape — a .contiguous() feeding attention. Copies whose bytes
+// merely grow (the KV store of a step without cache, the last-token gather) are not it.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <vector>
+
+#include "profiling/trace.h"
+#include "profiling/trace_outline.h"
+
+namespace decodelab {
+
+// One pass (a prefill or a decode step) as a profiler sees it.
+struct PassReading {
+  const PassOutline* pass = nullptr;
+  int64_t sequences = 0;      // rows of the logits it samples from: tokens it produces
+  int64_t rows = 0;           // most rows a matmul ran: tokens it pushes through the layers
+  int64_t key_positions = 0;  // cached positions attention reads per sequence (most over layers)
+  double flops = 0;
+  double bytes = 0;
+
+  int attention_ops = 0;
+  int strided_attention_ops = 0;    // K or V read through a view whose last stride is not 1
+  int64_t head_dim_stride = 1;      // that stride, when strided
+  int cache_copies = 0;             // copies of a strided view whose result attention reads
+  double cache_copy_bytes = 0;
+  double attention_seconds = 0, attention_bytes = 0;  // device time and declared bytes
+  double matmul_seconds = 0, matmul_bytes = 0;
+
+  int device_reads = 0;   // DeviceToHost host calls
+  int reads_in_layers = 0;
+  int syncs = 0;          // Synchronize host calls
+  double wait_seconds = 0;  // host time blocked in those calls
+  std::set<int> layers;
+
+  int opaque_ops = 0;     // ops with no tensors (a captured graph replayed): work the trace cannot see into
+
+  int matmuls = 0, fp32_matmuls = 0;
+  int norms = 0, fp32_norms = 0;
+  int casts = 0;
+  double fp32_weight_bytes = 0;
+
+  double rows_per_sequence() const { return sequences > 0 ? static_cast<double>(rows) / sequences : 0.0; }
+  bool multi_row() const { return sequences > 0 && rows > sequences; }
+  bool reads_device() const { return device_reads + syncs > 0; }
+  bool fp32_work() const { return fp32_matmuls + fp32_norms + casts > 0; }
+  // Whether the layers' ops are in the trace (not hidden in a replayed graph).
+  bool shows_layers() const { return matmuls > 0; }
+};
+
+// The readings of one group: its prefill(s) and its decode steps in step order.
+struct GroupReading {
+  const GroupOutline* group = nullptr;
+  std::vector<PassReading> prefills;
+  std::vector<PassReading> steps;
+  int64_t uploads = 0;  // HostToDevice calls: prompts sent to the device
+
+  int64_t sequences() const {
+    for (const auto* list : {&prefills, &steps})
+      for (const PassReading& pass : *list)
+        if (pass.sequences > 0) return pass.sequences;
+    return 1;
+  }
+};
+
+struct TraceReading {
+  TraceOutline outline;  // the readings point into it
+  std::vector<std::vector<GroupReading>> runs;
+  std::vector<const PassReading*> steps;          // every decode step, in order
+  std::vector<const PassReading*> visible_steps;  // those whose layers' ops are in the trace
+  std::vector<const PassReading*> prefills;
+
+  // Decode steps that replay a captured graph show one opaque op: most steps do so here.
+  bool steps_replay_graphs() const { return !steps.empty() && 2 * visible_steps.size() <= steps.size(); }
+  // The passes the layout and precision checks count over: the decode steps that show
+  // their ops, or the prefills (the same kernels and layout) when the trace has no decode
+  // steps (a generation of one token) or its steps replay a graph.
+  bool judges_steps() const { return !steps.empty() && !steps_replay_graphs(); }
+  const std::vector<const PassReading*>& judged() const { return judges_steps() ? visible_steps : prefills; }
+  const char* judged_name() const { return judges_steps() ? "decode steps" : "prefills"; }
+  const char* judged_unit() const { return judges_steps() ? "step" : "prefill"; }
+
+  TraceReading() = default;
+  TraceReading(TraceReading&&) = default;  // moving keeps every vector's buffer, so the pointers hold
+  TraceReading(const TraceReading&) = delete;
+  TraceReading& operator=(const TraceReading&) = delete;
+};
+
+TraceReading read_trace(const Trace& trace);
+
+}  // namespace decodelab

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Profiles the kernels of one decodelab run's decode steps with Nsight Compute, collecting
+# exactly the metrics `decodelab ncu` reads, and exports both CSV forms it understands.
+#
+# What the command line does, and why:
+#   --nvtx --nvtx-include "regex:step [0-9]+/"  only kernels inside the engine's "step N"
+#                                                NVTX push/pop ranges: the decode steps
+#   --kernel-name regex:KERNEL_REGEX            optionally, only kernels whose name matches
+#   --launch-count N                            replay at most N launches (NCU_LAUNCH_COUNT,
+#                                                default 60): each is replayed once per pass
+#   --clock-control none                        keep the GPU's own clocks, as in a real run
+#   --metrics ...                               duration, DRAM bytes, FLOP counters (CUDA
+#                                                cores and tensor pipe), SM% and memory%,
+#                                                occupancy, global-load sectors and requests,
+#                                                and the device's name (to pick its peaks)
+# then `ncu --import` writes REPORT-raw.csv (`--csv --page raw --print-units base`, the wide
+# form) and REPORT-details.csv (`--csv --print-units base --print-metric-name name`, the
+# long form). The run itself is shortened to one repeat without warm-up (ncu flushes the
+# caches before each replay anyway). Counters need profiling permission: run as root or
+# with NVreg_RestrictProfilingToAdminUsers=0, else ncu reports ERR_NVGPUCTRPERM.
+#
+# usage: scripts/ncu-profile.sh SCENARIO [KERNEL_REGEX] [-- DECODELAB RUN ARGS...]
+#   e.g. scripts/ncu-profile.sh scenarios/bugs/non_contiguous.yaml attention -- --set workload.new_tokens=4
+# env:   DECODELAB        the binary (default: build/decodelab, build-gpu/decodelab, then PATH)
+#        NCU_OUT          report base name (default: ncu-<scenario>)
+#        NCU_LAUNCH_COUNT launches to profile (default 60)
+set -euo pipefail
+
+if [[ $# -lt 1 || "$1" == "-h" || "$1" == "--help" ]]; then
+  awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
+  exit 2
+fi
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+scenario="$1"
+shift
+kernel_regex=""
+if [[ $# -gt 0 && "$1" != "--" ]]; then
+  kernel_regex="$1"
+  shift
+fi
+[[ $# -gt 0 && "$1" == "--" ]] && shift
+
+decodelab="${DECODELAB:-}"
+for candidate in "$repo/build/decodelab" "$repo/build-gpu/decodelab"; do
+  [[ -z "$decodelab" && -x "$candidate" ]] && decodelab="$candidate"
+done
+[[ -z "$decodelab" ]] && decodelab="$(command -v decodelab || true)"
+if [[ -z "$decodelab" ]]; then
+  echo "ncu-profile: no decodelab binary (build it, or set DECODELAB)" >&2
+  exit 2
+fi
+if ! command -v ncu >/dev/null; then
+  echo "ncu-profile: ncu (Nsight Compute) is not on PATH" >&2
+  exit 2
+fi
+
+# The metrics profiling/ncu_reader.h reads (ncu_metric::all()).
+metrics=(
+  gpu__time_duration.sum
+  dram__bytes_read.sum
+  dram__bytes_write.sum
+  sm__throughput.avg.pct_of_peak_sustained_elapsed
+  gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed
+  sm__warps_active.avg.pct_of_peak_sustained_active
+  l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum
+  l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum
+  sm__sass_thread_inst_executed_op_fadd_pred_on.sum
+  sm__sass_thread_inst_executed_op_fmul_pred_on.sum
+  sm__sass_thread_inst_executed_op_ffma_pred_on.sum
+  sm__sass_thread_inst_executed_op_hadd_pred_on.sum
+  sm__sass_thread_inst_executed_op_hmul_pred_on.sum
+  sm__sass_thread_inst_executed_op_hfma_pred_on.sum
+  sm__sass_thread_inst_executed_op_dadd_pred_on.sum
+  sm__sass_thread_inst_executed_op_dmul_pred_on.sum
+  sm__sass_thread_inst_executed_op_dfma_pred_on.sum
+  sm__ops_path_tensor_src_fp16.sum
+  sm__ops_path_tensor_src_bf16_dst_fp32.sum
+  sm__ops_path_tensor_src_tf32_dst_fp32.sum
+  sm__ops_path_tensor_src_fp64.sum
+  device__attribute_display_name
+)
+metric_list="$(IFS=,; echo "${metrics[*]}")"
+
+name="$(basename "${scenario%.yaml}")"
+out="${NCU_OUT:-ncu-$name}"
+filters=(--nvtx --nvtx-include "regex:step [0-9]+/")
+[[ -n "$kernel_regex" ]] && filters+=(--kernel-name "regex:$kernel_regex")
+
+ncu \
+  --target-processes all \
+  "${filters[@]}" \
+  --launch-count "${NCU_LAUNCH_COUNT:-60}" \
+  --clock-control none \
+  --metrics "$metric_list" \
+  --force-overwrite \
+  --export "$out" \
+  "$decodelab" run "$scenario" --backend cuda --quiet --set "run={warmup: 0, repeats: 1}" "$@"
+
+ncu --import "$out.ncu-rep" --csv --page raw --print-units base >"$out-raw.csv"
+ncu --import "$out.ncu-rep" --csv --print-units base --print-metric-name name >"$out-details.csv"
+
+echo
+echo "read it with:"
+echo "  $decodelab ncu $out-raw.csv          # or $out-details.csv"

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Profiles one decodelab run with Nsight Systems and exports the reports `decodelab nsys`
+# reads: the timeline (cuda_gpu_trace), the host's CUDA calls (cuda_api_trace), the NVTX
+# ranges (nvtx_pushpop_trace: run, group N, prefill N, step N, layer N, and each op's
+# range from the CUDA backend), and the per-name totals (cuda_gpu_kern_sum, cuda_api_sum).
+#
+# The whole process is recorded and the decode steps are picked out afterwards by their
+# NVTX ranges (`decodelab nsys ... --nvtx 'step [0-9]+'`, or the GUI's NVTX row): nsys's
+# own --capture-range=nvtx would record only the first matching range, which is a warm-up.
+# Sampling and context switches are off: the question is the GPU timeline, not CPU hot spots.
+#
+# usage: scripts/nsys-profile.sh SCENARIO [DECODELAB RUN ARGS...]
+#   e.g. scripts/nsys-profile.sh scenarios/bugs/host_sync.yaml --set workload.new_tokens=32
+# env:   DECODELAB  the binary (default: build/decodelab, build-gpu/decodelab, then PATH)
+#        NSYS_OUT   report base name (default: nsys-<scenario>); writes NSYS_OUT.nsys-rep and
+#                   NSYS_OUT_<report>.csv
+set -euo pipefail
+
+if [[ $# -lt 1 || "$1" == "-h" || "$1" == "--help" ]]; then
+  awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
+  exit 2
+fi
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+scenario="$1"
+shift
+
+decodelab="${DECODELAB:-}"
+for candidate in "$repo/build/decodelab" "$repo/build-gpu/decodelab"; do
+  [[ -z "$decodelab" && -x "$candidate" ]] && decodelab="$candidate"
+done
+[[ -z "$decodelab" ]] && decodelab="$(command -v decodelab || true)"
+if [[ -z "$decodelab" ]]; then
+  echo "nsys-profile: no decodelab binary (build it, or set DECODELAB)" >&2
+  exit 2
+fi
+if ! command -v nsys >/dev/null; then
+  echo "nsys-profile: nsys (Nsight Systems) is not on PATH" >&2
+  exit 2
+fi
+
+name="$(basename "${scenario%.yaml}")"
+out="${NSYS_OUT:-nsys-$name}"
+
+nsys profile \
+  --trace=cuda,nvtx,osrt \
+  --sample=none \
+  --cpuctxsw=none \
+  --force-overwrite=true \
+  --output="$out" \
+  "$decodelab" run "$scenario" --backend cuda --quiet "$@"
+
+reports=cuda_gpu_trace,cuda_api_trace,nvtx_pushpop_trace,cuda_gpu_kern_sum,cuda_api_sum
+nsys stats --force-export=true --format csv --report "$reports" --output "$out" "$out.nsys-rep"
+
+echo
+echo "read it with:"
+echo "  $decodelab nsys ${out}_cuda_gpu_trace.csv ${out}_cuda_api_trace.csv ${out}_nvtx_pushpop_trace.csv --nvtx 'step [0-9]+'"
