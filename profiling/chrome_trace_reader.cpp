@@ -262,6 +262,9 @@ Trace parse_chrome_trace(std::string_view text, const std::string& file_name) {
     if (!pending.desc) reader.fail("traceEvents", what + " has no description (inputs, outputs)");
     trace.add_op(*pending.desc, pending.host_begin_ns, pending.host_end_ns, pending.device_begin_ns, pending.device_end_ns);
   }
+  // Host calls in time order, as a recording holds them (a file need not list them so).
+  std::stable_sort(calls.begin(), calls.end(),
+                   [](const HostCall& a, const HostCall& b) { return a.begin_ns < b.begin_ns; });
   for (const HostCall& call : calls) trace.host_call(call);
   return trace;
 }
