@@ -44,4 +44,11 @@ class ResourceError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A run whose numbers went bad: NaN or Inf in the logits, or (--check-numerics) in the
+// output of an op. A failure of the run, not of its input: exit code 1.
+class NumericalError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 }  // namespace decodelab

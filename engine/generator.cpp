@@ -5,11 +5,14 @@
 #include "engine/generator.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "bugs/deviations.h"
 #include "engine/clock.h"
+#include "engine/errors.h"
 #include "engine/model.h"
 #include "engine/ops.h"
+#include "engine/saturating.h"
 
 namespace decodelab {
 
@@ -25,9 +28,10 @@ uint64_t mix(uint64_t value) {
 double elapsed_ms(int64_t begin_ns, int64_t end_ns) { return static_cast<double>(end_ns - begin_ns) / 1e6; }
 
 // Most rows one forward pass needs: the prompt, or the whole prefix without a KV cache.
-int max_rows_per_pass(const Workload& workload, const BugSet& bugs, int group) {
-  const int rows_per_sequence = bugs.no_kv_cache ? workload.context_length() - 1 : workload.prompt_length();
-  return group * std::max(rows_per_sequence, 1);
+int64_t max_rows_per_pass(const Workload& workload, const BugSet& bugs, int group) {
+  const int64_t rows_per_sequence = bugs.no_kv_cache ? int64_t{workload.prompt_length()} + workload.new_tokens - 1
+                                                     : workload.prompt_length();
+  return saturating_mul(group, std::max<int64_t>(rows_per_sequence, 1));
 }
 
 }  // namespace
@@ -44,16 +48,23 @@ std::vector<int32_t> prompt_for_request(const Workload& workload, int request, i
 
 MemoryPlan plan_memory(const ModelConfig& config, DType dtype, const Workload& workload, const BugSet& bugs) {
   MemoryPlan plan;
-  const int group = bugs::group_size(bugs, std::min(workload.batch_size, workload.requests));
-  const int max_rows = max_rows_per_pass(workload, bugs, group);
+  const int64_t group = bugs::group_size(bugs, std::min(workload.batch_size, workload.requests));
+  const int64_t max_rows = max_rows_per_pass(workload, bugs, static_cast<int>(group));
+  const int64_t context = int64_t{workload.prompt_length()} + workload.new_tokens;
+  const int64_t element = static_cast<int64_t>(dtype_size(dtype));
   plan.weight_bytes = config.weight_bytes(dtype);
   plan.extra_weight_bytes = is_half(dtype) ? Model::extra_weight_bytes(config, bugs) : 0;
-  plan.kv_cache_bytes = KvCache::bytes_needed(config.num_hidden_layers, group, workload.context_length(),
-                                              config.num_key_value_heads, config.head_dim, dtype);
-  plan.workspace_bytes = Model::workspace_bytes(config, dtype, bugs, group, max_rows) +
-                         int64_t{workload.requests} * workload.context_length() * 4 +         // token history
-                         int64_t{workload.requests} * config.vocab_size * static_cast<int64_t>(dtype_size(dtype)) +
-                         int64_t{max_rows} * 4 * 2;                                           // positions
+  plan.kv_cache_bytes =
+      KvCache::bytes_needed(config.num_hidden_layers, group, context, config.num_key_value_heads, config.head_dim, dtype);
+  // Model::reserve() (activations, bug scratch) + RoPE frequencies + generate()'s own buffers.
+  plan.workspace_bytes = saturating_add(Model::workspace_sizes(config, dtype, bugs, group, context, max_rows).total(),
+                                        Model::constant_bytes(config),
+                                        saturating_mul(workload.requests, context, 4),                  // token history
+                                        saturating_mul(workload.requests, config.vocab_size, element),  // logits
+                                        saturating_mul(max_rows, 4), saturating_mul(group, 4));         // positions
+  // Host copies generate() keeps: tokens read back and the result's tokens; raw and float logits.
+  plan.host_bytes = saturating_add(saturating_mul(workload.requests, context, 4 * 2),
+                                   saturating_mul(workload.requests, config.vocab_size, element + 4));
   return plan;
 }
 
@@ -65,14 +76,18 @@ Engine::~Engine() = default;
 const ModelConfig& Engine::config() const { return model_->config(); }
 DType Engine::dtype() const { return model_->dtype(); }
 
-GenerationResult Engine::generate(const Workload& workload, EventSink* sink) {
+GenerationResult Engine::generate(const Workload& workload, EventSink* sink, bool check_numerics) {
   const ModelConfig& config = model_->config();
   const DType dtype = model_->dtype();
   const int requests = workload.requests;
   const int prompt_length = workload.prompt_length();
   const int context = workload.context_length();
   const int group_size = bugs::group_size(bugs_, std::min(workload.batch_size, requests));
-  const int max_rows = max_rows_per_pass(workload, bugs_, group_size);
+  const int64_t rows_needed = max_rows_per_pass(workload, bugs_, group_size);
+  // Positions and row indices are int32 on the device (the memory plan refuses far smaller requests first).
+  if (rows_needed > INT32_MAX)
+    throw ResourceError("a forward pass of " + std::to_string(rows_needed) + " rows exceeds the engine's 2^31 - 1");
+  const int max_rows = static_cast<int>(rows_needed);
 
   // Device state of the whole run: every request's token history and last logits.
   model_->reserve(group_size, context, max_rows);
@@ -90,10 +105,12 @@ GenerationResult Engine::generate(const Workload& workload, EventSink* sink) {
   }
 
   Ops ops(backend_, sink, workload.host_overhead_us);
+  ops.set_check_numerics(check_numerics);
+  if (check_numerics) model_->check_weights_finite(ops);
   // A decode step is capturable when its ops do not change from step to step: not when
   // the prefix is recomputed or the cache copied at a growing length, nor with host reads
-  // inside the step.
-  const bool use_graphs = ops.graphs_available() && !bugs_.no_kv_cache && !bugs_.host_sync &&
+  // inside the step (checking numerics reads after every op).
+  const bool use_graphs = ops.graphs_available() && !check_numerics && !bugs_.no_kv_cache && !bugs_.host_sync &&
                           !(bugs_.non_contiguous && bugs_.non_contiguous_mode == NonContiguousMode::Copy);
   GenerationResult result;
   GenerationTiming& timing = result.timing;
@@ -175,8 +192,10 @@ GenerationResult Engine::generate(const Workload& workload, EventSink* sink) {
     result.tokens[request].assign(row + prompt_length, row + context);
   }
   result.last_logits.resize(static_cast<size_t>(all_logits.numel()));
-  for (size_t i = 0; i < result.last_logits.size(); ++i)
+  for (size_t i = 0; i < result.last_logits.size(); ++i) {
     result.last_logits[i] = load_as_float(logits_host.data(), dtype, i);
+    if (!std::isfinite(result.last_logits[i])) ++result.non_finite_logits;
+  }
 
   auto time_of = [&ops](OpId marker) { return ops.marker_time_ns(marker).value_or(0); };
   for (size_t group = 0; group < markers.size(); ++group) {

@@ -11,6 +11,7 @@
 #include "engine/backend.h"
 #include "engine/event_sink.h"
 #include "engine/model_config.h"
+#include "engine/saturating.h"
 #include "engine/weights.h"
 
 namespace decodelab {
@@ -45,16 +46,22 @@ struct GenerationTiming {
 struct GenerationResult {
   std::vector<std::vector<int32_t>> tokens;  // [requests][new_tokens]
   std::vector<float> last_logits;            // [requests * vocab]: logits the last token came from
+  int64_t non_finite_logits = 0;             // NaN/Inf among last_logits (found on the host, no extra sync)
   GenerationTiming timing;
 };
 
 // Bytes and device memory one generation needs, computed before anything is allocated.
+// Every device allocation the engine makes (weights, the bugs' copies and scratch, KV
+// cache, activations, token history, logits, positions) is in one of the device parts;
+// host_bytes are the host-side copies a generation keeps, which on the CPU backend come
+// out of the same memory. Sizes saturate at INT64_MAX instead of wrapping around.
 struct MemoryPlan {
   int64_t weight_bytes = 0;
   int64_t extra_weight_bytes = 0;  // e.g. fp32 copies a bug keeps
   int64_t kv_cache_bytes = 0;
   int64_t workspace_bytes = 0;
-  int64_t total() const { return weight_bytes + extra_weight_bytes + kv_cache_bytes + workspace_bytes; }
+  int64_t host_bytes = 0;          // host memory, not part of total()
+  int64_t total() const { return saturating_add(weight_bytes, extra_weight_bytes, kv_cache_bytes, workspace_bytes); }
 };
 MemoryPlan plan_memory(const ModelConfig& config, DType dtype, const Workload& workload, const BugSet& bugs);
 
@@ -68,7 +75,9 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   // One complete generation of the workload. The sink (may be null) sees every op.
-  GenerationResult generate(const Workload& workload, EventSink* sink);
+  // check_numerics: the weights, then every op's output, are scanned for NaN/Inf as the
+  // generation goes (a sync per op); the first found throws NumericalError naming it.
+  GenerationResult generate(const Workload& workload, EventSink* sink, bool check_numerics = false);
 
   const ModelConfig& config() const;
   DType dtype() const;

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "engine/errors.h"
+#include "engine/json_errors.h"
 #include "engine/safetensors.h"
 
 namespace decodelab {
@@ -48,6 +49,7 @@ const SafetensorsFile& open_file(CheckpointFiles& checkpoint, const fs::path& pa
 // model.safetensors.index.json: {"metadata": {...}, "weight_map": {"tensor": "shard file"}}.
 CheckpointFiles open_sharded(const fs::path& directory, const fs::path& index_path) {
   const std::string index_file = index_path.string();
+  if (!fs::is_regular_file(index_path)) throw InputError(index_file, 0, "", "not a regular file");
   std::ifstream stream(index_path, std::ios::binary);
   if (!stream) throw InputError(index_file, 0, "", "cannot open");
   std::ostringstream text;
@@ -55,8 +57,8 @@ CheckpointFiles open_sharded(const fs::path& directory, const fs::path& index_pa
   nlohmann::json index;
   try {
     index = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& error) {
-    throw InputError(index_file, 0, "", std::string("not valid JSON: ") + error.what());
+  } catch (const nlohmann::json::exception& error) {
+    throw InputError(index_file, 0, "", json_parse_problem(error, text.str().size()));
   }
   if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
     throw InputError(index_file, 0, "weight_map", "missing (expected an object mapping tensor names to shard files)");
@@ -131,15 +133,10 @@ ModelWeights load_hf_weights(Backend& backend, const std::filesystem::path& dire
   const CheckpointFiles checkpoint =
       fs::exists(index_path) ? open_sharded(directory, index_path) : open_unsharded(directory);
 
-  ModelWeights weights = ModelWeights::allocate(backend, config, dtype);
-
-  // Check everything first, so that a bad checkpoint fails before any conversion work.
-  struct Transfer {
-    const SafetensorsTensor* source;
-    Tensor destination;
-  };
-  std::vector<Transfer> transfers;
-  weights.for_each(config, [&](const std::string& name, const Tensor& destination) {
+  // Check everything first, against shapes alone, so that a bad checkpoint fails before
+  // anything is allocated or converted.
+  ModelWeights expected = ModelWeights::describe(config, dtype);
+  expected.for_each(config, [&](const std::string& name, const Tensor& destination) {
     const auto found = checkpoint.tensors.find(name);
     if (found == checkpoint.tensors.end())
       throw InputError(directory.string(), 0, name, "tensor missing (searched " + checkpoint.file_list() + ")");
@@ -150,7 +147,16 @@ ModelWeights load_hf_weights(Backend& backend, const std::filesystem::path& dire
       throw InputError(found->second.file->path().string(), 0, name,
                        "shape " + source.shape_string() + " in the checkpoint, but config.json implies " +
                            destination.shape_string());
-    transfers.push_back({&source, destination});
+  });
+
+  struct Transfer {
+    const SafetensorsTensor* source;
+    Tensor destination;
+  };
+  std::vector<Transfer> transfers;
+  ModelWeights weights = ModelWeights::allocate(backend, config, dtype);
+  weights.for_each(config, [&](const std::string& name, const Tensor& destination) {
+    transfers.push_back({checkpoint.tensors.at(name).tensor, destination});
   });
   // A tied model's lm_head.weight, when a checkpoint carries one anyway, is ignored:
   // transformers ties it to embed_tokens after loading.

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "engine/errors.h"
+#include "engine/json_errors.h"
 #include "engine/hf_checkpoint.h"
 
 namespace decodelab {
@@ -158,12 +159,8 @@ ModelConfig read_hf_config(const std::filesystem::path& config_json) {
   json root;
   try {
     root = json::parse(text);
-  } catch (const json::parse_error& error) {
-    const size_t end = std::min(static_cast<size_t>(error.byte), text.size());
-    const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<ptrdiff_t>(end), '\n'));
-    std::string what = error.what();
-    if (const size_t colon = what.find(": "); colon != std::string::npos) what = what.substr(colon + 2);
-    throw InputError(file, line, "", "not valid JSON: " + what);
+  } catch (const json::exception& error) {
+    throw InputError(file, json_error_line(error, text), "", json_parse_problem(error, text.size()));
   }
   if (!root.is_object()) throw InputError(file, 0, "", "expected a JSON object of model settings");
   const FieldReader fields(file, text, root, "", 0, 0);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/device_buffer.h"
+#include "engine/saturating.h"
 #include "engine/tensor.h"
 
 namespace decodelab {
@@ -31,8 +32,11 @@ class KvCache {
   KvLayout layout() const { return layout_; }
   int64_t bytes() const;
 
-  static int64_t bytes_needed(int layers, int sequences, int max_positions, int kv_heads, int head_dim, DType dtype) {
-    return 2LL * layers * sequences * max_positions * kv_heads * head_dim * static_cast<int64_t>(dtype_size(dtype));
+  // K and V bytes of the whole cache (saturating: absurd sizes plan as "too large", never wrap).
+  static int64_t bytes_needed(int64_t layers, int64_t sequences, int64_t max_positions, int64_t kv_heads,
+                              int64_t head_dim, DType dtype) {
+    return saturating_mul(2, layers, sequences, max_positions, kv_heads, head_dim,
+                          static_cast<int64_t>(dtype_size(dtype)));
   }
 
  private:

@@ -16,7 +16,8 @@
 namespace decodelab {
 
 MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
-  const int descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO (or a device) must not wait for a writer; fstat refuses it next.
+  const int descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (descriptor < 0) throw InputError(path.string(), 0, "", std::string("cannot open: ") + std::strerror(errno));
   struct stat status {};
   if (::fstat(descriptor, &status) != 0) {

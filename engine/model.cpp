@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "bugs/deviations.h"
+#include "engine/saturating.h"
 
 namespace decodelab {
 
@@ -48,21 +49,32 @@ Model::Model(Backend& backend, const ModelConfig& config, ModelWeights weights, 
   if (bugs_.fp32_ops && is_half(weights_.dtype)) prepare_fp32_weights();
 }
 
-int64_t Model::workspace_bytes(const ModelConfig& config, DType dtype, const BugSet& bugs, int sequences,
-                               int max_rows) {
-  int64_t elements = 0;
-  for (int64_t width : activation_widths(config)) elements += width * max_rows;
-  int64_t bytes = elements * static_cast<int64_t>(dtype_size(dtype));
-  if (bugs.non_contiguous) {
-    bytes += KvCache::bytes_needed(1, sequences, max_rows / std::max(sequences, 1) + 1, config.num_key_value_heads,
-                                   config.head_dim, dtype);
-  }
-  if (bugs.fp32_ops) {
-    bytes += 4 * widest_activation(config) * max_rows;
-    bytes += 4 * std::max<int64_t>(widest_activation(config) * max_rows, int64_t{config.vocab_size} * sequences);
-  }
+int64_t Model::WorkspaceSizes::total() const {
+  int64_t bytes = saturating_add(saturating_mul(2, contiguous_copy), fp32_in, fp32_out);
+  for (int64_t activation : activations) bytes = saturating_add(bytes, activation);
   return bytes;
 }
+
+Model::WorkspaceSizes Model::workspace_sizes(const ModelConfig& config, DType dtype, const BugSet& bugs,
+                                             int64_t sequences, int64_t max_positions, int64_t max_rows) {
+  max_rows = std::max(max_rows, sequences);
+  WorkspaceSizes sizes;
+  for (int64_t width : activation_widths(config))
+    sizes.activations.push_back(saturating_mul(width, max_rows, static_cast<int64_t>(dtype_size(dtype))));
+  if (bugs.non_contiguous && bugs.non_contiguous_mode == NonContiguousMode::Copy) {
+    // .contiguous() of one layer's K (and V) for every position the cache holds.
+    sizes.contiguous_copy = KvCache::bytes_needed(1, sequences, max_positions, config.num_key_value_heads,
+                                                  config.head_dim, dtype) / 2;
+  }
+  if (bugs.fp32_ops && is_half(dtype)) {
+    const int64_t widest = saturating_mul(widest_activation(config), max_rows);
+    sizes.fp32_in = saturating_mul(4, widest);
+    sizes.fp32_out = saturating_mul(4, std::max(widest, saturating_mul(config.vocab_size, sequences)));
+  }
+  return sizes;
+}
+
+int64_t Model::constant_bytes(const ModelConfig& config) { return int64_t{config.head_dim / 2} * 4; }
 
 int64_t Model::extra_weight_bytes(const ModelConfig& config, const BugSet& bugs) {
   if (!bugs.fp32_ops) return 0;
@@ -113,28 +125,27 @@ void Model::prepare_fp32_weights() {
 
 void Model::reserve(int sequences, int max_positions, int max_rows) {
   max_rows = std::max(max_rows, sequences);
+  const WorkspaceSizes sizes = workspace_sizes(config_, weights_.dtype, bugs_, sequences, max_positions, max_rows);
   if (kv_cache_.sequences() < sequences || kv_cache_.max_positions() < max_positions) {
     kv_cache_ = KvCache();  // free first: the old cache may be large
+    contiguous_keys_ = DeviceBuffer();
+    contiguous_values_ = DeviceBuffer();
     kv_cache_ = KvCache(backend_, config_.num_hidden_layers, sequences, max_positions, config_.num_key_value_heads,
                         config_.head_dim, weights_.dtype,
                         bugs_.non_contiguous ? bugs::kv_cache_layout(bugs_) : KvLayout::HeadMajor);
-    if (bugs_.non_contiguous) {
-      const size_t bytes = static_cast<size_t>(KvCache::bytes_needed(1, sequences, max_positions,
-                                                                     config_.num_key_value_heads, config_.head_dim,
-                                                                     weights_.dtype)) / 2;
-      contiguous_keys_ = DeviceBuffer(backend_, bytes);
-      contiguous_values_ = DeviceBuffer(backend_, bytes);
+    if (sizes.contiguous_copy > 0) {
+      contiguous_keys_ = DeviceBuffer(backend_, static_cast<size_t>(sizes.contiguous_copy));
+      contiguous_values_ = DeviceBuffer(backend_, static_cast<size_t>(sizes.contiguous_copy));
     }
   }
-  if (reserved_rows_ >= max_rows && (!bugs_.fp32_ops || fp32_out_.bytes() >= 4ull * config_.vocab_size * sequences))
-    return;
-  workspace_.clear();
-  const size_t element = dtype_size(weights_.dtype);
-  for (int64_t width : activation_widths(config_)) workspace_.emplace_back(backend_, width * max_rows * element);
-  if (bugs_.fp32_ops) {
-    const int64_t widest = widest_activation(config_) * max_rows;
-    fp32_in_ = DeviceBuffer(backend_, 4 * widest);
-    fp32_out_ = DeviceBuffer(backend_, 4 * std::max<int64_t>(widest, int64_t{config_.vocab_size} * sequences));
+  if (reserved_rows_ >= max_rows && fp32_out_.bytes() >= static_cast<size_t>(sizes.fp32_out)) return;
+  workspace_.clear();  // free first, as above
+  fp32_in_ = DeviceBuffer();
+  fp32_out_ = DeviceBuffer();
+  for (int64_t bytes : sizes.activations) workspace_.emplace_back(backend_, static_cast<size_t>(bytes));
+  if (sizes.fp32_in > 0) {
+    fp32_in_ = DeviceBuffer(backend_, static_cast<size_t>(sizes.fp32_in));
+    fp32_out_ = DeviceBuffer(backend_, static_cast<size_t>(sizes.fp32_out));
   }
   reserved_rows_ = max_rows;
 }
@@ -176,6 +187,12 @@ void Model::forward(Ops& ops, const ForwardPass& pass) {
   Tensor last_positions = pass.positions.rows(R - 1, S);
   last_positions.strides[0] *= R;
   ops.argmax(pass.logits, pass.tokens, last_positions);
+}
+
+void Model::check_weights_finite(Ops& ops) {
+  weights_.for_each(config_, [&](const std::string& name, const Tensor& tensor) {
+    ops.check_finite(tensor, "the weights hold a non-finite value: " + name);
+  });
 }
 
 void Model::decoder_layer(Ops& ops, int layer, const ForwardPass& pass, const Rows& a) {

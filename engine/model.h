@@ -47,14 +47,27 @@ class Model {
   // forward passes of up to `max_rows` rows. Reuses what it has when it is big enough.
   void reserve(int sequences, int max_positions, int max_rows);
 
-  // Workspace bytes reserve() allocates for these sizes (memory planning).
-  static int64_t workspace_bytes(const ModelConfig& config, DType dtype, const BugSet& bugs, int sequences,
-                                 int max_rows);
+  // The buffers reserve() allocates besides the KV cache, in bytes. Memory planning and
+  // reserve() both read these sizes, so the plan cannot drift from what is allocated.
+  struct WorkspaceSizes {
+    std::vector<int64_t> activations;  // one per activation buffer, in the order of Model::Rows
+    int64_t contiguous_copy = 0;       // each of K and V scratch of the cache-copy bug
+    int64_t fp32_in = 0, fp32_out = 0;  // scratch of the fp32 bug
+    int64_t total() const;
+  };
+  static WorkspaceSizes workspace_sizes(const ModelConfig& config, DType dtype, const BugSet& bugs,
+                                        int64_t sequences, int64_t max_positions, int64_t max_rows);
+  // Bytes the model holds whatever the workload: RoPE inverse frequencies.
+  static int64_t constant_bytes(const ModelConfig& config);
   // Bytes of the extra weight copies the bugs keep.
   static int64_t extra_weight_bytes(const ModelConfig& config, const BugSet& bugs);
 
   // Embedding -> layers -> final norm -> LM head -> argmax into the token history.
   void forward(Ops& ops, const ForwardPass& pass);
+
+  // --check-numerics: throws NumericalError naming the first parameter tensor (HF name)
+  // that holds a NaN or an Inf (a bad checkpoint, before any op is blamed).
+  void check_weights_finite(Ops& ops);
 
  private:
   struct Rows;  // activation views for one pass

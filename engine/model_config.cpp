@@ -2,6 +2,7 @@
 #include "engine/model_config.h"
 
 #include <cmath>
+#include <cstdio>
 
 namespace decodelab {
 
@@ -31,6 +32,20 @@ std::string ModelConfig::finalize_and_validate() {
   if (num_attention_heads % num_key_value_heads != 0)
     return "num_key_value_heads (" + std::to_string(num_key_value_heads) + ") must divide num_attention_heads (" +
            std::to_string(num_attention_heads) + ")";
+  // Derived widths are ints in the engine; the parameter count must stay far from int64's end.
+  if (int64_t{num_attention_heads} * head_dim > INT32_MAX)
+    return "num_attention_heads × head_dim (" + std::to_string(int64_t{num_attention_heads} * head_dim) +
+           ") must be at most 2^31 - 1";
+  const double hidden = hidden_size, layers = num_hidden_layers;
+  const double parameters = 2.0 * vocab_size * hidden + hidden +
+                            layers * (2.0 * hidden + 2.0 * hidden * q_width() + 2.0 * hidden * kv_width() +
+                                      3.0 * hidden * intermediate_size);
+  if (parameters > kMaxParameters) {
+    char text[160];
+    std::snprintf(text, sizeof text, "hidden_size (%d) and the other sizes give %.3g parameters; decodelab plans up to %.0e",
+                  hidden_size, parameters, kMaxParameters);
+    return text;
+  }
   if (!(rms_norm_eps > 0)) return "rms_norm_eps must be positive";
   if (!(rope_theta > 0)) return "rope_theta must be positive";
   if (rope_scaling.enabled) {

@@ -19,6 +19,10 @@ struct RopeScaling {
   int original_max_position_embeddings = 8192;
 };
 
+// Models larger than this are refused as input errors (the largest real ones have ~1e12):
+// it keeps every derived byte count far from int64 overflow.
+constexpr double kMaxParameters = 1e15;
+
 struct ModelConfig {
   std::string name;
   int vocab_size = 0;

@@ -2,6 +2,8 @@
 #include "engine/ops.h"
 
 #include "engine/clock.h"
+#include "engine/errors.h"
+#include "engine/numerics.h"
 #include "engine/nvtx_ranges.h"
 
 namespace decodelab {
@@ -47,6 +49,7 @@ void Ops::embedding(const Tensor& table, const Tensor& tokens, const Tensor& pos
   backend_.embedding(table, tokens, positions, rows_per_sequence, out, id);
   DECODELAB_DESCRIBE(id, "embedding", "embed_tokens", OpCategory::Embedding, infos({&table, &tokens, &positions}),
                      infos({&out}));
+  if (check_numerics_) check_outputs("embedding", "embed_tokens", {&out});
 }
 
 void Ops::rmsnorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out, const char* label) {
@@ -54,6 +57,7 @@ void Ops::rmsnorm(const Tensor& x, const Tensor& weight, float eps, const Tensor
   const OpId id = begin_op(begin);
   backend_.rmsnorm(x, weight, eps, out, id);
   DECODELAB_DESCRIBE(id, "rmsnorm", label, OpCategory::Norm, infos({&x, &weight}), infos({&out}));
+  if (check_numerics_) check_outputs("rmsnorm", label, {&out});
 }
 
 void Ops::matmul(const Tensor& x, const Tensor& weight, const Tensor& out, const char* label) {
@@ -61,6 +65,7 @@ void Ops::matmul(const Tensor& x, const Tensor& weight, const Tensor& out, const
   const OpId id = begin_op(begin);
   backend_.matmul(x, weight, out, id);
   DECODELAB_DESCRIBE(id, "matmul", label, OpCategory::Matmul, infos({&x, &weight}), infos({&out}));
+  if (check_numerics_) check_outputs("matmul", label, {&out});
 }
 
 void Ops::rope(const Tensor& q, const Tensor& k, const Tensor& positions, const Tensor& inv_freq, int head_dim) {
@@ -69,6 +74,7 @@ void Ops::rope(const Tensor& q, const Tensor& k, const Tensor& positions, const 
   backend_.rope(q, k, positions, inv_freq, head_dim, id);
   DECODELAB_DESCRIBE(id, "rope", "rotary_emb", OpCategory::Rope, infos({&q, &k, &positions, &inv_freq}),
                      infos({&q, &k}));
+  if (check_numerics_) check_outputs("rope", "rotary_emb", {&q, &k});
 }
 
 void Ops::kv_store(const Tensor& k_new, const Tensor& v_new, const Tensor& k_cache, const Tensor& v_cache,
@@ -90,6 +96,7 @@ void Ops::attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cach
                 infos({&out}), extent};
     describe(std::move(desc), begin);
   }
+  if (check_numerics_) check_outputs("attention", "self_attn", {&out});
 }
 
 void Ops::swiglu(const Tensor& gate, const Tensor& up, const Tensor& out) {
@@ -97,6 +104,7 @@ void Ops::swiglu(const Tensor& gate, const Tensor& up, const Tensor& out) {
   const OpId id = begin_op(begin);
   backend_.swiglu(gate, up, out, id);
   DECODELAB_DESCRIBE(id, "swiglu", "act_fn", OpCategory::Activation, infos({&gate, &up}), infos({&out}));
+  if (check_numerics_) check_outputs("swiglu", "act_fn", {&out});
 }
 
 void Ops::add(const Tensor& a, const Tensor& b, const Tensor& out, const char* label) {
@@ -104,6 +112,7 @@ void Ops::add(const Tensor& a, const Tensor& b, const Tensor& out, const char* l
   const OpId id = begin_op(begin);
   backend_.add(a, b, out, id);
   DECODELAB_DESCRIBE(id, "add", label, OpCategory::Elementwise, infos({&a, &b}), infos({&out}));
+  if (check_numerics_) check_outputs("add", label, {&out});
 }
 
 void Ops::argmax(const Tensor& logits, const Tensor& tokens, const Tensor& positions) {
@@ -118,6 +127,7 @@ void Ops::cast(const Tensor& x, const Tensor& out, const char* label) {
   const OpId id = begin_op(begin);
   backend_.cast(x, out, id);
   DECODELAB_DESCRIBE(id, "cast", label, OpCategory::Cast, infos({&x}), infos({&out}));
+  if (check_numerics_) check_outputs("cast", label, {&out});
 }
 
 void Ops::copy(const Tensor& src, const Tensor& out, const char* label) {
@@ -125,6 +135,7 @@ void Ops::copy(const Tensor& src, const Tensor& out, const char* label) {
   const OpId id = begin_op(begin);
   backend_.copy(src, out, id);
   DECODELAB_DESCRIBE(id, "copy", label, OpCategory::Copy, infos({&src}), infos({&out}));
+  if (check_numerics_) check_outputs("copy", label, {&out});
 }
 
 void Ops::fill_positions(const Tensor& out, int start, int period) {
@@ -211,13 +222,50 @@ void Ops::replay_captured(const char* label) {
 }
 
 void Ops::range_begin(RangeKind kind, int index) {
+  if (check_numerics_) {
+    if (kind == RangeKind::Group) group_ = index;
+    if (kind == RangeKind::Prefill) in_prefill_ = true;
+    if (kind == RangeKind::Step) step_ = index;
+    if (kind == RangeKind::Layer) layer_ = index;
+  }
   nvtx_push_range(kind, index);  // warm-ups and captures too: an Nsight timeline shows every run
   if (sink_ && !capturing_) sink_->range_begin(kind, index, now_ns());
 }
 
 void Ops::range_end(RangeKind kind, int index) {
+  if (check_numerics_) {
+    if (kind == RangeKind::Prefill) in_prefill_ = false;
+    if (kind == RangeKind::Step) step_ = -1;
+    if (kind == RangeKind::Layer) layer_ = -1;
+  }
   if (sink_ && !capturing_) sink_->range_end(kind, index, now_ns());
   nvtx_pop();
+}
+
+std::string Ops::position_text() const {
+  const std::string phase = in_prefill_ ? "the prefill" : step_ >= 0 ? "decode step " + std::to_string(step_) : "the run";
+  std::string text = layer_ >= 0 ? "layer " + std::to_string(layer_) + " of " + phase : phase;
+  if (group_ >= 0) text += " (group " + std::to_string(group_) + ")";
+  return text;
+}
+
+void Ops::check_finite(const Tensor& tensor, const std::string& what) {
+  const NonFiniteScan scan = scan_device_tensor(backend_, tensor, next_id_++);
+  if (scan.count == 0) return;
+  throw NumericalError(what + " " + tensor.shape_string() + " " + dtype_name(tensor.dtype) + " holds " +
+                       std::to_string(scan.count) + " non-finite value" + (scan.count == 1 ? "" : "s") +
+                       " (the first: " + non_finite_name(scan.first_value) + " at " +
+                       index_string(tensor, scan.first) + ")");
+}
+
+void Ops::check_outputs(const char* name, const char* label, std::initializer_list<const Tensor*> outputs) {
+  // The read waits for the op (the stream is in order), so its outputs are final here.
+  for (const Tensor* output : outputs) {
+    std::string what = std::string("the first non-finite value comes from ") + name;
+    if (label && *label) what += " '" + std::string(label) + "'";
+    what += " in " + position_text() + ": its output";
+    check_finite(*output, what);
+  }
 }
 
 void Ops::collect_timings() {

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
+#include <string>
 #include <unordered_map>
 
 #include "engine/backend.h"
@@ -17,6 +19,14 @@ namespace decodelab {
 class Ops {
  public:
   explicit Ops(Backend& backend, EventSink* sink = nullptr, double host_overhead_us = 0.0);
+
+  // --check-numerics: after every op, wait for it and scan its floating-point outputs on
+  // the host; the first output holding a NaN or an Inf throws NumericalError naming the
+  // op, its label and where it ran (group, prefill or step, layer). Slow by design.
+  void set_check_numerics(bool enabled) { check_numerics_ = enabled; }
+  bool check_numerics() const { return check_numerics_; }
+  // Throws NumericalError when `tensor` holds a non-finite value; `what` names it.
+  void check_finite(const Tensor& tensor, const std::string& what);
 
   Backend& backend() { return backend_; }
   EventSink* sink() const { return sink_; }
@@ -68,6 +78,9 @@ class Ops {
   OpId begin_op(int64_t& host_begin_ns);
   void describe(OpDesc&& desc, int64_t host_begin_ns);
   void collect_timings();
+  // --check-numerics after an op: each output scanned (after the op ran).
+  void check_outputs(const char* name, const char* label, std::initializer_list<const Tensor*> outputs);
+  std::string position_text() const;  // "layer 1 of decode step 3 (group 0)"
 
   Backend& backend_;
   EventSink* sink_;
@@ -76,6 +89,10 @@ class Ops {
   OpId next_id_ = 1;
   std::unordered_map<OpId, int64_t> marker_times_;
   std::unordered_map<OpId, bool> pending_markers_;
+  bool check_numerics_ = false;
+  // Where the forward pass is, kept only while checking numerics (for the message).
+  int group_ = -1, step_ = -1, layer_ = -1;
+  bool in_prefill_ = false;
 };
 
 }  // namespace decodelab

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "engine/errors.h"
+#include "engine/json_errors.h"
 
 namespace decodelab {
 
@@ -140,23 +141,22 @@ void SafetensorsTensor::convert_to(DType destination_dtype, void* destination) c
   throw std::invalid_argument("safetensors tensors hold F32, F16 or BF16 only");
 }
 
-SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : file_(path) {
-  const std::string file_name = path.string();
+SafetensorsContents parse_safetensors(const uint8_t* data, size_t size, const std::string& file_name) {
   auto fail = [&](const std::string& key, const std::string& problem) -> InputError {
     return InputError(file_name, 0, key, problem);
   };
+  SafetensorsContents contents;
 
-  if (file_.size() < 8)
-    throw fail("header", "file is " + std::to_string(file_.size()) +
-                             " bytes, too short for the 8-byte little-endian header length");
+  if (size < 8)
+    throw fail("header", "file is " + std::to_string(size) + " bytes, too short for the 8-byte little-endian header length");
   uint64_t header_length;
-  std::memcpy(&header_length, file_.data(), 8);
-  const uint64_t after_length = file_.size() - 8;
+  std::memcpy(&header_length, data, 8);
+  const uint64_t after_length = size - 8;
   if (header_length > after_length)
     throw fail("header", "header length " + std::to_string(header_length) + " exceeds the " +
                              std::to_string(after_length) + " bytes that follow the length field");
 
-  const auto* header_begin = reinterpret_cast<const char*>(file_.data() + 8);
+  const auto* header_begin = reinterpret_cast<const char*>(data + 8);
   nlohmann::json header;
   std::string duplicate_name;
   std::set<std::string> names;
@@ -169,13 +169,13 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : file_(path
   };
   try {
     header = nlohmann::json::parse(header_begin, header_begin + header_length, catch_duplicates);
-  } catch (const nlohmann::json::parse_error& error) {
-    throw fail("header", std::string("is not valid JSON (") + error.what() + ")");
+  } catch (const nlohmann::json::exception& error) {
+    throw fail("header", "is " + json_parse_problem(error, header_length));
   }
   if (!duplicate_name.empty()) throw fail(duplicate_name, "appears twice in the header");
   if (!header.is_object()) throw fail("header", "must be a JSON object of tensor entries");
 
-  const uint8_t* data_begin = file_.data() + 8 + header_length;
+  const uint8_t* data_begin = data + 8 + header_length;
   const uint64_t data_size = after_length - header_length;
   std::vector<ParsedOffsets> extents;
 
@@ -184,7 +184,7 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : file_(path
       if (!entry.is_object()) throw fail(name, "must be an object of string values");
       for (const auto& [key, value] : entry.items()) {
         if (!value.is_string()) throw fail(name, "value of \"" + key + "\" must be a string");
-        metadata_[key] = value.get<std::string>();
+        contents.metadata[key] = value.get<std::string>();
       }
       continue;
     }
@@ -232,7 +232,7 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : file_(path
     tensor.data = data_begin + begin;
     tensor.bytes = static_cast<size_t>(expected_bytes);
     if (expected_bytes > 0) extents.push_back({name, begin, end});
-    tensors_.emplace(name, std::move(tensor));
+    contents.tensors.emplace(name, std::move(tensor));
   }
 
   std::sort(extents.begin(), extents.end(),
@@ -244,11 +244,15 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path) : file_(path
       throw fail(current.name, "data_offsets " + offsets_string(current.begin, current.end) + " overlap tensor \"" +
                                    previous.name + "\" " + offsets_string(previous.begin, previous.end));
   }
+  return contents;
 }
 
+SafetensorsFile::SafetensorsFile(const std::filesystem::path& path)
+    : file_(path), contents_(parse_safetensors(file_.data(), file_.size(), path.string())) {}
+
 const SafetensorsTensor* SafetensorsFile::find(const std::string& name) const {
-  const auto found = tensors_.find(name);
-  return found == tensors_.end() ? nullptr : &found->second;
+  const auto found = contents_.tensors.find(name);
+  return found == contents_.tensors.end() ? nullptr : &found->second;
 }
 
 }  // namespace decodelab

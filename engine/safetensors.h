@@ -35,20 +35,29 @@ struct SafetensorsTensor {
   void convert_to(DType destination_dtype, void* destination) const;
 };
 
+// What a safetensors image holds, validated; tensor data points into the image.
+struct SafetensorsContents {
+  std::map<std::string, SafetensorsTensor> tensors;
+  std::map<std::string, std::string> metadata;
+};
+
+// Validates a whole safetensors image in memory (`size` bytes from `data`); problems are
+// InputErrors naming `file_name` and the tensor or "header".
+SafetensorsContents parse_safetensors(const uint8_t* data, size_t size, const std::string& file_name);
+
 class SafetensorsFile {
  public:
   // Maps and validates the file; throws InputError on any malformed part.
   explicit SafetensorsFile(const std::filesystem::path& path);
 
   const std::filesystem::path& path() const { return file_.path(); }
-  const std::map<std::string, SafetensorsTensor>& tensors() const { return tensors_; }
+  const std::map<std::string, SafetensorsTensor>& tensors() const { return contents_.tensors; }
   const SafetensorsTensor* find(const std::string& name) const;
-  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  const std::map<std::string, std::string>& metadata() const { return contents_.metadata; }
 
  private:
   MappedFile file_;
-  std::map<std::string, SafetensorsTensor> tensors_;
-  std::map<std::string, std::string> metadata_;
+  SafetensorsContents contents_;
 };
 
 }  // namespace decodelab

@@ -10,12 +10,40 @@ namespace decodelab {
 
 namespace {
 
-Tensor allocate_tensor(Backend& backend, std::vector<DeviceBuffer>& storage, DType dtype,
+// A tensor with memory from `backend`, or (backend == nullptr) a shape with no memory.
+Tensor allocate_tensor(Backend* backend, std::vector<DeviceBuffer>& storage, DType dtype,
                        std::initializer_list<int64_t> dims) {
+  if (!backend) return Tensor::contiguous(nullptr, dtype, dims);
   int64_t count = 1;
   for (int64_t dim : dims) count *= dim;
-  storage.emplace_back(backend, static_cast<size_t>(count) * dtype_size(dtype));
+  storage.emplace_back(*backend, static_cast<size_t>(count) * dtype_size(dtype));
   return Tensor::contiguous(storage.back().get(), dtype, dims);
+}
+
+ModelWeights make_weights(Backend* backend, const ModelConfig& config, DType dtype) {
+  ModelWeights weights;
+  weights.dtype = dtype;
+  auto& storage = weights.storage;
+  const int64_t hidden = config.hidden_size;
+  const int64_t intermediate = config.intermediate_size;
+  weights.storage.reserve(4 + 9 * static_cast<size_t>(config.num_hidden_layers));
+  weights.embed_tokens = allocate_tensor(backend, storage, dtype, {config.vocab_size, hidden});
+  weights.layers.resize(config.num_hidden_layers);
+  for (LayerWeights& layer : weights.layers) {
+    layer.input_layernorm = allocate_tensor(backend, storage, dtype, {hidden});
+    layer.q_proj = allocate_tensor(backend, storage, dtype, {config.q_width(), hidden});
+    layer.k_proj = allocate_tensor(backend, storage, dtype, {config.kv_width(), hidden});
+    layer.v_proj = allocate_tensor(backend, storage, dtype, {config.kv_width(), hidden});
+    layer.o_proj = allocate_tensor(backend, storage, dtype, {hidden, config.q_width()});
+    layer.post_attention_layernorm = allocate_tensor(backend, storage, dtype, {hidden});
+    layer.gate_proj = allocate_tensor(backend, storage, dtype, {intermediate, hidden});
+    layer.up_proj = allocate_tensor(backend, storage, dtype, {intermediate, hidden});
+    layer.down_proj = allocate_tensor(backend, storage, dtype, {hidden, intermediate});
+  }
+  weights.norm = allocate_tensor(backend, storage, dtype, {hidden});
+  weights.lm_head = config.tie_word_embeddings ? weights.embed_tokens
+                                               : allocate_tensor(backend, storage, dtype, {config.vocab_size, hidden});
+  return weights;
 }
 
 uint64_t splitmix64(uint64_t value) {
@@ -50,29 +78,11 @@ void fill_ones(const Tensor& tensor, Backend& backend) {
 }  // namespace
 
 ModelWeights ModelWeights::allocate(Backend& backend, const ModelConfig& config, DType dtype) {
-  ModelWeights weights;
-  weights.dtype = dtype;
-  auto& storage = weights.storage;
-  const int64_t hidden = config.hidden_size;
-  const int64_t intermediate = config.intermediate_size;
-  weights.storage.reserve(4 + 9 * static_cast<size_t>(config.num_hidden_layers));
-  weights.embed_tokens = allocate_tensor(backend, storage, dtype, {config.vocab_size, hidden});
-  weights.layers.resize(config.num_hidden_layers);
-  for (LayerWeights& layer : weights.layers) {
-    layer.input_layernorm = allocate_tensor(backend, storage, dtype, {hidden});
-    layer.q_proj = allocate_tensor(backend, storage, dtype, {config.q_width(), hidden});
-    layer.k_proj = allocate_tensor(backend, storage, dtype, {config.kv_width(), hidden});
-    layer.v_proj = allocate_tensor(backend, storage, dtype, {config.kv_width(), hidden});
-    layer.o_proj = allocate_tensor(backend, storage, dtype, {hidden, config.q_width()});
-    layer.post_attention_layernorm = allocate_tensor(backend, storage, dtype, {hidden});
-    layer.gate_proj = allocate_tensor(backend, storage, dtype, {intermediate, hidden});
-    layer.up_proj = allocate_tensor(backend, storage, dtype, {intermediate, hidden});
-    layer.down_proj = allocate_tensor(backend, storage, dtype, {hidden, intermediate});
-  }
-  weights.norm = allocate_tensor(backend, storage, dtype, {hidden});
-  weights.lm_head = config.tie_word_embeddings ? weights.embed_tokens
-                                               : allocate_tensor(backend, storage, dtype, {config.vocab_size, hidden});
-  return weights;
+  return make_weights(&backend, config, dtype);
+}
+
+ModelWeights ModelWeights::describe(const ModelConfig& config, DType dtype) {
+  return make_weights(nullptr, config, dtype);
 }
 
 ModelWeights random_weights(Backend& backend, const ModelConfig& config, DType dtype, uint64_t seed) {

@@ -34,6 +34,9 @@ struct ModelWeights {
 
   // Allocates every tensor (uninitialised) with the config's shapes.
   static ModelWeights allocate(Backend& backend, const ModelConfig& config, DType dtype);
+  // The same tensors with no memory behind them (data == nullptr): their names and shapes,
+  // for checking a checkpoint before anything is allocated.
+  static ModelWeights describe(const ModelConfig& config, DType dtype);
   // Visits every tensor with its Hugging Face name ("model.layers.0.self_attn.q_proj.weight");
   // lm_head is skipped when tied.
   template <typename Visitor>

@@ -1,5 +1,6 @@
 // The decodelab command line: builds the CLI11 app from the subcommands and maps every
-// failure to one line on stderr and an exit code (0 ok, 1 runtime failure, 2 bad input).
+// failure to one line on stderr and an exit code (0 ok, 1 runtime failure, 2 bad input,
+// 128 + signal when a sweep or the lab stopped on Ctrl-C / SIGTERM after saving its rows).
 // Parse errors of the command line itself are bad input too, hence 2, not CLI11's codes.
 #include "lab/cli.h"
 
@@ -11,6 +12,7 @@
 #include "engine/backend.h"
 #include "engine/errors.h"
 #include "lab/commands.h"
+#include "lab/interrupt.h"
 
 namespace decodelab {
 
@@ -65,6 +67,9 @@ int run_cli(int argc, char** argv) {
   } catch (const CLI::ParseError& error) {
     const int code = app.exit(error);
     return code == 0 ? 0 : 2;
+  } catch (const Interrupted& error) {
+    print_error("interrupted", error);
+    return error.exit_code();
   } catch (const InputError& error) {
     print_error("error", error);
     return 2;

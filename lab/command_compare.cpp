@@ -37,6 +37,7 @@ void execute_compare(const CompareArguments& arguments) {
   if (!scenario.bugs.any())
     throw InputError(scenario.file.string(), 0, "bugs", "compare needs at least one bug switched on");
   if (!arguments.json_file.empty()) check_output_path(arguments.json_file, "--json");
+  if (!arguments.report_dir.empty()) check_output_directory(arguments.report_dir, "--report");
   const std::string fixed_trace = arguments.trace_prefix + "fixed.trace.json";
   const std::string buggy_trace = arguments.trace_prefix + "buggy.trace.json";
   if (!arguments.trace_prefix.empty()) {
@@ -63,12 +64,12 @@ void execute_compare(const CompareArguments& arguments) {
     outputs.stage(fixed_trace, chrome_trace_json(*comparison.fixed.trace).dump() + "\n");
     outputs.stage(buggy_trace, chrome_trace_json(*comparison.buggy.trace).dump() + "\n");
   }
-  outputs.commit();
-  if (!arguments.report_dir.empty()) {
+  if (!arguments.report_dir.empty()) {  // before the commit, as in `run`
     write_report_directory(arguments.report_dir,
                            {{"fixed", &comparison.fixed.analysis}, {"buggy", &comparison.buggy.analysis}},
                            "decodelab compare: " + scenario.name);
   }
+  outputs.commit();
   if (!arguments.quiet) {
     std::fputs(comparison_table(comparison).c_str(), stdout);
     std::fflush(stdout);

@@ -1,7 +1,9 @@
 // `decodelab lab`: the five-bug lab, the project's main job. Every scenario under
 // scenarios/bugs/ goes through compare (fixed twin vs buggy, alternated), and one table
 // says, per bug, how much slower it was and whether that fell in the range the lesson
-// documents. --report writes one page for the lab and one report per bug.
+// documents. --report writes one page for the lab and one report per bug. The --json file
+// is rewritten after every bug; Ctrl-C stops after the comparison in progress, keeping
+// every completed row ("complete": false), and --resume runs only the bugs still missing.
 // Practice mode (lab/mystery.h): --mystery runs a seeded random case with hidden bugs and
 // writes its trace and report without naming them; --reveal --seed N tells the answer.
 #include <unistd.h>
@@ -19,9 +21,11 @@
 #include "lab/commands.h"
 #include "lab/compare.h"
 #include "lab/lab_table.h"
+#include "lab/interrupt.h"
 #include "lab/mystery.h"
 #include "lab/output_files.h"
 #include "lab/paths.h"
+#include "lab/results_file.h"
 #include "profiling/analysis.h"
 #include "profiling/chrome_trace.h"
 #include "profiling/report.h"
@@ -40,6 +44,7 @@ struct LabArguments {
   std::string report_dir;
   std::vector<std::string> only;
   std::vector<std::string> assignments;
+  bool resume = false;
   bool quiet = false;
   bool mystery = false;
   bool reveal = false;
@@ -74,29 +79,54 @@ void execute_lab(const LabArguments& arguments) {
   std::vector<Scenario> scenarios;
   for (const fs::path& file : lab_scenarios(arguments.only))
     scenarios.push_back(load_scenario(file, arguments.assignments));
+  if (arguments.resume && arguments.json_file.empty())
+    throw InputError("--resume", 0, "", "needs --json FILE: the results file to resume");
   if (!arguments.json_file.empty()) check_output_path(arguments.json_file, "--json");
+  if (!arguments.report_dir.empty()) check_output_directory(arguments.report_dir, "--report");
 
   CompareOptions options;
   if (!arguments.backend.empty()) options.backend = arguments.backend == "cuda" ? BackendKind::Cuda : BackendKind::Cpu;
   options.threads = arguments.threads;
   options.show_progress = !arguments.quiet && ::isatty(::fileno(stderr));
 
-  std::vector<Comparison> comparisons;
-  for (size_t i = 0; i < scenarios.size(); ++i) {
+  ResultsFile results(arguments.json_file, "lab");
+  if (arguments.resume) results.load_existing();
+  const StopRequests stop;
+  std::vector<LabRow> rows;
+  for (size_t i = 0; i < scenarios.size() && !stop.requested(); ++i) {
+    // A row is the same work when the buggy scenario (every --set applied) and the backend are.
+    const BackendKind kind = choose_backend(scenarios[i].backend, options.backend);
+    const nlohmann::json key = {{"bug", scenarios[i].name},
+                                {"scenario", scenario_to_json(scenarios[i])},
+                                {"backend", kind == BackendKind::Cuda ? "cuda" : "cpu"}};
+    if (std::optional<nlohmann::json> previous = results.previous(key)) {
+      rows.push_back(lab_row_from_json(*previous, arguments.json_file));
+      results.add(std::move(*previous));
+      continue;
+    }
     options.progress_label = "[" + std::to_string(i + 1) + "/" + std::to_string(scenarios.size()) + "] " +
                              scenarios[i].name;
-    comparisons.push_back(compare_with_fixed_twin(scenarios[i], options));
+    const Comparison comparison = compare_with_fixed_twin(scenarios[i], options);
+    rows.push_back(lab_row(comparison));
+    // Each bug's report as soon as it exists, so that an interrupted lab keeps it too.
+    if (!arguments.report_dir.empty()) write_bug_report(arguments.report_dir, rows.back(), comparison);
+    results.add(lab_row_json(rows.back()));
   }
-  const std::vector<LabRow> rows = lab_rows(comparisons);
-
-  StagedOutputs outputs;
-  if (!arguments.json_file.empty()) outputs.stage(arguments.json_file, lab_json(rows, comparisons).dump(2) + "\n");
-  outputs.commit();
-  if (!arguments.report_dir.empty()) write_lab_report(arguments.report_dir, rows, comparisons);
   if (!arguments.quiet) {
     std::fputs(lab_table(rows).c_str(), stdout);
     std::fflush(stdout);
   }
+  if (rows.size() < scenarios.size()) {
+    std::string message = "stopped after " + std::to_string(rows.size()) + " of " + std::to_string(scenarios.size()) +
+                          " bugs";
+    if (!arguments.json_file.empty()) {
+      message += "; the completed rows are in " + arguments.json_file +
+                 " (\"complete\": false): rerun with --resume to run the rest";
+    }
+    throw Interrupted(stop.signal_number(), message);
+  }
+  results.finish();
+  if (!arguments.report_dir.empty()) write_lab_index(arguments.report_dir, rows);
 }
 
 // --mystery: run the hidden case; write the trace (and report) that name no bug.
@@ -152,7 +182,10 @@ void add_lab_command(CLI::App& app) {
   command->add_option("--threads", arguments->threads, "CPU kernel threads (0 = every core)")
       ->check(CLI::NonNegativeNumber);
   command->add_option("--json", arguments->json_file,
-                      "Write the rows (bug, fixed_tokens_per_s, buggy_tokens_per_s, slowdown, ...) as JSON");
+                      "Write the results, rewritten after every bug: {\"complete\": bool, \"rows\": [{bug, "
+                      "fixed_tokens_per_s, buggy_tokens_per_s, slowdown, ...}]}");
+  command->add_flag("--resume", arguments->resume,
+                    "Reuse the rows the --json file already holds for the same scenarios and backend; run only the rest");
   command->add_option("--report", arguments->report_dir, "Write the lab's HTML report into this directory");
   command->add_option("--only", arguments->only, "Run only these lab scenarios (by name)")->allow_extra_args(false);
   command->add_option("--set", arguments->assignments, "Override a key in every lab scenario: key.path=value")
@@ -167,7 +200,7 @@ void add_lab_command(CLI::App& app) {
                                            "Where --mystery writes its trace (default: mystery-<seed>.trace.json)");
   mystery->excludes(reveal);
   trace->needs(mystery);
-  for (const char* normal_only : {"--json", "--only", "--set"}) {
+  for (const char* normal_only : {"--json", "--only", "--set", "--resume"}) {
     mystery->excludes(command->get_option(normal_only));
     reveal->excludes(command->get_option(normal_only));
   }

@@ -40,6 +40,7 @@ struct RunArguments {
   std::string trace_file;
   std::string report_dir;
   bool quiet = false;
+  bool check_numerics = false;
 };
 
 void execute_run(const RunArguments& arguments) {
@@ -47,6 +48,7 @@ void execute_run(const RunArguments& arguments) {
   if (!arguments.json_file.empty()) check_output_path(arguments.json_file, "--json");
   if (!arguments.logits_file.empty()) check_output_path(arguments.logits_file, "--dump-logits");
   if (!arguments.trace_file.empty()) check_output_path(arguments.trace_file, "--trace");
+  if (!arguments.report_dir.empty()) check_output_directory(arguments.report_dir, "--report");
 
   RunOptions options;
   if (!arguments.backend.empty()) options.backend = arguments.backend == "cuda" ? BackendKind::Cuda : BackendKind::Cpu;
@@ -59,10 +61,13 @@ void execute_run(const RunArguments& arguments) {
     }
   }
   options.show_progress = !arguments.quiet && ::isatty(::fileno(stderr));
+  options.check_numerics = arguments.check_numerics;
 
   // The trace sees every timed repeat; it names what ran where, never the bugs.
   const bool profiled = !arguments.trace_file.empty() || !arguments.report_dir.empty();
+  check_memory_cap(scenario, options);
   std::unique_ptr<Backend> backend = open_backend(scenario, options);
+  check_scenario_fits(scenario, *backend, options.max_memory_bytes);  // before the roofs are measured
   Trace trace;
   DeviceSpec spec;
   if (profiled) {
@@ -89,10 +94,11 @@ void execute_run(const RunArguments& arguments) {
     outputs.stage(arguments.logits_file, npy_bytes(result.last_logits.data(), {requests, vocab}));
   }
   if (!arguments.trace_file.empty()) outputs.stage(arguments.trace_file, chrome_trace_json(trace).dump() + "\n");
-  outputs.commit();
   std::optional<RunAnalysis> analysis;
   if (profiled) analysis = analyze(trace, &spec);
+  // The report before the commit: if it fails, no result file claims a complete run.
   if (!arguments.report_dir.empty()) write_report_directory(arguments.report_dir, {{scenario.name, &*analysis}}, "decodelab run: " + scenario.name);
+  outputs.commit();
 
   if (!arguments.quiet) {
     std::fputs((run_table_header() + run_table_row(scenario, result)).c_str(), stdout);
@@ -122,6 +128,9 @@ void add_run_command(CLI::App& app) {
   command->add_flag("--cuda-graphs", arguments->cuda_graphs, "Replay each decode step as a CUDA graph (CUDA only)");
   command->add_option("--trace", arguments->trace_file, "Write a Chrome trace (Perfetto, chrome://tracing) of the timed repeats");
   command->add_option("--report", arguments->report_dir, "Write an HTML report directory (report.html, roofline.svg, ops.csv, result.json)");
+  command->add_flag("--check-numerics", arguments->check_numerics,
+                    "After the repeats, one more generation checking every op's output for NaN/Inf (slow); "
+                    "names the first op that produced one");
   command->add_flag("--quiet,-q", arguments->quiet, "Print no table and no progress");
   command->callback([arguments] { execute_run(*arguments); });
 }

@@ -73,6 +73,15 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
   run_options.threads = options.threads;
   run_options.max_memory_bytes = options.max_memory_bytes;
   std::unique_ptr<Backend> backend = open_backend(buggy_scenario, run_options);
+  // Both sides stay loaded together: refuse their sum now, before the roofs are measured.
+  const Scenario& fixed_scenario = comparison.fixed.scenario;
+  const MemoryPlan both = combined(
+      plan_memory(fixed_scenario.model_config, fixed_scenario.dtype, fixed_scenario.workload, fixed_scenario.bugs),
+      plan_memory(buggy_scenario.model_config, buggy_scenario.dtype, buggy_scenario.workload, buggy_scenario.bugs));
+  check_memory_fits(both, static_cast<int64_t>(backend->available_memory()), options.max_memory_bytes,
+                    run_label(buggy_scenario) + " and its fixed twin",
+                    "the " + backend->name() + " backend (" + backend->device_description() + ")",
+                    backend->name() == "cpu");
   progress(options, "roofs of " + backend->device_description());
   const DeviceSpec spec = default_device_spec(*backend, options.threads);
 

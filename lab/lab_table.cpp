@@ -3,7 +3,9 @@
 
 #include <cstdio>
 #include <sstream>
+#include <system_error>
 
+#include "engine/errors.h"
 #include "lab/output_files.h"
 #include "profiling/report.h"
 
@@ -20,25 +22,31 @@ std::string range_text(const LabRow& row) {
 
 }  // namespace
 
+LabRow lab_row(const Comparison& comparison) {
+  const Scenario& scenario = comparison.buggy.scenario;
+  LabRow row;
+  row.bug = scenario.name;
+  row.bugs = scenario.bugs.describe();
+  row.fixed_tokens_per_s = comparison.fixed.result.metrics.decode_tokens_per_s.median;
+  row.buggy_tokens_per_s = comparison.buggy.result.metrics.decode_tokens_per_s.median;
+  row.slowdown = comparison.slowdown;
+  row.decode_slowdown = comparison.decode_slowdown;
+  row.expected_min = scenario.expected_slowdown_min;
+  row.expected_max = scenario.expected_slowdown_max;
+  row.verdict = row.expected_max <= 0                 ? "-"
+                : row.slowdown < row.expected_min ? "below"
+                : row.slowdown > row.expected_max ? "above"
+                                                  : "in range";
+  row.same_tokens = comparison.same_tokens;
+  row.backend = comparison.buggy.result.backend;
+  row.device = comparison.buggy.result.device;
+  row.scenario = scenario_to_json(scenario);
+  return row;
+}
+
 std::vector<LabRow> lab_rows(const std::vector<Comparison>& comparisons) {
   std::vector<LabRow> rows;
-  for (const Comparison& comparison : comparisons) {
-    const Scenario& scenario = comparison.buggy.scenario;
-    LabRow row;
-    row.bug = scenario.name;
-    row.bugs = scenario.bugs.describe();
-    row.fixed_tokens_per_s = comparison.fixed.result.metrics.decode_tokens_per_s.median;
-    row.buggy_tokens_per_s = comparison.buggy.result.metrics.decode_tokens_per_s.median;
-    row.slowdown = comparison.slowdown;
-    row.expected_min = scenario.expected_slowdown_min;
-    row.expected_max = scenario.expected_slowdown_max;
-    row.verdict = row.expected_max <= 0                 ? "-"
-                  : row.slowdown < row.expected_min ? "below"
-                  : row.slowdown > row.expected_max ? "above"
-                                                    : "in range";
-    row.same_tokens = comparison.same_tokens;
-    rows.push_back(row);
-  }
+  for (const Comparison& comparison : comparisons) rows.push_back(lab_row(comparison));
   return rows;
 }
 
@@ -56,56 +64,97 @@ std::string lab_table(const std::vector<LabRow>& rows) {
   return out.str();
 }
 
-nlohmann::json lab_json(const std::vector<LabRow>& rows, const std::vector<Comparison>& comparisons) {
-  nlohmann::json list = nlohmann::json::array();
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const LabRow& row = rows[i];
-    nlohmann::json entry = {{"bug", row.bug},
-                            {"bugs", row.bugs},
-                            {"fixed_tokens_per_s", row.fixed_tokens_per_s},
-                            {"buggy_tokens_per_s", row.buggy_tokens_per_s},
-                            {"slowdown", row.slowdown},
-                            {"decode_slowdown", comparisons[i].decode_slowdown},
-                            {"verdict", row.verdict},
-                            {"same_tokens", row.same_tokens},
-                            {"backend", comparisons[i].buggy.result.backend},
-                            {"device", comparisons[i].buggy.result.device}};
-    if (row.expected_max > 0) entry["expected_slowdown"] = {{"min", row.expected_min}, {"max", row.expected_max}};
-    list.push_back(entry);
+nlohmann::json lab_row_json(const LabRow& row) {
+  nlohmann::json entry = {{"bug", row.bug},
+                          {"bugs", row.bugs},
+                          {"fixed_tokens_per_s", row.fixed_tokens_per_s},
+                          {"buggy_tokens_per_s", row.buggy_tokens_per_s},
+                          {"slowdown", row.slowdown},
+                          {"decode_slowdown", row.decode_slowdown},
+                          {"verdict", row.verdict},
+                          {"same_tokens", row.same_tokens},
+                          {"backend", row.backend},
+                          {"device", row.device},
+                          {"scenario", row.scenario}};
+  if (row.expected_max > 0) entry["expected_slowdown"] = {{"min", row.expected_min}, {"max", row.expected_max}};
+  return entry;
+}
+
+LabRow lab_row_from_json(const nlohmann::json& json, const std::string& file) {
+  auto field = [&](const char* key, bool (nlohmann::json::*is_type)() const noexcept) -> const nlohmann::json& {
+    if (!json.contains(key) || !(json[key].*is_type)())
+      throw InputError(file, 0, std::string("rows[].") + key, "missing or of the wrong type in a lab row");
+    return json[key];
+  };
+  LabRow row;
+  row.bug = field("bug", &nlohmann::json::is_string).get<std::string>();
+  row.bugs = field("bugs", &nlohmann::json::is_string).get<std::string>();
+  row.fixed_tokens_per_s = field("fixed_tokens_per_s", &nlohmann::json::is_number).get<double>();
+  row.buggy_tokens_per_s = field("buggy_tokens_per_s", &nlohmann::json::is_number).get<double>();
+  row.slowdown = field("slowdown", &nlohmann::json::is_number).get<double>();
+  row.decode_slowdown = field("decode_slowdown", &nlohmann::json::is_number).get<double>();
+  row.verdict = field("verdict", &nlohmann::json::is_string).get<std::string>();
+  row.same_tokens = field("same_tokens", &nlohmann::json::is_boolean).get<bool>();
+  row.backend = field("backend", &nlohmann::json::is_string).get<std::string>();
+  row.device = field("device", &nlohmann::json::is_string).get<std::string>();
+  row.scenario = field("scenario", &nlohmann::json::is_object);
+  if (json.contains("expected_slowdown")) {
+    const nlohmann::json& expected = field("expected_slowdown", &nlohmann::json::is_object);
+    row.expected_min = expected.value("min", 0.0);
+    row.expected_max = expected.value("max", 0.0);
   }
+  return row;
+}
+
+nlohmann::json lab_json(const std::vector<LabRow>& rows) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const LabRow& row : rows) list.push_back(lab_row_json(row));
   return list;
 }
 
-void write_lab_report(const std::filesystem::path& directory, const std::vector<LabRow>& rows,
-                      const std::vector<Comparison>& comparisons) {
+void write_bug_report(const std::filesystem::path& directory, const LabRow& row, const Comparison& comparison) {
+  write_report_directory(directory / row.bug,
+                         {{"fixed", &comparison.fixed.analysis}, {"buggy", &comparison.buggy.analysis}},
+                         "decodelab lab: " + row.bug);
+}
+
+void write_lab_index(const std::filesystem::path& directory, const std::vector<LabRow>& rows) {
   std::filesystem::create_directories(directory);
-  for (size_t i = 0; i < comparisons.size(); ++i) {
-    write_report_directory(directory / rows[i].bug,
-                           {{"fixed", &comparisons[i].fixed.analysis}, {"buggy", &comparisons[i].buggy.analysis}},
-                           "decodelab lab: " + rows[i].bug);
-  }
   std::ostringstream html;
   html << "<!doctype html><html><head><meta charset=\"utf-8\"><title>decodelab lab</title><style>"
           "body{font:14px/1.4 sans-serif;margin:2em;color:#141413}table{border-collapse:collapse}"
           "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child,th:first-child{text-align:left}"
           ".in{color:#2b6a24}.out{color:#b3154f}</style></head><body><h1>decodelab: the five-bug lab</h1>";
-  if (!comparisons.empty())
-    html << "<p>Device: " << xml_escape(comparisons.front().buggy.result.device) << " ("
-         << xml_escape(comparisons.front().buggy.result.backend) << ")</p>";
+  if (!rows.empty())
+    html << "<p>Device: " << xml_escape(rows.front().device) << " (" << xml_escape(rows.front().backend) << ")</p>";
   html << "<table><tr><th>bug</th><th>switched on</th><th>fixed tok/s</th><th>buggy tok/s</th><th>slowdown</th>"
           "<th>expected</th><th>verdict</th><th>same tokens</th></tr>";
   for (const LabRow& row : rows) {
     char numbers[256];
     std::snprintf(numbers, sizeof numbers, "<td>%.1f</td><td>%.1f</td><td>%.2fx</td>", row.fixed_tokens_per_s,
                   row.buggy_tokens_per_s, row.slowdown);
-    html << "<tr><td><a href=\"" << xml_escape(row.bug) << "/report.html\">" << xml_escape(row.bug) << "</a></td><td>"
-         << xml_escape(row.bugs) << "</td>" << numbers << "<td>" << range_text(row) << "</td><td class=\""
-         << (row.verdict == "in range" ? "in" : "out") << "\">" << row.verdict << "</td><td>"
+    std::error_code error;
+    const bool has_report = std::filesystem::is_regular_file(directory / row.bug / "report.html", error);
+    html << "<tr><td>";
+    if (has_report) {
+      html << "<a href=\"" << xml_escape(row.bug) << "/report.html\">" << xml_escape(row.bug) << "</a>";
+    } else {
+      html << xml_escape(row.bug);
+    }
+    html << "</td><td>" << xml_escape(row.bugs) << "</td>" << numbers << "<td>" << range_text(row)
+         << "</td><td class=\"" << (row.verdict == "in range" ? "in" : "out") << "\">" << row.verdict << "</td><td>"
          << (row.same_tokens ? "yes" : "NO") << "</td></tr>";
   }
   html << "</table><p>Slowdown: the buggy run's total generation time divided by its fixed twin's (median of the "
           "repeats, alternated on one backend).</p></body></html>\n";
   write_file_atomically(directory / "index.html", html.str());
+}
+
+void write_lab_report(const std::filesystem::path& directory, const std::vector<LabRow>& rows,
+                      const std::vector<Comparison>& comparisons) {
+  std::filesystem::create_directories(directory);
+  for (size_t i = 0; i < comparisons.size(); ++i) write_bug_report(directory, rows[i], comparisons[i]);
+  write_lab_index(directory, rows);
 }
 
 }  // namespace decodelab

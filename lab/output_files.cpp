@@ -28,6 +28,21 @@ void check_output_path(const fs::path& path, const std::string& option) {
   }
 }
 
+void check_output_directory(const fs::path& path, const std::string& option) {
+  std::error_code error;
+  if (path.empty()) throw InputError(option, 0, "", "expected a directory name");
+  if (fs::exists(path, error) && !fs::is_directory(path, error))
+    throw InputError(path.string(), 0, option, "exists and is not a directory");
+  fs::path folder = fs::absolute(path, error);
+  while (!folder.empty() && !fs::exists(folder, error) && folder != folder.parent_path()) folder = folder.parent_path();
+  if (!fs::is_directory(folder, error)) {
+    throw InputError(path.string(), 0, option, "cannot be created: " + folder.string() + " is not a directory");
+  }
+  if (::access(folder.c_str(), W_OK) != 0) {
+    throw InputError(path.string(), 0, option, "cannot be written: " + folder.string() + " is not writable");
+  }
+}
+
 StagedOutputs::~StagedOutputs() {
   for (const Staged& file : staged_) {
     std::error_code ignored;

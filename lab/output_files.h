@@ -14,6 +14,9 @@ namespace decodelab {
 // Fails early (InputError naming the option) when `path` cannot be written: its folder
 // is missing or it names a directory. Call before the long work starts.
 void check_output_path(const std::filesystem::path& path, const std::string& option);
+// The same for a directory of outputs (--report): it may exist (as a directory) or be
+// created, so the first existing folder above it must be writable.
+void check_output_directory(const std::filesystem::path& path, const std::string& option);
 
 class StagedOutputs {
  public:

@@ -98,4 +98,25 @@ nlohmann::json run_result_json(const Scenario& scenario, const RunResult& result
   };
 }
 
+RunResult run_summary_from_json(const nlohmann::json& result) {
+  RunResult summary;
+  summary.backend = result.value("backend", "");
+  summary.device = result.value("device", "");
+  const nlohmann::json none = nlohmann::json::object();
+  const nlohmann::json& medians = result.contains("metrics") ? result["metrics"] : none;
+  const nlohmann::json& spreads = result.contains("metrics_spread") ? result["metrics_spread"] : none;
+  auto stats = [&](const char* name) {
+    const double median = medians.value(name, 0.0);
+    // min and max chosen so that spread() gives back the stored spread.
+    return MetricStats{median, median, median * (1.0 + spreads.value(name, 0.0))};
+  };
+  RunMetrics& metrics = summary.metrics;
+  metrics.decode_tokens_per_s = stats("decode_tokens_per_s");
+  metrics.decode_ms_per_step = stats("decode_ms_per_step");
+  metrics.ttft_ms = stats("ttft_ms");
+  metrics.total_s = stats("total_s");
+  metrics.achieved_bandwidth_gbps = stats("achieved_bandwidth_gbps");
+  return summary;
+}
+
 }  // namespace decodelab

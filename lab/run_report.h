@@ -21,4 +21,8 @@ std::string run_table_row(const Scenario& scenario, const RunResult& result);
 // run, bugs, memory, metrics (medians), metrics_spread, repeats (per repeat), outputs.
 nlohmann::json run_result_json(const Scenario& scenario, const RunResult& result);
 
+// What the table row needs, read back from a result JSON (a row a resumed sweep reuses):
+// backend, device, and each metric's median and spread.
+RunResult run_summary_from_json(const nlohmann::json& result);
+
 }  // namespace decodelab

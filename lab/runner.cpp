@@ -10,6 +10,7 @@
 
 #include "engine/errors.h"
 #include "engine/hf_checkpoint.h"
+#include "engine/saturating.h"
 #include "engine/weights.h"
 #include "lab/byte_size.h"
 
@@ -57,34 +58,59 @@ std::unique_ptr<Backend> open_backend(const Scenario& scenario, const RunOptions
   return make_backend(choose_backend(scenario.backend, options.backend), backend_options);
 }
 
-void check_memory_fits(const MemoryPlan& plan, int64_t available, std::optional<int64_t> cap, const std::string& what,
-                       const std::string& device) {
-  const bool capped = cap && *cap < available;
-  const int64_t limit = capped ? *cap : available;
-  if (plan.total() <= limit) return;
-  std::string parts = "weights " + format_bytes(plan.weight_bytes);
-  if (plan.extra_weight_bytes) parts += ", extra weight copies " + format_bytes(plan.extra_weight_bytes);
-  parts += ", KV cache " + format_bytes(plan.kv_cache_bytes) + ", workspace " + format_bytes(plan.workspace_bytes);
-  const std::string limit_text =
-      capped ? "--max-memory allows " + format_bytes(limit) : device + " has " + format_bytes(limit) + " available";
-  throw ResourceError(what + " needs " + format_bytes(plan.total()) + " (" + parts + ") but " + limit_text);
+int64_t bytes_needed(const MemoryPlan& plan, bool device_is_host) {
+  return device_is_host ? saturating_add(plan.total(), plan.host_bytes) : plan.total();
 }
 
-namespace {
+MemoryPlan combined(const MemoryPlan& a, const MemoryPlan& b) {
+  MemoryPlan sum;
+  sum.weight_bytes = saturating_add(a.weight_bytes, b.weight_bytes);
+  sum.extra_weight_bytes = saturating_add(a.extra_weight_bytes, b.extra_weight_bytes);
+  sum.kv_cache_bytes = saturating_add(a.kv_cache_bytes, b.kv_cache_bytes);
+  sum.workspace_bytes = saturating_add(a.workspace_bytes, b.workspace_bytes);
+  sum.host_bytes = saturating_add(a.host_bytes, b.host_bytes);
+  return sum;
+}
 
-// "scenario quickstart (lab-tiny fp32)", for messages.
+void check_memory_fits(const MemoryPlan& plan, int64_t available, std::optional<int64_t> cap, const std::string& what,
+                       const std::string& device, bool device_is_host) {
+  const bool capped = cap && *cap < available;
+  const int64_t limit = capped ? *cap : available;
+  const int64_t needed = bytes_needed(plan, device_is_host);
+  if (needed <= limit) return;
+  auto size = [](int64_t bytes) { return bytes == kSaturatedBytes ? std::string("more than 8 EiB") : format_bytes(bytes); };
+  std::string parts = "weights " + size(plan.weight_bytes);
+  if (plan.extra_weight_bytes) parts += ", extra weight copies " + size(plan.extra_weight_bytes);
+  parts += ", KV cache " + size(plan.kv_cache_bytes) + ", workspace " + size(plan.workspace_bytes);
+  if (device_is_host) parts += ", host copies " + size(plan.host_bytes);
+  const std::string limit_text =
+      capped ? "--max-memory allows " + format_bytes(limit) : device + " has " + format_bytes(limit) + " available";
+  throw ResourceError(what + " needs " + size(needed) + " (" + parts + ") but " + limit_text);
+}
+
 std::string run_label(const Scenario& scenario) {
   return "scenario " + scenario.name + " (" + scenario.model_config.name + " " + dtype_name(scenario.dtype) + ")";
 }
 
-}  // namespace
+void check_memory_cap(const Scenario& scenario, const RunOptions& options) {
+  if (!options.max_memory_bytes) return;
+  const bool device_is_host = choose_backend(scenario.backend, options.backend) == BackendKind::Cpu;
+  check_memory_fits(plan_memory(scenario.model_config, scenario.dtype, scenario.workload, scenario.bugs), INT64_MAX,
+                    options.max_memory_bytes, run_label(scenario), "", device_is_host);
+}
+
+void check_scenario_fits(const Scenario& scenario, const Backend& backend, std::optional<int64_t> cap) {
+  const MemoryPlan plan = plan_memory(scenario.model_config, scenario.dtype, scenario.workload, scenario.bugs);
+  check_memory_fits(plan, static_cast<int64_t>(backend.available_memory()), cap, run_label(scenario),
+                    "the " + backend.name() + " backend (" + backend.device_description() + ")",
+                    backend.name() == "cpu");
+}
 
 LoadedScenario::LoadedScenario(Backend& backend, const Scenario& scenario, std::optional<int64_t> max_memory_bytes)
     : scenario_(scenario) {
   const ModelConfig& config = scenario.model_config;
   memory_ = plan_memory(config, scenario.dtype, scenario.workload, scenario.bugs);
-  check_memory_fits(memory_, static_cast<int64_t>(backend.available_memory()), max_memory_bytes, run_label(scenario),
-                    "the " + backend.name() + " backend (" + backend.device_description() + ")");
+  check_scenario_fits(scenario, backend, max_memory_bytes);
   ModelWeights weights = scenario.model_source.kind == ModelSourceKind::Checkpoint
                              ? load_hf_weights(backend, scenario.model_source.path, config, scenario.dtype)
                              : random_weights(backend, config, scenario.dtype, scenario.workload.seed);
@@ -93,7 +119,24 @@ LoadedScenario::LoadedScenario(Backend& backend, const Scenario& scenario, std::
 
 LoadedScenario::~LoadedScenario() = default;
 
-GenerationResult LoadedScenario::generate(EventSink* sink) { return engine_->generate(scenario_.workload, sink); }
+GenerationResult LoadedScenario::generate(EventSink* sink) {
+  GenerationResult result = engine_->generate(scenario_.workload, sink);
+  if (result.non_finite_logits > 0) {
+    throw NumericalError(run_label(scenario_) + ": " + std::to_string(result.non_finite_logits) + " of " +
+                         std::to_string(result.last_logits.size()) +
+                         " logits are NaN or Inf at the end of the run (rerun with --check-numerics to find the "
+                         "first op that produced one)");
+  }
+  return result;
+}
+
+void LoadedScenario::check_numerics() {
+  try {
+    engine_->generate(scenario_.workload, nullptr, /*check_numerics=*/true);
+  } catch (const NumericalError& error) {
+    throw NumericalError(run_label(scenario_) + " (--check-numerics): " + error.what());
+  }
+}
 
 RunResult summarize_run(const Scenario& scenario, const Backend& backend, const MemoryPlan& memory,
                         std::vector<GenerationResult> timed) {
@@ -122,26 +165,32 @@ void show_progress(bool enabled, const Scenario& scenario, const char* phase, in
 
 RunResult run_scenario(const Scenario& scenario, const RunOptions& options, Backend* open) {
   warn_if_unoptimised_build();
-  // The user's cap needs no device: refuse before starting one.
-  if (options.max_memory_bytes) {
-    check_memory_fits(plan_memory(scenario.model_config, scenario.dtype, scenario.workload, scenario.bugs), INT64_MAX,
-                      options.max_memory_bytes, run_label(scenario), "");
-  }
+  check_memory_cap(scenario, options);
   std::unique_ptr<Backend> owned = open ? nullptr : open_backend(scenario, options);
   Backend* backend = open ? open : owned.get();
   LoadedScenario loaded(*backend, scenario, options.max_memory_bytes);
-  for (int i = 0; i < scenario.warmup; ++i) {
-    show_progress(options.show_progress, scenario, "warm-up", i + 1, scenario.warmup);
-    loaded.generate(nullptr);
-  }
   std::vector<GenerationResult> timed;
-  for (int i = 0; i < scenario.repeats; ++i) {
-    show_progress(options.show_progress, scenario, "repeat", i + 1, scenario.repeats);
-    timed.push_back(loaded.generate(options.sink));
-    if (timed.size() > 1) {  // only the last repeat's outputs are reported
-      timed[timed.size() - 2].tokens.clear();
-      timed[timed.size() - 2].last_logits.clear();
+  try {
+    for (int i = 0; i < scenario.warmup; ++i) {
+      show_progress(options.show_progress, scenario, "warm-up", i + 1, scenario.warmup);
+      loaded.generate(nullptr);
     }
+    for (int i = 0; i < scenario.repeats; ++i) {
+      show_progress(options.show_progress, scenario, "repeat", i + 1, scenario.repeats);
+      timed.push_back(loaded.generate(options.sink));
+      if (timed.size() > 1) {  // only the last repeat's outputs are reported
+        timed[timed.size() - 2].tokens.clear();
+        timed[timed.size() - 2].last_logits.clear();
+      }
+    }
+  } catch (const NumericalError&) {
+    if (options.show_progress) std::fprintf(stderr, "\r\033[K");
+    if (options.check_numerics) loaded.check_numerics();  // names the op when it finds one
+    throw;
+  }
+  if (options.check_numerics) {
+    show_progress(options.show_progress, scenario, "checking numerics", 1, 1);
+    loaded.check_numerics();
   }
   if (options.show_progress) std::fprintf(stderr, "\r\033[K");
   return summarize_run(scenario, *backend, loaded.memory(), std::move(timed));

@@ -24,6 +24,9 @@ struct RunOptions {
   EventSink* sink = nullptr;                // sees the timed repeats (not the warm-ups)
   bool show_progress = false;               // a progress line on stderr (caller checks isatty)
   bool cuda_graphs = false;                 // --cuda-graphs: as the scenario's run.cuda_graphs
+  // After the repeats (or as soon as NaN/Inf shows in the logits), one more generation
+  // with every op's output checked, to name the first op that produced a non-finite value.
+  bool check_numerics = false;
 };
 
 struct RunResult {
@@ -41,10 +44,22 @@ struct RunResult {
 BackendKind choose_backend(BackendChoice choice, std::optional<BackendKind> override_kind);
 std::unique_ptr<Backend> open_backend(const Scenario& scenario, const RunOptions& options);
 
-// Throws ResourceError, with the plan's parts and the limit, when plan.total() exceeds
+// The bytes a plan takes from a device's memory: its device parts, plus its host copies
+// when the device's memory is the host's (the CPU backend).
+int64_t bytes_needed(const MemoryPlan& plan, bool device_is_host);
+// Two plans held at once (compare keeps a fixed twin and a buggy scenario loaded).
+MemoryPlan combined(const MemoryPlan& a, const MemoryPlan& b);
+
+// Throws ResourceError, with the plan's parts and the limit, when bytes_needed() exceeds
 // what the device has (`available`) or the user's cap.
 void check_memory_fits(const MemoryPlan& plan, int64_t available, std::optional<int64_t> cap, const std::string& what,
-                       const std::string& device);
+                       const std::string& device, bool device_is_host = false);
+// The user's cap needs no device: refuses a plan above --max-memory before one is started.
+void check_memory_cap(const Scenario& scenario, const RunOptions& options);
+// The scenario's plan against `backend` and the cap, before anything is allocated.
+void check_scenario_fits(const Scenario& scenario, const Backend& backend, std::optional<int64_t> cap);
+// "scenario quickstart (lab-tiny fp32)", for messages.
+std::string run_label(const Scenario& scenario);
 
 // A scenario loaded on a backend: its weights and its engine, ready to generate.
 class LoadedScenario {
@@ -54,7 +69,11 @@ class LoadedScenario {
   LoadedScenario(const LoadedScenario&) = delete;
   LoadedScenario& operator=(const LoadedScenario&) = delete;
 
+  // Throws NumericalError when the logits come back holding NaN or Inf.
   GenerationResult generate(EventSink* sink);
+  // One generation with every op's output checked (--check-numerics): throws
+  // NumericalError naming the first op whose output holds NaN or Inf; returns when none does.
+  void check_numerics();
   const Scenario& scenario() const { return scenario_; }
   const MemoryPlan& memory() const { return memory_; }
 

@@ -3,6 +3,8 @@
 // against it; everything else is checked in the order the schema lists it.
 #include "lab/scenario.h"
 
+#include <fstream>
+#include <sstream>
 #include <system_error>
 
 #include "engine/errors.h"
@@ -25,10 +27,16 @@ const char* to_string(BackendChoice choice) {
 YAML::Node read_scenario_document(const fs::path& file) {
   std::error_code error;
   if (!fs::is_regular_file(file, error)) throw InputError(file.string(), 0, "", "no such scenario file");
+  std::ifstream stream(file, std::ios::binary);
+  std::ostringstream text;
+  text << stream.rdbuf();
+  if (!stream) throw InputError(file.string(), 0, "", "cannot read the scenario file");
+  return parse_scenario_text(text.str(), file);
+}
+
+YAML::Node parse_scenario_text(const std::string& text, const fs::path& file) {
   try {
-    return YAML::LoadFile(file.string());
-  } catch (const YAML::BadFile&) {
-    throw InputError(file.string(), 0, "", "cannot read the scenario file");
+    return YAML::Load(text);
   } catch (const YAML::ParserException& parse_error) {
     throw InputError(file.string(), parse_error.mark.line + 1, "", "not valid YAML: " + parse_error.msg);
   }

@@ -76,6 +76,8 @@ ScenarioOverride parse_override(const std::string& assignment);
 
 // The raw document (syntax errors become InputError with their line).
 YAML::Node read_scenario_document(const std::filesystem::path& file);
+// The same from text already read; `file` names it in errors.
+YAML::Node parse_scenario_text(const std::string& text, const std::filesystem::path& file);
 // Replaces (or adds) the value at the override's dotted key, creating mappings on the way.
 void apply_override(YAML::Node& document, const ScenarioOverride& override_value, const std::filesystem::path& file);
 // Validates a document completely and resolves the model. `overrides` only changes how

@@ -2,6 +2,7 @@
 #include "lab/sweep.h"
 
 #include "engine/errors.h"
+#include "lab/yaml_fields.h"
 
 namespace decodelab {
 
@@ -24,10 +25,12 @@ std::string scalar_text(const YAML::Node& value) {
 
 std::vector<std::string> swept_keys(const YAML::Node& scenario) {
   std::vector<std::string> keys;
+  if (!scenario.IsMap()) return keys;  // a scalar or a list has no workload (and [] would throw): validation says so
   const YAML::Node workload = scenario["workload"];
   if (!workload || !workload.IsMap()) return keys;
   for (const auto& entry : workload) {
-    const std::string key = entry.first.as<std::string>();
+    if (!entry.first.IsScalar()) continue;  // not a key of ours: validation reports it
+    const std::string key = entry.first.Scalar();
     if (is_swept(key, entry.second)) keys.push_back(key);
   }
   return keys;
@@ -45,6 +48,7 @@ SweepPoint with_value(const SweepPoint& point, const std::string& key, const YAM
 }
 
 bool zipped(const YAML::Node& scenario) {
+  if (!scenario.IsMap()) return false;
   const YAML::Node mode = scenario["sweep"];
   return mode && mode.IsScalar() && mode.Scalar() == "zip";
 }
@@ -54,7 +58,7 @@ bool zipped(const YAML::Node& scenario) {
 std::vector<SweepPoint> expand_sweep(const YAML::Node& scenario, const std::string& file) {
   const std::vector<std::string> keys = swept_keys(scenario);
   SweepPoint base{"", {}, YAML::Clone(scenario)};
-  if (base.scenario["sweep"]) base.scenario.remove("sweep");
+  if (base.scenario.IsMap() && base.scenario["sweep"]) base.scenario.remove("sweep");
   if (zipped(scenario) && !keys.empty()) {
     const size_t length = scenario["workload"][keys.front()].size();
     for (const std::string& key : keys) {
@@ -71,6 +75,15 @@ std::vector<SweepPoint> expand_sweep(const YAML::Node& scenario, const std::stri
       points.push_back(std::move(point));
     }
     return points;
+  }
+  size_t combinations = 1;
+  for (const std::string& key : keys) {
+    combinations *= scenario["workload"][key].size();  // each factor ≥ 1; checked before it can overflow
+    if (combinations > kMaxSweepPoints) {
+      throw InputError(file, line_of(scenario["workload"], 0), "workload",
+                       "the lists sweep more than " + std::to_string(kMaxSweepPoints) +
+                           " combinations (split the sweep, or shorten a list)");
+    }
   }
   std::vector<SweepPoint> points{base};
   for (const std::string& key : keys) {

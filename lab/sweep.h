@@ -21,8 +21,12 @@ struct SweepPoint {
 // The swept keys of a scenario document, in file order (empty when nothing is swept).
 std::vector<std::string> swept_keys(const YAML::Node& scenario);
 
+// A sweep larger than this is refused (a typo in a list can ask for billions of runs).
+constexpr size_t kMaxSweepPoints = 10000;
+
 // Every combination; a scenario without lists gives one point with an empty label.
-// Throws InputError (naming `file`) when zipped lists differ in length.
+// Throws InputError (naming `file`) when zipped lists differ in length, or when the
+// product holds more than kMaxSweepPoints combinations (found before any is built).
 std::vector<SweepPoint> expand_sweep(const YAML::Node& scenario, const std::string& file = "");
 
 }  // namespace decodelab

@@ -40,6 +40,15 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   return d[a.size()][b.size()];
 }
 
+std::string joined_names(const std::vector<std::string>& names) {
+  std::string text;
+  for (const std::string& name : names) {
+    if (!text.empty()) text += ", ";
+    text += name;
+  }
+  return text;
+}
+
 bool is_plain_scalar(const YAML::Node& node) { return node && node.IsScalar() && node.Tag() != "!"; }
 
 }  // namespace
@@ -53,6 +62,13 @@ std::string closest_match(const std::string& word, const std::vector<std::string
       best_distance = distance;
       best = candidate;
     }
+  }
+  if (!best.empty() || word.size() < 3) return best;
+  // A key missing a word ("kv_cache" for "no_kv_cache"): the one candidate that contains it.
+  for (const std::string& candidate : candidates) {
+    if (candidate.find(word) == std::string::npos) continue;
+    if (!best.empty()) return "";  // ambiguous
+    best = candidate;
   }
   return best;
 }
@@ -160,7 +176,9 @@ YamlMapping::YamlMapping(const YamlSource& source, const YAML::Node& node, std::
     if (!key_node.IsScalar()) source.fail(key_line, path_, "keys must be plain names, got " + describe_node(key_node));
     const std::string key = key_node.Scalar();
     if (std::find(allowed_keys.begin(), allowed_keys.end(), key) == allowed_keys.end()) {
-      source.fail(key_line, key_path(key), "unknown key" + did_you_mean(key, allowed_keys));
+      const std::string hint = did_you_mean(key, allowed_keys);
+      source.fail(key_line, key_path(key),
+                  "unknown key" + (hint.empty() ? " (expected one of " + joined_names(allowed_keys) + ")" : hint));
     }
     if (has(key)) source.fail(key_line, key_path(key), "duplicate key");
     fields_.push_back(YamlField{source_, key_path(key), value_node, key_line});

@@ -24,7 +24,7 @@ struct YamlSource {
 };
 
 // The closest candidate within a small edit distance (a transposition counts as one
-// edit), or "" (for "did you mean").
+// edit), else the one candidate that contains the word, or "" (for "did you mean").
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
 // " (did you mean 'x'?)" or "".
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);
@@ -52,7 +52,7 @@ struct YamlField {
 };
 
 // A mapping whose keys were all checked against the allowed set (unknown keys get a
-// "did you mean"; duplicates are refused), read field by field.
+// "did you mean", or the list of allowed keys; duplicates are refused), read field by field.
 class YamlMapping {
  public:
   YamlMapping(const YamlSource& source, const YAML::Node& node, std::string path, int line,

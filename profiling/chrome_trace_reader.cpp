@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "engine/errors.h"
+#include "engine/json_errors.h"
 #include "profiling/chrome_trace.h"
 
 namespace decodelab {
@@ -24,6 +25,9 @@ std::optional<Enum> enum_by_name(const std::string& name, const char* (*name_of)
   return std::nullopt;
 }
 
+// "args.dtype"; a key of the root is just its name.
+std::string child(const std::string& path, const char* key) { return path.empty() ? std::string(key) : path + "." + key; }
+
 class Reader {
  public:
   explicit Reader(std::string file) : file_(std::move(file)) {}
@@ -35,25 +39,25 @@ class Reader {
   const json& field(const json& object, const char* key, const std::string& path) const {
     if (!object.is_object()) fail(path, "expected an object");
     auto found = object.find(key);
-    if (found == object.end()) fail(path + "." + key, "missing");
+    if (found == object.end()) fail(child(path, key), "missing");
     return *found;
   }
 
   std::string text(const json& object, const char* key, const std::string& path) const {
     const json& value = field(object, key, path);
-    if (!value.is_string()) fail(path + "." + key, "expected a string");
+    if (!value.is_string()) fail(child(path, key), "expected a string");
     return value.get<std::string>();
   }
 
   int64_t integer(const json& object, const char* key, const std::string& path) const {
     const json& value = field(object, key, path);
-    if (!value.is_number_integer()) fail(path + "." + key, "expected an integer");
+    if (!value.is_number_integer()) fail(child(path, key), "expected an integer");
     return value.get<int64_t>();
   }
 
   double number(const json& object, const char* key, const std::string& path) const {
     const json& value = field(object, key, path);
-    if (!value.is_number() || !std::isfinite(value.get<double>())) fail(path + "." + key, "expected a number");
+    if (!value.is_number() || !std::isfinite(value.get<double>())) fail(child(path, key), "expected a number");
     return value.get<double>();
   }
 
@@ -85,9 +89,9 @@ class Reader {
 
   std::vector<TensorInfo> tensors(const json& args, const char* key, const std::string& path) const {
     const json& list = field(args, key, path);
-    if (!list.is_array()) fail(path + "." + key, "expected a list of tensors");
+    if (!list.is_array()) fail(child(path, key), "expected a list of tensors");
     std::vector<TensorInfo> result;
-    for (size_t i = 0; i < list.size(); ++i) result.push_back(tensor(list[i], path + "." + key + "[" + std::to_string(i) + "]"));
+    for (size_t i = 0; i < list.size(); ++i) result.push_back(tensor(list[i], child(path, key) + "[" + std::to_string(i) + "]"));
     return result;
   }
 
@@ -154,21 +158,20 @@ struct PendingRange {
   int64_t begin_ns, end_ns;
 };
 
-int line_of(std::string_view text, size_t byte) {
-  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<ptrdiff_t>(std::min(byte, text.size())), '\n'));
-}
-
 }  // namespace
 
 Trace parse_chrome_trace(std::string_view text, const std::string& file_name) {
   json root;
   try {
     root = json::parse(text);
-  } catch (const json::parse_error& error) {
-    throw InputError(file_name, line_of(text, error.byte), "", std::string("not valid JSON: ") + error.what());
+  } catch (const json::exception& error) {
+    throw InputError(file_name, json_error_line(error, text), "", json_parse_problem(error, text.size()));
   }
   const Reader reader(file_name);
   if (!root.is_object()) reader.fail("", "expected a JSON object with traceEvents");
+  if (!root.contains("otherData")) {
+    reader.fail("otherData", "missing: expected a trace written by decodelab (otherData.schema \"decodelab-trace\")");
+  }
   const json& other = reader.field(root, "otherData", "");
   if (!other.is_object() || other.value("schema", "") != "decodelab-trace") {
     reader.fail("otherData.schema", "expected \"decodelab-trace\" (a trace written by decodelab)");
@@ -259,6 +262,9 @@ Trace parse_chrome_trace(std::string_view text, const std::string& file_name) {
     if (!pending.desc) reader.fail("traceEvents", what + " has no description (inputs, outputs)");
     trace.add_op(*pending.desc, pending.host_begin_ns, pending.host_end_ns, pending.device_begin_ns, pending.device_end_ns);
   }
+  // Host calls in time order, as a recording holds them (a file need not list them so).
+  std::stable_sort(calls.begin(), calls.end(),
+                   [](const HostCall& a, const HostCall& b) { return a.begin_ns < b.begin_ns; });
   for (const HostCall& call : calls) trace.host_call(call);
   return trace;
 }

@@ -60,3 +60,15 @@ TEST_CASE("output paths are checked before any work", "[output_files]") {
   CHECK_THROWS_AS(check_output_path(dir.path(), "--json"), InputError);
   CHECK_THROWS_AS(check_output_path("", "--json"), InputError);
 }
+
+TEST_CASE("a report directory must be a directory that exists or can be created", "[output_files]") {
+  const TempDir dir;
+  CHECK_NOTHROW(check_output_directory(dir.path(), "--report"));                      // exists
+  CHECK_NOTHROW(check_output_directory(dir.path() / "new" / "deeper", "--report"));  // created later
+  const auto file = dir.write("taken", "x");
+  CHECK_THROWS_WITH(check_output_directory(file, "--report"),
+                    Catch::Matchers::Contains("--report") && Catch::Matchers::Contains("is not a directory"));
+  CHECK_THROWS_WITH(check_output_directory(file / "below", "--report"),
+                    Catch::Matchers::Contains("cannot be created"));
+  CHECK_THROWS_AS(check_output_directory("", "--report"), InputError);
+}

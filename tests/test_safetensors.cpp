@@ -240,7 +240,8 @@ TEST_CASE("safetensors: header length and JSON problems are reported exactly", "
     write_raw(10, R"({"a": {"dt)");
     const InputError error = catch_input_error([&] { SafetensorsFile file(path); });
     CHECK(error.key() == "header");
-    CHECK(error.problem().rfind("is not valid JSON (", 0) == 0);
+    CHECK(error.problem().rfind("is not valid JSON: ", 0) == 0);
+    CHECK_THAT(error.problem(), Catch::Matchers::EndsWith("(the text ends early: truncated?)"));
   }
   SECTION("duplicate tensor name") {
     const std::string text = R"({"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, )"

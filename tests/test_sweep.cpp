@@ -37,6 +37,20 @@ TEST_CASE("prompt_ids sweeps only as a list of lists", "[sweep]") {
   CHECK(points[1].label == "prompt_ids=[3, 4, 5]");
 }
 
+TEST_CASE("a sweep of too many combinations is refused before anything runs", "[sweep]") {
+  // 100 × 100 × 2 = 20000 combinations: over the limit, refused without building them.
+  std::string hundred = "[";
+  for (int i = 1; i <= 100; ++i) hundred += (i > 1 ? ", " : "") + std::to_string(i);
+  hundred += "]";
+  const YAML::Node scenario = YAML::Load("model: lab-tiny\nworkload:\n  requests: " + hundred +
+                                         "\n  batch_size: " + hundred + "\n  new_tokens: [1, 2]\n");
+  CHECK_THROWS_WITH(expand_sweep(scenario, "big.yaml"),
+                    Catch::Matchers::StartsWith("big.yaml:3: workload: the lists sweep more than 10000 combinations"));
+  // A key that is not a name is left for validation to report, not a crash here.
+  const YAML::Node odd = YAML::Load("workload: {? [a, b] : [1, 2], batch_size: [1, 2]}\n");
+  CHECK(expand_sweep(odd).size() == 2);
+}
+
 TEST_CASE("sweep: zip advances equal-length lists together", "[sweep]") {
   const YAML::Node scenario =
       YAML::Load("sweep: zip\nworkload: {requests: [1, 8, 64], batch_size: [1, 8, 64], new_tokens: 4}\n");

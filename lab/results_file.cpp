@@ -1,0 +1,86 @@
+// Row-by-row results files (see results_file.h). The file is only ever replaced by
+// rename, so a reader (or a resumed command) sees the previous complete state or the next.
+#include "lab/results_file.h"
+
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+#include "engine/errors.h"
+#include "engine/json_errors.h"
+#include "lab/output_files.h"
+
+namespace decodelab {
+
+namespace fs = std::filesystem;
+
+ResultsFile::ResultsFile(fs::path path, std::string command) : path_(std::move(path)), command_(std::move(command)) {}
+
+size_t ResultsFile::load_existing() {
+  std::error_code error;
+  if (path_.empty() || !fs::exists(path_, error)) return 0;
+  const std::string file = path_.string();
+  if (!fs::is_regular_file(path_, error)) throw InputError(file, 0, "--resume", "is not a regular file");
+  std::ifstream stream(path_, std::ios::binary);
+  std::ostringstream text;
+  text << stream.rdbuf();
+  if (!stream) throw InputError(file, 0, "--resume", "cannot read the results file");
+  nlohmann::json document;
+  try {
+    document = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::exception& parse_error) {
+    throw InputError(file, 0, "--resume", json_parse_problem(parse_error, text.str().size()));
+  }
+  if (!document.is_object() || !document.contains("rows") || !document["rows"].is_array() ||
+      document.value("command", "") != command_) {
+    throw InputError(file, 0, "--resume",
+                     "expected the results of `decodelab " + command_ + " --json` ({\"command\": \"" + command_ +
+                         "\", \"rows\": [...]})");
+  }
+  if (!document["schema_version"].is_number_integer() ||
+      document["schema_version"].get<int64_t>() != kResultsFileSchemaVersion) {
+    throw InputError(file, 0, "schema_version",
+                     "expected " + std::to_string(kResultsFileSchemaVersion) + " (written by another decodelab?)");
+  }
+  previous_.clear();
+  for (const nlohmann::json& row : document["rows"]) {
+    if (!row.is_object()) throw InputError(file, 0, "rows", "expected a list of objects");
+    previous_.push_back(row);
+  }
+  return previous_.size();
+}
+
+std::optional<nlohmann::json> ResultsFile::previous(const nlohmann::json& key) const {
+  for (const nlohmann::json& row : previous_) {
+    bool matches = true;
+    for (const auto& [field, value] : key.items()) {
+      if (!row.contains(field) || row[field] != value) {
+        matches = false;
+        break;
+      }
+    }
+    if (matches) return row;
+  }
+  return std::nullopt;
+}
+
+void ResultsFile::add(nlohmann::json row) {
+  rows_.push_back(std::move(row));
+  write(false);
+}
+
+void ResultsFile::finish() { write(true); }
+
+nlohmann::json ResultsFile::document(bool complete) const {
+  return {{"schema_version", kResultsFileSchemaVersion},
+          {"command", command_},
+          {"complete", complete},
+          {"rows", rows_}};
+}
+
+void ResultsFile::write(bool complete) const {
+  if (path_.empty()) return;
+  write_file_atomically(path_, document(complete).dump(2) + "\n");
+}
+
+}  // namespace decodelab

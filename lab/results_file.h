@@ -1,0 +1,55 @@
+// A results file that grows row by row, for commands that run many scenarios (sweep,
+// lab): {"schema_version", "command", "complete", "rows": [...]}. It is rewritten
+// atomically after every completed row with "complete": false, and once more with true at
+// the end, so an interrupted, killed or crashed command leaves every row it finished and
+// says plainly that the list is partial. --resume reads such a file back; a row is reused
+// when it matches the key of the work about to run (every key field equal), so a resumed
+// command runs only what is missing, even after the scenario or --set changed.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace decodelab {
+
+constexpr int kResultsFileSchemaVersion = 1;
+
+class ResultsFile {
+ public:
+  // `path` may be empty: the rows are then only kept in memory.
+  ResultsFile(std::filesystem::path path, std::string command);
+
+  // Loads the rows of an existing results file of the same command (--resume) as
+  // candidates for reuse. A missing file is no error (nothing to reuse); anything
+  // unreadable is an InputError naming it. Returns how many rows were loaded.
+  size_t load_existing();
+
+  // A loaded row whose fields equal every field of `key`, or nullopt.
+  std::optional<nlohmann::json> previous(const nlohmann::json& key) const;
+
+  // Appends a completed row (fresh or reused, in the order of the command's work) and
+  // rewrites the file with "complete": false.
+  void add(nlohmann::json row);
+  // Rewrites the file with "complete": true.
+  void finish();
+
+  const std::vector<nlohmann::json>& rows() const { return rows_; }
+  const std::filesystem::path& path() const { return path_; }
+
+  // The document as written: the header fields and the rows.
+  nlohmann::json document(bool complete) const;
+
+ private:
+  void write(bool complete) const;
+
+  std::filesystem::path path_;
+  std::string command_;
+  std::vector<nlohmann::json> previous_;  // loaded by --resume
+  std::vector<nlohmann::json> rows_;      // completed in this command, in work order
+};
+
+}  // namespace decodelab

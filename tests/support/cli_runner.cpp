@@ -1,0 +1,115 @@
+// Running the decodelab binary from tests (see cli_runner.h). Captured output lives in a
+// per-process folder under the system temp dir, one pair of files per command.
+#include "tests/support/cli_runner.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace decodelab::testing {
+
+namespace {
+
+std::string quoted(const std::string& text) {
+  std::string result = "'";
+  for (char c : text) result += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return result + "'";
+}
+
+// A fresh pair of capture files (the folder is removed at exit).
+std::pair<std::filesystem::path, std::filesystem::path> capture_files() {
+  static const std::filesystem::path folder = [] {
+    const auto path = std::filesystem::temp_directory_path() / ("decodelab-capture-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(path);
+    std::atexit([] {
+      std::error_code ignored;
+      std::filesystem::remove_all(
+          std::filesystem::temp_directory_path() / ("decodelab-capture-" + std::to_string(::getpid())), ignored);
+    });
+    return path;
+  }();
+  static std::atomic<int> counter{0};
+  const std::string stem = std::to_string(counter++);
+  return {folder / (stem + ".out"), folder / (stem + ".err")};
+}
+
+CommandResult result_of(int status, const std::filesystem::path& out, const std::filesystem::path& err) {
+  CommandResult result;
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
+  result.out = read_text_file(out);
+  result.err = read_text_file(err);
+  return result;
+}
+
+}  // namespace
+
+std::string read_text_file(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+CommandResult run_decodelab(const std::vector<std::string>& arguments, const std::string& environment) {
+  const auto [out, err] = capture_files();
+  std::string command = environment + " " + quoted(DECODELAB_BINARY);
+  for (const std::string& argument : arguments) command.append(" ").append(quoted(argument));
+  command += " >" + quoted(out.string()) + " 2>" + quoted(err.string()) + " </dev/null";
+  const int status = std::system(command.c_str());
+  CommandResult result = result_of(status, out, err);
+  // The shell reports a child killed by a signal as exit code 128 + signal.
+  if (result.exit_code > 128 && result.signal == 0) result.signal = result.exit_code - 128;
+  return result;
+}
+
+BackgroundDecodelab::BackgroundDecodelab(const std::vector<std::string>& arguments) {
+  std::tie(out_, err_) = capture_files();
+  std::vector<std::string> argv_text = {DECODELAB_BINARY};
+  argv_text.insert(argv_text.end(), arguments.begin(), arguments.end());
+  std::vector<char*> argv;
+  for (std::string& argument : argv_text) argv.push_back(argument.data());
+  argv.push_back(nullptr);
+  pid_ = ::fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
+    const int out = ::open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int err = ::open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int in = ::open("/dev/null", O_RDONLY);
+    if (out < 0 || err < 0 || in < 0) ::_exit(126);
+    ::dup2(out, 1);
+    ::dup2(err, 2);
+    ::dup2(in, 0);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+}
+
+BackgroundDecodelab::~BackgroundDecodelab() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+  }
+}
+
+void BackgroundDecodelab::send(int signal_number) const {
+  if (pid_ > 0) ::kill(pid_, signal_number);
+}
+
+std::string BackgroundDecodelab::stderr_so_far() const { return read_text_file(err_); }
+
+CommandResult BackgroundDecodelab::wait() {
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  pid_ = -1;
+  return result_of(status, out_, err_);
+}
+
+}  // namespace decodelab::testing

@@ -1,0 +1,151 @@
+// Nothing lost: `decodelab sweep` and `decodelab lab` run as child processes and receive
+// real signals. The first SIGINT/SIGTERM stops them after the run in progress with exit
+// 128 + signal and every completed row in the JSON ("complete": false); --resume then
+// reuses exactly those rows and runs the rest; a second signal ends the process at once
+// and still leaves a valid, partial file. Runs are slowed by the emulated dispatch cost
+// (host_overhead_us), so that a signal sent after the first row lands mid-sweep.
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "support/cli_runner.h"
+#include "support/temp_dir.h"
+
+using namespace decodelab::testing;
+using Catch::Matchers::Contains;
+
+namespace {
+
+const char* const kSweepScenario =
+    "model: lab-tiny\n"
+    "dtype: fp32\n"
+    "backend: cpu\n"
+    "workload:\n"
+    "  requests: 2\n"
+    "  batch_size: 2\n"
+    "  prompt_tokens: 4\n"
+    "  new_tokens: [6, 7, 8, 9, 10, 11]\n"
+    "  host_overhead_us: 200\n"
+    "run: {warmup: 0, repeats: 2}\n";
+constexpr size_t kSweepPoints = 6;
+
+// The results file once it exists and parses with at least one row (null otherwise).
+nlohmann::json rows_so_far(const std::filesystem::path& file) {
+  const nlohmann::json document = nlohmann::json::parse(read_text_file(file), nullptr, /*allow_exceptions=*/false);
+  if (document.is_discarded() || !document.contains("rows") || document["rows"].empty()) return nullptr;
+  return document;
+}
+
+nlohmann::json read_json(const std::filesystem::path& file) { return nlohmann::json::parse(read_text_file(file)); }
+
+}  // namespace
+
+TEST_CASE("sweep: SIGINT keeps the completed rows and --resume finishes the rest", "[interrupt][cli]") {
+  const TempDir dir;
+  const auto scenario = dir.write("sweep.yaml", kSweepScenario).string();
+  const auto json = dir.path() / "sweep.json";
+
+  BackgroundDecodelab sweep({"sweep", scenario, "--threads", "1", "--json", json.string()});
+  REQUIRE(wait_until([&] { return !rows_so_far(json).is_null(); }, 60.0));
+  sweep.send(SIGINT);
+  const CommandResult interrupted = sweep.wait();
+  CHECK(interrupted.exit_code == 130);
+  CHECK_THAT(interrupted.err, Contains("stopping after the current run") && Contains("--resume"));
+
+  const nlohmann::json partial = read_json(json);
+  CHECK(partial["command"] == "sweep");
+  CHECK(partial["complete"] == false);
+  const size_t done = partial["rows"].size();
+  CHECK(done >= 1);
+  CHECK(done < kSweepPoints);
+  // The table printed so far has a line per completed row (two header lines).
+  CHECK(static_cast<size_t>(std::count(interrupted.out.begin(), interrupted.out.end(), '\n')) == done + 2);
+  for (size_t i = 0; i < done; ++i) CHECK(partial["rows"][i]["swept"]["new_tokens"] == std::to_string(6 + i));
+
+  const CommandResult resumed = run_decodelab({"sweep", scenario, "--threads", "1", "--json", json.string(), "--resume"});
+  REQUIRE(resumed.exit_code == 0);
+  CHECK_THAT(resumed.err, Contains(std::to_string(done) + " of 6 rows reused"));
+  const nlohmann::json complete = read_json(json);
+  CHECK(complete["complete"] == true);
+  REQUIRE(complete["rows"].size() == kSweepPoints);
+  // Reused rows are the interrupted run's own (timings included), not reruns.
+  for (size_t i = 0; i < done; ++i) CHECK(complete["rows"][i] == partial["rows"][i]);
+  for (size_t i = 0; i < kSweepPoints; ++i) {
+    CHECK(complete["rows"][i]["swept"]["new_tokens"] == std::to_string(6 + i));
+    CHECK(complete["rows"][i]["workload"]["new_tokens"] == 6 + i);
+  }
+
+  // Resuming a complete file runs nothing and leaves it as it was.
+  const CommandResult again = run_decodelab({"sweep", scenario, "--json", json.string(), "--resume", "--quiet"});
+  CHECK(again.exit_code == 0);
+  CHECK(read_json(json) == complete);
+}
+
+TEST_CASE("sweep: a second signal ends it at once and the file stays valid and partial", "[interrupt][cli]") {
+  const TempDir dir;
+  const auto scenario = dir.write("sweep.yaml", kSweepScenario).string();
+  const auto json = dir.path() / "sweep.json";
+  BackgroundDecodelab sweep({"sweep", scenario, "--threads", "1", "--json", json.string()});
+  REQUIRE(wait_until([&] { return !rows_so_far(json).is_null(); }, 60.0));
+  sweep.send(SIGINT);
+  // The second only once the first was handled (two pending signals of a kind merge).
+  REQUIRE(wait_until([&] { return sweep.stderr_so_far().find("stopping") != std::string::npos; }, 10.0));
+  sweep.send(SIGINT);
+  const CommandResult killed = sweep.wait();
+  CHECK(killed.signal == SIGINT);
+  const nlohmann::json partial = read_json(json);
+  CHECK(partial["complete"] == false);
+  CHECK(partial["rows"].size() >= 1);
+  CHECK(partial["rows"].size() < kSweepPoints);
+}
+
+TEST_CASE("lab: SIGTERM keeps the finished bugs and --resume runs only the others", "[interrupt][cli]") {
+  const TempDir dir;
+  const auto json = dir.path() / "lab.json";
+  const std::vector<std::string> arguments = {
+      "lab",  "--only", "host_sync", "--only", "no_kv_cache", "--only", "sequential_generation", "--backend", "cpu",
+      "--threads", "1", "--set", "model=lab-tiny", "--set", "run={warmup: 0, repeats: 1}", "--set",
+      "workload={requests: 2, batch_size: 2, prompt_tokens: 4, new_tokens: 12, host_overhead_us: 200}", "--json",
+      json.string()};
+  BackgroundDecodelab lab(arguments);
+  REQUIRE(wait_until([&] { return !rows_so_far(json).is_null(); }, 120.0));
+  lab.send(SIGTERM);
+  const CommandResult interrupted = lab.wait();
+  CHECK(interrupted.exit_code == 143);
+  const nlohmann::json partial = read_json(json);
+  CHECK(partial["command"] == "lab");
+  CHECK(partial["complete"] == false);
+  const size_t done = partial["rows"].size();
+  CHECK(done >= 1);
+  CHECK(done < 3);
+  for (const char* key : {"bug", "bugs", "fixed_tokens_per_s", "buggy_tokens_per_s", "slowdown", "verdict",
+                          "same_tokens", "backend", "device"}) {
+    CHECK(partial["rows"][0].contains(key));
+  }
+
+  std::vector<std::string> resume = arguments;
+  resume.push_back("--resume");
+  const CommandResult resumed = run_decodelab(resume);
+  REQUIRE(resumed.exit_code == 0);
+  const nlohmann::json complete = read_json(json);
+  CHECK(complete["complete"] == true);
+  REQUIRE(complete["rows"].size() == 3);
+  for (size_t i = 0; i < done; ++i) CHECK(complete["rows"][i] == partial["rows"][i]);
+  CHECK(complete["rows"][2]["bug"] == "sequential_generation");
+}
+
+TEST_CASE("resume needs a --json file and refuses one that is not a results file", "[interrupt][cli]") {
+  const TempDir dir;
+  const auto scenario = dir.write("sweep.yaml", kSweepScenario).string();
+  const CommandResult no_file = run_decodelab({"sweep", scenario, "--resume"});
+  CHECK(no_file.exit_code == 2);
+  CHECK_THAT(no_file.err, Contains("--resume") && Contains("needs --json"));
+
+  const auto other = dir.write("other.json", "[1, 2, 3]\n");
+  const CommandResult wrong = run_decodelab({"sweep", scenario, "--json", other.string(), "--resume"});
+  CHECK(wrong.exit_code == 2);
+  CHECK_THAT(wrong.err, Contains(other.string()) && Contains("decodelab sweep --json"));
+  CHECK(read_text_file(other) == "[1, 2, 3]\n");  // left as it was
+}
