@@ -116,6 +116,11 @@ void write_bug_report(const std::filesystem::path& directory, const LabRow& row,
   write_report_directory(directory / row.bug,
                          {{"fixed", &comparison.fixed.analysis}, {"buggy", &comparison.buggy.analysis}},
                          "decodelab lab: " + row.bug);
+  write_file_atomically(directory / row.bug / "attribution.html",
+                        "<!doctype html><html><head><meta charset=\"utf-8\"><title>why " + row.bug +
+                            " is slower</title></head><body style=\"font:14px sans-serif;margin:2em\"><h1>" +
+                            xml_escape(row.bug) + "</h1>" + attribution_html(comparison.attribution) +
+                            "</body></html>\n");
 }
 
 void write_lab_index(const std::filesystem::path& directory, const std::vector<LabRow>& rows) {
@@ -146,7 +151,15 @@ void write_lab_index(const std::filesystem::path& directory, const std::vector<L
          << (row.same_tokens ? "yes" : "NO") << "</td></tr>";
   }
   html << "</table><p>Slowdown: the buggy run's total generation time divided by its fixed twin's (median of the "
-          "repeats, alternated on one backend).</p></body></html>\n";
+          "repeats, alternated on one backend).</p>";
+  html << "<ul>";
+  for (const LabRow& row : rows) {
+    std::error_code error;
+    if (std::filesystem::is_regular_file(directory / row.bug / "attribution.html", error))
+      html << "<li><a href=\"" << xml_escape(row.bug) << "/attribution.html\">why " << xml_escape(row.bug)
+           << " is slower</a>: the extra time split into extra work, extra bytes, idle device, lost efficiency</li>";
+  }
+  html << "</ul></body></html>\n";
   write_file_atomically(directory / "index.html", html.str());
 }
 

@@ -7,6 +7,8 @@
 #include <map>
 #include <sstream>
 
+#include "profiling/report.h"
+
 namespace decodelab {
 
 namespace {
@@ -64,14 +66,20 @@ Attribution attribute_slowdown(const RunAnalysis& fixed, const RunAnalysis& bugg
 
   for (const auto& [key, pair] : pair_groups(fixed, buggy)) {
     const std::string name = std::string(phase_name(key.phase)) + " " + op_category_name(key.category);
-    // The fixed run's efficiency for this kind of op; a new kind is held to its own.
-    const RooflinePoint& reference = pair.fixed.seconds > 0 && pair.fixed.roof_seconds > 0 ? pair.fixed : pair.buggy;
-    const double efficiency = reference.seconds > 0 && reference.roof_seconds > 0
-                                  ? reference.roof_seconds / reference.seconds
-                                  : 1.0;
-    const double roof_delta = pair.buggy.roof_seconds - pair.fixed.roof_seconds;
-    const double more_roof_time = roof_delta / efficiency;
-    const double worse_efficiency = pair.buggy.seconds - pair.buggy.roof_seconds / efficiency;
+    // Efficiency = roof time / time. The extra roof time is costed at the buggy run's own
+    // efficiency (what the extra work really cost); the fixed run's share of the work, redone
+    // at that efficiency instead of its own, is the lost (or gained) efficiency.
+    auto efficiency_of = [](const RooflinePoint& point) {
+      return point.seconds > 0 && point.roof_seconds > 0 ? point.roof_seconds / point.seconds : 0.0;
+    };
+    double buggy_efficiency = efficiency_of(pair.buggy);
+    if (buggy_efficiency == 0) buggy_efficiency = efficiency_of(pair.fixed);
+    double more_roof_time = 0, worse_efficiency = pair.buggy.seconds - pair.fixed.seconds;
+    if (buggy_efficiency > 0) {
+      more_roof_time = (pair.buggy.roof_seconds - pair.fixed.roof_seconds) / buggy_efficiency;
+      worse_efficiency = (pair.buggy.seconds - pair.buggy.roof_seconds / buggy_efficiency) +
+                         (pair.fixed.roof_seconds / buggy_efficiency - pair.fixed.seconds);
+    }
     // Which side of the roof the (buggy) group sits on decides work or bytes.
     const bool compute_side = !pair.buggy.memory_side() || (pair.buggy.count == 0 && !pair.fixed.memory_side());
     if (compute_side) {
@@ -108,7 +116,8 @@ Attribution attribute_slowdown(const RunAnalysis& fixed, const RunAnalysis& bugg
   add_part("extra bytes", bytes_s,
            format("%+.3f GB/token of DRAM traffic", extra_bytes * per_token / 1e9) +
                (bytes_by_group.empty() ? "" : " (" + contributions(bytes_by_group, per_token / 1e9, "GB") + ")") +
-               format(", moved at the fixed run's efficiency (its decode streamed %.1f GB/s)", fixed_bandwidth / 1e9));
+               format(", at the buggy run's efficiency for those ops (the fixed decode streamed %.1f GB/s)",
+                      fixed_bandwidth / 1e9));
   add_part("idle device", idle_s,
            format("device idle %.2f ms/token vs %.2f ms/token", buggy.timeline.idle_seconds * 1e3 * per_token,
                   fixed.timeline.idle_seconds * 1e3 * per_token) +
@@ -170,6 +179,34 @@ std::string format_attribution(const Attribution& attribution) {
       << " | measured difference minus the parts" << (attribution.residual_fraction() > 0.10 ? " (over 10%: noisy)" : "")
       << " |\n";
   return out.str();
+}
+
+}  // namespace decodelab
+
+namespace decodelab {
+
+std::string attribution_html(const Attribution& attribution) {
+  std::vector<std::pair<std::string, double>> bars;
+  for (const AttributionPart& part : attribution.parts) bars.emplace_back(part.cause, part.ms_per_token);
+  bars.emplace_back("residual", attribution.residual_ms_per_token);
+  double largest = 0;
+  for (const auto& bar : bars) largest = std::max(largest, std::abs(bar.second));
+  std::ostringstream html;
+  html << "<div class=\"attribution\"><p><b>Why slower:</b> " << xml_escape(attribution.headline) << "</p>";
+  html << "<table style=\"border-collapse:collapse\">";
+  for (size_t i = 0; i < bars.size(); ++i) {
+    const double width = largest > 0 ? 100.0 * std::abs(bars[i].second) / largest : 0;
+    const char* colour = bars[i].second >= 0 ? "#b3154f" : "#2b6a24";
+    html << "<tr><td style=\"padding:2px 8px\">" << xml_escape(bars[i].first) << "</td>"
+         << "<td style=\"padding:2px 8px;width:320px\"><div style=\"background:" << colour
+         << ";height:12px;width:" << format("%.1f", width) << "%\"></div></td>"
+         << "<td style=\"padding:2px 8px;text-align:right\">" << format("%+.3f ms/token", bars[i].second) << "</td>"
+         << "<td style=\"padding:2px 8px;font-size:12px\">"
+         << (i < attribution.parts.size() ? xml_escape(attribution.parts[i].explanation) : std::string("measured minus the parts"))
+         << "</td></tr>";
+  }
+  html << "</table></div>";
+  return html.str();
 }
 
 }  // namespace decodelab

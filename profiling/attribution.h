@@ -6,11 +6,13 @@
 //   idle device      more time with nothing to run (gaps behind the host, syncs)
 //   lost efficiency  the buggy run's own work done further from its roof than the fixed
 //                    run managed for the same kind of op (e.g. strided reads)
-// Non-obvious choice: the yardstick is the fixed run's efficiency per (op category, phase):
-// a group's time t = roof_time / efficiency, so t' - t = (R' - R) / e + (t' - R' / e)
-// splits exactly into "more roof time" (work or bytes, by the side of the roof the group
-// sits on) and "worse efficiency". A group the fixed run does not have is held to its own
-// efficiency (its whole time is extra work or bytes).
+// Non-obvious choice: per (op category, phase) a group's time is t = R / e (R its roof
+// time, e its efficiency). With the buggy run's efficiency e' as the yardstick,
+// t' - t = (R' - R) / e'  +  (R / e' - t): the first term is the extra roof time at what
+// it really cost (work or bytes, by the side of the roof the group sits on), the second
+// the fixed run's share of the work done at the buggy efficiency instead of its own — lost
+// efficiency (negative when the buggy run did the same work closer to its roof). The split
+// is exact; only the traced runs' difference against the measured one is left as residual.
 #pragma once
 
 #include <string>
@@ -47,5 +49,8 @@ Attribution attribute_slowdown(const RunAnalysis& fixed, const RunAnalysis& bugg
 
 nlohmann::json to_json(const Attribution& attribution);
 std::string format_attribution(const Attribution& attribution);
+// A self-contained HTML fragment: one horizontal bar per cause (and the residual), scaled
+// to the largest, with its ms/token and explanation.
+std::string attribution_html(const Attribution& attribution);
 
 }  // namespace decodelab
