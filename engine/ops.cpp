@@ -228,7 +228,7 @@ void Ops::range_begin(RangeKind kind, int index) {
     if (kind == RangeKind::Step) step_ = index;
     if (kind == RangeKind::Layer) layer_ = index;
   }
-  nvtx_push_range(kind, index);  // warm-ups too: an Nsight timeline shows every run
+  nvtx_push_range(kind, index);  // warm-ups and captures too: an Nsight timeline shows every run
   if (sink_ && !capturing_) sink_->range_begin(kind, index, now_ns());
 }
 

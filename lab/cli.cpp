@@ -57,6 +57,7 @@ int run_cli(int argc, char** argv) {
   add_compare_command(app);
   add_lab_command(app);
   add_sweep_command(app);
+  add_roofline_command(app);
   add_diagnose_command(app);
   add_ncu_command(app);
   add_nsys_command(app);

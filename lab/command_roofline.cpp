@@ -3,7 +3,7 @@
 // spec; --measure measures this machine's roofs on a backend (and saves them with --save,
 // or, without it, refreshes the per-machine cache runs use by default); with neither, the
 // backend's default roofs are shown (CUDA: the matching spec; CPU: the cached measurement,
-// measured on first use). The lead wires add_roofline_command() into lab/cli.cpp.
+// measured on first use).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -13,13 +13,12 @@
 
 #include "engine/backend.h"
 #include "engine/errors.h"
+#include "lab/commands.h"
 #include "profiling/device_spec.h"
 #include "profiling/printers.h"
 #include "profiling/roof_measure.h"
 
 namespace decodelab {
-
-void add_roofline_command(CLI::App& app);
 
 namespace {
 

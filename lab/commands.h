@@ -14,6 +14,7 @@ void add_list_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
 void add_lab_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);
+void add_roofline_command(CLI::App& app);
 void add_diagnose_command(CLI::App& app);
 void add_ncu_command(CLI::App& app);
 void add_nsys_command(CLI::App& app);

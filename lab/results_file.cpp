@@ -31,6 +31,20 @@ size_t ResultsFile::load_existing() {
   } catch (const nlohmann::json::exception& parse_error) {
     throw InputError(file, 0, "--resume", json_parse_problem(parse_error, text.str().size()));
   }
+  if (document.is_array()) {
+    // A finished run's plain list: its rows say whose they are (lab rows name a bug,
+    // sweep rows their swept values).
+    const char* identifying_key = command_ == "lab" ? "bug" : "swept";
+    for (const nlohmann::json& row : document) {
+      if (!row.is_object() || !row.contains(identifying_key)) {
+        throw InputError(file, 0, "--resume",
+                         "expected the results of `decodelab " + command_ + " --json` (a list of rows with \"" +
+                             identifying_key + "\", or {\"command\": \"" + command_ + "\", \"rows\": [...]})");
+      }
+    }
+    document = {{"schema_version", kResultsFileSchemaVersion}, {"command", command_}, {"complete", true},
+                {"rows", document}};
+  }
   if (!document.is_object() || !document.contains("rows") || !document["rows"].is_array() ||
       document.value("command", "") != command_) {
     throw InputError(file, 0, "--resume",
@@ -72,6 +86,7 @@ void ResultsFile::add(nlohmann::json row) {
 void ResultsFile::finish() { write(true); }
 
 nlohmann::json ResultsFile::document(bool complete) const {
+  if (complete) return rows_;
   return {{"schema_version", kResultsFileSchemaVersion},
           {"command", command_},
           {"complete", complete},

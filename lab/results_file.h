@@ -1,8 +1,8 @@
 // A results file that grows row by row, for commands that run many scenarios (sweep,
-// lab): {"schema_version", "command", "complete", "rows": [...]}. It is rewritten
-// atomically after every completed row with "complete": false, and once more with true at
-// the end, so an interrupted, killed or crashed command leaves every row it finished and
-// says plainly that the list is partial. --resume reads such a file back; a row is reused
+// lab). While work remains it is {"schema_version", "command", "complete": false,
+// "rows": [...]}, rewritten atomically after every completed row, so an interrupted,
+// killed or crashed command leaves every row it finished and says plainly that the list
+// is partial; once everything ran it is the plain list of rows (what `--json` promises). --resume reads such a file back; a row is reused
 // when it matches the key of the work about to run (every key field equal), so a resumed
 // command runs only what is missing, even after the scenario or --set changed.
 #pragma once

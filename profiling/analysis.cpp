@@ -109,6 +109,14 @@ std::string precision_label(unsigned mask) {
 
 std::string phase_sentence(const PhaseStats& phase, const std::string& precision, const RunAnalysis& analysis) {
   const std::string name = phase_name(phase.phase);
+  if (phase.opaque_fraction >= 0.5) {  // captured graphs: no op to read against a roof
+    std::string sentence = name + " runs inside captured graphs: " + format_percent(phase.opaque_fraction) +
+                           " of its device time is in graph replays whose ops the trace cannot see";
+    if (phase.limiter == Limiter::Overhead) {
+      sentence += "; the device waits " + format_percent(phase.timeline.idle_fraction()) + " of the time";
+    }
+    return sentence;
+  }
   const RooflinePoint& point = phase.point;
   const std::string roof = point.memory_side() ? "the bandwidth roof" : "the " + precision + " compute roof";
   const std::string fraction = format_percent(point.memory_side() ? point.memory_fraction() : point.compute_fraction());
@@ -230,8 +238,9 @@ RunAnalysis analyze(const Trace& trace, const DeviceSpec* device, const Analysis
   std::map<CategoryKey, std::pair<OpGroup, unsigned>> categories;
   std::map<OpKey, OpGroup> top_ops;
   struct PhaseWork {
-    RooflinePoint point;
+    RooflinePoint point;                      // ops whose work the trace can see
     std::array<double, 4> compute_seconds{};  // per precision: which compute roof dominates
+    double opaque_seconds = 0;                // ops with no declared work: graph replays
   };
   std::array<PhaseWork, 3> phase_work{};
   for (size_t i : device_order) {
@@ -253,6 +262,10 @@ RunAnalysis analyze(const Trace& trace, const DeviceSpec* device, const Analysis
     group.precision = precision_name(cost.precision);
     group.point.add(cost, op.device_seconds(), analysis.roofs);
     PhaseWork& work = phase_work[static_cast<size_t>(phase)];
+    if (op.desc.inputs.empty() && op.desc.outputs.empty()) {  // a captured graph: its ops are not described
+      work.opaque_seconds += op.device_seconds();
+      continue;
+    }
     work.point.add(cost, op.device_seconds(), analysis.roofs);
     work.compute_seconds[static_cast<size_t>(cost.precision)] += cost.flops / analysis.roofs.flops(cost.precision);
   }
@@ -293,12 +306,14 @@ RunAnalysis analyze(const Trace& trace, const DeviceSpec* device, const Analysis
   for (Phase which : {Phase::Prefill, Phase::Decode, Phase::Other}) {
     const size_t slot = static_cast<size_t>(which);
     const RooflinePoint& work = phase_work[slot].point;
+    const double opaque = phase_work[slot].opaque_seconds;
     const bool ranged = which == Phase::Decode ? placer.steps.size() > 0 : which == Phase::Prefill && placer.prefills.size() > 0;
-    if (work.count == 0 && !ranged) continue;
+    if (work.count == 0 && opaque == 0 && !ranged) continue;
     PhaseStats stats;
     stats.phase = which;
     stats.timeline = phase_timelines[slot];
     stats.point = work;
+    stats.opaque_fraction = opaque + work.seconds > 0 ? opaque / (opaque + work.seconds) : 0.0;
     stats.steps = which == Phase::Decode ? static_cast<int64_t>(placer.steps.size())
                                          : which == Phase::Prefill ? static_cast<int64_t>(placer.prefills.size()) : 0;
     stats.limiter = stats.timeline.idle_fraction() >= thresholds.idle_overhead_fraction

@@ -66,7 +66,8 @@ struct StepStats {
 struct PhaseStats {
   Phase phase = Phase::Other;
   TimelineStats timeline;
-  RooflinePoint point;     // all its ops with device times
+  RooflinePoint point;     // its ops with device times and declared work
+  double opaque_fraction = 0;  // share of its op time in ops with no declared work (graph replays)
   Limiter limiter = Limiter::Latency;
   int64_t steps = 0;       // decode steps or prefills in the phase
   std::string summary;     // "decode is memory-bound at 81% of the bandwidth roof"

@@ -95,6 +95,7 @@ nlohmann::json to_json(const RunAnalysis& analysis) {
     nlohmann::json entry = {{"phase", phase_name(phase.phase)},
                             {"steps", phase.steps},
                             {"limiter", limiter_name(phase.limiter)},
+                            {"opaque_fraction", phase.opaque_fraction},
                             {"summary", phase.summary},
                             {"timeline", timeline_json(phase.timeline)}};
     entry["work"] = point_json(phase.point);

@@ -110,9 +110,10 @@ Attribution attribute_slowdown(const RunAnalysis& fixed, const RunAnalysis& bugg
                (bytes_by_group.empty() ? "" : " (" + contributions(bytes_by_group, per_token / 1e9, "GB") + ")") +
                format(", moved at the fixed run's efficiency (its decode streamed %.1f GB/s)", fixed_bandwidth / 1e9));
   add_part("idle device", idle_s,
-           format("device idle %.2f ms/token vs %.2f ms/token; syncs and device-to-host reads: %.1f/token vs %.1f/token",
-                  buggy.timeline.idle_seconds * 1e3 * per_token, fixed.timeline.idle_seconds * 1e3 * per_token) +
-               format(" (%.1f vs %.1f)", static_cast<double>(buggy.timeline.syncs) * per_token,
+           format("device idle %.2f ms/token vs %.2f ms/token", buggy.timeline.idle_seconds * 1e3 * per_token,
+                  fixed.timeline.idle_seconds * 1e3 * per_token) +
+               format("; syncs and device-to-host reads: %.2f/token vs %.2f/token",
+                      static_cast<double>(buggy.timeline.syncs) * per_token,
                       static_cast<double>(fixed.timeline.syncs) * per_token) +
                format("; gaps: %.0f vs %.0f", static_cast<double>(buggy.timeline.gaps),
                       static_cast<double>(fixed.timeline.gaps)));

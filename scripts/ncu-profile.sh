@@ -16,7 +16,8 @@
 # then `ncu --import` writes REPORT-raw.csv (`--csv --page raw --print-units base`, the wide
 # form) and REPORT-details.csv (`--csv --print-units base --print-metric-name name`, the
 # long form). The run itself is shortened to one repeat without warm-up (ncu flushes the
-# caches before each replay anyway). Counters need profiling permission: run as root or
+# caches before each replay anyway), and times its ops with CUDA events, not CUPTI, which the
+# profiler owns. Counters need profiling permission: run as root or
 # with NVreg_RestrictProfilingToAdminUsers=0, else ncu reports ERR_NVGPUCTRPERM.
 #
 # usage: scripts/ncu-profile.sh SCENARIO [KERNEL_REGEX] [-- DECODELAB RUN ARGS...]
@@ -94,7 +95,7 @@ ncu \
   --metrics "$metric_list" \
   --force-overwrite \
   --export "$out" \
-  "$decodelab" run "$scenario" --backend cuda --quiet --set "run={warmup: 0, repeats: 1}" "$@"
+  env DECODELAB_CUDA_TIMER=events "$decodelab" run "$scenario" --backend cuda --quiet --set "run={warmup: 0, repeats: 1}" "$@"
 
 ncu --import "$out.ncu-rep" --csv --page raw --print-units base >"$out-raw.csv"
 ncu --import "$out.ncu-rep" --csv --print-units base --print-metric-name name >"$out-details.csv"

@@ -8,6 +8,9 @@
 # NVTX ranges (`decodelab nsys ... --nvtx 'step [0-9]+'`, or the GUI's NVTX row): nsys's
 # own --capture-range=nvtx would record only the first matching range, which is a warm-up.
 # Sampling and context switches are off: the question is the GPU timeline, not CPU hot spots.
+# decodelab times its ops with CUDA events here (DECODELAB_CUDA_TIMER=events): CUPTI belongs to
+# the profiler. The events timer adds a cudaEventSynchronize at most once a second, on an
+# idle stream, which the reading lists among the host syncs.
 #
 # usage: scripts/nsys-profile.sh SCENARIO [DECODELAB RUN ARGS...]
 #   e.g. scripts/nsys-profile.sh scenarios/bugs/host_sync.yaml --set workload.new_tokens=32
@@ -47,7 +50,7 @@ nsys profile \
   --cpuctxsw=none \
   --force-overwrite=true \
   --output="$out" \
-  "$decodelab" run "$scenario" --backend cuda --quiet "$@"
+  env DECODELAB_CUDA_TIMER=events "$decodelab" run "$scenario" --backend cuda --quiet "$@"
 
 reports=cuda_gpu_trace,cuda_api_trace,nvtx_pushpop_trace,cuda_gpu_kern_sum,cuda_api_sum
 nsys stats --force-export=true --format csv --report "$reports" --output "$out" "$out.nsys-rep"

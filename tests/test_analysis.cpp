@@ -215,3 +215,29 @@ TEST_CASE("work above its roof is called out: the roofs, not the op, are wrong",
   honest.add_op(big_matmul(1), 0, 1, 0, 500 * kUs);  // 82%
   CHECK(analyze(honest, &device).notes.empty());
 }
+
+TEST_CASE("decode steps replayed as captured graphs are read as such, not as idle work", "[analysis]") {
+  const DeviceSpec device = test_device();
+  Trace trace;
+  trace.metadata().backend = "cuda";
+  trace.range_begin(RangeKind::Run, -1, 0);
+  OpId id = 1;
+  for (int step = 1; step <= 3; ++step) {
+    const int64_t start = step * 1000 * kUs;
+    trace.range_begin(RangeKind::Step, step, start);
+    trace.add_op(decodelab::testing::op(id++, "graph_replay", "decode_step", OpCategory::Other, {}, {}), start + 1,
+                 start + 2, start + 10 * kUs, start + 900 * kUs);
+    trace.add_op(decodelab::testing::elementwise_add(id++, 64, DType::F32), start + 3, start + 4, start + 900 * kUs,
+                 start + 920 * kUs);
+    trace.range_end(RangeKind::Step, step, start + 999 * kUs);
+  }
+  trace.range_end(RangeKind::Run, -1, 4000 * kUs);
+
+  const RunAnalysis analysis = analyze(trace, &device);
+  const PhaseStats* decode = analysis.phase(Phase::Decode);
+  REQUIRE(decode);
+  CHECK(decode->opaque_fraction == Approx(890.0 / 910.0));
+  CHECK(decode->point.count == 3);  // only the adds carry declared work
+  CHECK_THAT(decode->summary, Catch::Contains("captured graphs"));
+  CHECK(analysis.timeline.busy_seconds == Approx(3 * 910e-6));  // the replays still count as busy time
+}

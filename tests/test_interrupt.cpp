@@ -68,13 +68,13 @@ TEST_CASE("sweep: SIGINT keeps the completed rows and --resume finishes the rest
   REQUIRE(resumed.exit_code == 0);
   CHECK_THAT(resumed.err, Contains(std::to_string(done) + " of 6 rows reused"));
   const nlohmann::json complete = read_json(json);
-  CHECK(complete["complete"] == true);
-  REQUIRE(complete["rows"].size() == kSweepPoints);
+  REQUIRE(complete.is_array());  // a finished run is the plain list of rows
+  REQUIRE(complete.size() == kSweepPoints);
   // Reused rows are the interrupted run's own (timings included), not reruns.
-  for (size_t i = 0; i < done; ++i) CHECK(complete["rows"][i] == partial["rows"][i]);
+  for (size_t i = 0; i < done; ++i) CHECK(complete[i] == partial["rows"][i]);
   for (size_t i = 0; i < kSweepPoints; ++i) {
-    CHECK(complete["rows"][i]["swept"]["new_tokens"] == std::to_string(6 + i));
-    CHECK(complete["rows"][i]["workload"]["new_tokens"] == 6 + i);
+    CHECK(complete[i]["swept"]["new_tokens"] == std::to_string(6 + i));
+    CHECK(complete[i]["workload"]["new_tokens"] == 6 + i);
   }
 
   // Resuming a complete file runs nothing and leaves it as it was.
@@ -130,10 +130,10 @@ TEST_CASE("lab: SIGTERM keeps the finished bugs and --resume runs only the other
   const CommandResult resumed = run_decodelab(resume);
   REQUIRE(resumed.exit_code == 0);
   const nlohmann::json complete = read_json(json);
-  CHECK(complete["complete"] == true);
-  REQUIRE(complete["rows"].size() == 3);
-  for (size_t i = 0; i < done; ++i) CHECK(complete["rows"][i] == partial["rows"][i]);
-  CHECK(complete["rows"][2]["bug"] == "sequential_generation");
+  REQUIRE(complete.is_array());  // a finished run is the plain list of rows
+  REQUIRE(complete.size() == 3);
+  for (size_t i = 0; i < done; ++i) CHECK(complete[i] == partial["rows"][i]);
+  CHECK(complete[2]["bug"] == "sequential_generation");
 }
 
 TEST_CASE("resume needs a --json file and refuses one that is not a results file", "[interrupt][cli]") {
