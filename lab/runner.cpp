@@ -52,6 +52,11 @@ BackendKind choose_backend(BackendChoice choice, std::optional<BackendKind> over
 }
 
 std::unique_ptr<Backend> open_backend(const Scenario& scenario, const RunOptions& options) {
+  // A typo such as --threads 100000 would have OpenMP start that many threads.
+  if (options.threads > kMaxCpuThreads) {
+    throw InputError("--threads", 0, std::to_string(options.threads),
+                     "expected at most " + std::to_string(kMaxCpuThreads) + " CPU threads (0 = every core)");
+  }
   BackendOptions backend_options;
   backend_options.threads = options.threads;
   backend_options.cuda_graphs = scenario.cuda_graphs || options.cuda_graphs;

@@ -39,6 +39,9 @@ struct RunResult {
   std::vector<float> last_logits;            // [requests * vocab], from the last repeat
 };
 
+// More CPU kernel threads than this is refused as a typo.
+constexpr int kMaxCpuThreads = 1024;
+
 // auto = cuda when compiled in and a device exists, else cpu. An explicit cuda without
 // one is a ResourceError (exit code 2), raised before any work.
 BackendKind choose_backend(BackendChoice choice, std::optional<BackendKind> override_kind);

@@ -209,6 +209,12 @@ std::vector<BadInput> catalogue() {
          return run_scenario_text(dir, replace_line(kScenario, 1, "model: lab-tiyn"),
                                   {":1: model: no model 'lab-tiyn'", "did you mean 'lab-tiny'"});
        }},
+      {"scenario: absurd --threads",
+       [](const TempDir& dir) {
+         Prepared prepared = run_scenario_text(dir, kScenario, {"--threads: 100000: expected at most 1024 CPU threads"});
+         prepared.arguments.insert(prepared.arguments.end(), {"--threads", "100000"});
+         return prepared;
+       }},
       // --- model YAML ---
       {"model: YAML syntax error",
        [](const TempDir& dir) { return run_model_text(dir, replace_line(kModel, 3, "intermediate_size: [48"), {":"}); }},
