@@ -182,8 +182,8 @@ void add_lab_command(CLI::App& app) {
   command->add_option("--threads", arguments->threads, "CPU kernel threads (0 = every core)")
       ->check(CLI::NonNegativeNumber);
   command->add_option("--json", arguments->json_file,
-                      "Write the results, rewritten after every bug: {\"complete\": bool, \"rows\": [{bug, "
-                      "fixed_tokens_per_s, buggy_tokens_per_s, slowdown, ...}]}");
+                      "Write the rows (bug, fixed_tokens_per_s, buggy_tokens_per_s, slowdown, ...) as a JSON list; "
+                      "while bugs remain (interrupted), {\"complete\": false, \"rows\": [...]}, rewritten after every bug");
   command->add_flag("--resume", arguments->resume,
                     "Reuse the rows the --json file already holds for the same scenarios and backend; run only the rest");
   command->add_option("--report", arguments->report_dir, "Write the lab's HTML report into this directory");

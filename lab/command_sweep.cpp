@@ -172,8 +172,8 @@ void add_sweep_command(CLI::App& app) {
   command->add_option("--threads", arguments->threads, "CPU kernel threads (0 = every core)")
       ->check(CLI::NonNegativeNumber);
   command->add_option("--json", arguments->json_file,
-                      "Write the results, rewritten after every row: {\"complete\": bool, \"rows\": [one result per "
-                      "combination]}");
+                      "Write one result per combination as a JSON list; while rows remain (interrupted), "
+                      "{\"complete\": false, \"rows\": [...]}, rewritten after every row");
   command->add_flag("--resume", arguments->resume,
                     "Reuse the rows the --json file already holds for the same scenario, swept values and backend; "
                     "run only the rest");

@@ -2,9 +2,10 @@
 // lab). While work remains it is {"schema_version", "command", "complete": false,
 // "rows": [...]}, rewritten atomically after every completed row, so an interrupted,
 // killed or crashed command leaves every row it finished and says plainly that the list
-// is partial; once everything ran it is the plain list of rows (what `--json` promises). --resume reads such a file back; a row is reused
-// when it matches the key of the work about to run (every key field equal), so a resumed
-// command runs only what is missing, even after the scenario or --set changed.
+// is partial; once everything ran it is the plain list of rows (what `--json` promises).
+// --resume reads either form back; a row is reused when it matches the key of the work
+// about to run (every key field equal), so a resumed command runs only what is missing,
+// and reruns what a changed scenario or --set no longer matches.
 #pragma once
 
 #include <filesystem>
