@@ -22,7 +22,7 @@ namespace {
 
 constexpr int kWeightRows = 4;                // W rows sharing each x load
 constexpr int kBatchRows = 4;                 // x rows sharing each widened W chunk
-constexpr int64_t kXBlockBytes = 256 * 1024;  // x rows one pass over W keeps in L2
+constexpr int64_t kXBlockBytes = 512 * 1024;  // x rows one pass over W keeps in L2
 constexpr int64_t kParallelMacs = 1 << 16;    // below this, a parallel region costs more than it saves
 constexpr int64_t kPrefetchBlocks = 2;        // W blocks ahead that the first x group prefetches
 
@@ -43,23 +43,23 @@ void widen_rows(const Tensor& x, float* destination, int64_t padded_k) {
   }
 }
 
-// One kLanes-wide step of K for an MR×NR tile: W chunks widened in registers (the tail
-// zero-filled past k), each reused by MR x rows.
-template <DType WD, int MR, int NR, bool Tail>
-[[gnu::always_inline]] inline void register_step(VFloat (&acc)[MR][NR], const float* x, int64_t padded_k, const void* w,
-                                                 int64_t w_stride, int64_t column, int64_t k) {
+// One kLanes-wide step of K for an MR×NR tile: x chunks at x_column, W chunks at
+// w_column of rows w_stride apart, widened in registers and each reused by MR x rows.
+template <DType WD, int MR, int NR>
+[[gnu::always_inline]] inline void register_step(VFloat (&acc)[MR][NR], const float* x, int64_t x_stride, const void* w,
+                                                 int64_t w_stride, int64_t x_column, int64_t w_column) {
   VFloat w_chunk[NR];
-#pragma GCC unroll 4
+#pragma GCC unroll 16
   for (int n = 0; n < NR; ++n) {
-    if constexpr (Tail)
-      w_chunk[n] = vload_partial_as<WD>(w, n * w_stride + column, static_cast<int>(k - column));
-    else
-      w_chunk[n] = vload_as<WD>(w, n * w_stride + column);
+    VFloat chunk = vload_as<WD>(w, n * w_stride + w_column);
+    if constexpr (WD == DType::F32) keep_in_register(chunk);  // widened chunks are in registers already
+    w_chunk[n] = chunk;
   }
-#pragma GCC unroll 4
+#pragma GCC unroll 16
   for (int m = 0; m < MR; ++m) {
-    const VFloat x_chunk = vload(x + m * padded_k + column);
-#pragma GCC unroll 4
+    VFloat x_chunk = vload(x + m * x_stride + x_column);
+    keep_in_register(x_chunk);
+#pragma GCC unroll 16
     for (int n = 0; n < NR; ++n) acc[m][n] = vfma(x_chunk, w_chunk[n], acc[m][n]);
   }
 }
@@ -67,28 +67,34 @@ template <DType WD, int MR, int NR, bool Tail>
 // Dot products of MR widened x rows with NR W rows read in their storage dtype.
 // A block's rows are NR interleaved short streams, which the hardware prefetcher follows
 // poorly for 16-bit rows; prefetching the block kPrefetchBlocks ahead as one sequential
-// stream (NR·kLanes elements per step) keeps DRAM busy.
+// stream (NR·kLanes elements per step) keeps DRAM busy. W's partial last chunk is widened
+// (zero-filled) before the loop: a function call while the accumulators are live would
+// make the compiler keep them in memory, and every FMA would wait on a store.
 template <DType WD, int MR, int NR, bool PrefetchAhead>
 void register_tile(const float* x, int64_t padded_k, const void* w, int64_t w_stride, int64_t k,
                    float (&dots)[kBatchRows][kWeightRows]) {
   constexpr int64_t element = WD == DType::F32 ? 4 : 2;
+  const int64_t full = k / kLanes * kLanes;
+  alignas(64) float tail[NR][kLanes];
+  if (full < k) {
+    for (int n = 0; n < NR; ++n) vstore(tail[n], vload_partial_as<WD>(w, n * w_stride + full, static_cast<int>(k - full)));
+  }
   VFloat acc[MR][NR];
-#pragma GCC unroll 4
+#pragma GCC unroll 16
   for (int m = 0; m < MR; ++m)
-#pragma GCC unroll 4
+#pragma GCC unroll 16
     for (int n = 0; n < NR; ++n) acc[m][n] = vzero();
   const char* ahead = static_cast<const char*>(w) + kPrefetchBlocks * kWeightRows * w_stride * element;
-  const int64_t full = k / kLanes * kLanes;
   for (int64_t column = 0; column < full; column += kLanes) {
     if constexpr (PrefetchAhead) {
       for (int64_t line = 0; line < NR * kLanes * element; line += 64) prefetch(ahead + column * NR * element + line);
     }
-    register_step<WD, MR, NR, false>(acc, x, padded_k, w, w_stride, column, k);
+    register_step<WD, MR, NR>(acc, x, padded_k, w, w_stride, column, column);
   }
-  if (full < k) register_step<WD, MR, NR, true>(acc, x, padded_k, w, w_stride, full, k);
-#pragma GCC unroll 4
+  if (full < k) register_step<DType::F32, MR, NR>(acc, x, padded_k, &tail[0][0], kLanes, full, 0);
+#pragma GCC unroll 16
   for (int m = 0; m < MR; ++m)
-#pragma GCC unroll 4
+#pragma GCC unroll 16
     for (int n = 0; n < NR; ++n) dots[m][n] = vsum(acc[m][n]);
 }
 

@@ -352,6 +352,15 @@ inline VFloat vexp(VFloat x) {
   return vscale_pow2(p, n);
 }
 
+// Makes the compiler hold `value` in a vector register: it would otherwise fold a loaded
+// chunk that several FMAs share into each FMA as a memory operand, turning one load into
+// several and making a register tile bound by the load ports instead of the FMA units.
+inline void keep_in_register([[maybe_unused]] VFloat& value) {
+#if defined(DECODELAB_SIMD_AVX512) || defined(DECODELAB_SIMD_AVX2)
+  asm("" : "+v"(value));
+#endif
+}
+
 // A read prefetch into every cache level (a hint: any address is allowed).
 inline void prefetch(const void* address) { __builtin_prefetch(address, 0, 3); }
 
