@@ -57,6 +57,12 @@ class Backend {
   virtual void end_capture() {}
   virtual void replay_captured(OpId /*id*/) {}
 
+  // --- roof probe (backends without one keep this default) ---
+  // Enqueues a compute-only op for measuring the arithmetic roof: every compute thread of
+  // the device runs `rounds` rounds of independent fp32 FMA chains held in registers, no
+  // memory traffic. Returns the FLOPs that op does; 0 = no probe (nothing is enqueued).
+  virtual double fma_probe(int64_t /*rounds*/, OpId /*id*/) { return 0; }
+
   // --- ops ---
   // Token ids live in a per-sequence history tokens[sequences, max_positions] (prompt, then
   // generated tokens), indexed by position, so a decode step reads and writes fixed buffers.

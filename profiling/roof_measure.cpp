@@ -37,6 +37,9 @@ TimedSamples TimedSamples::of(std::vector<double> seconds, double noisy_spread) 
 
 namespace {
 
+// Bumped whenever the measurement changes meaning (2: CPU compute roofs from the FMA probe).
+constexpr int kRoofMethodVersion = 2;
+
 bool is_gpu(const Backend& backend) { return backend.name() == "cuda"; }
 
 // Uniform values in [-1, 1) from a xorshift generator: random data keeps the matmul
@@ -132,7 +135,17 @@ RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& option
     measurement.bandwidth = std::max(measurement.copy_bandwidth, measurement.read_bandwidth);
   }
 
-  // Compute: a square matmul per dtype; shrink it until three matrices fit.
+  // Compute: the FMA probe where the backend has one (about 0.1 s per repeat on a CPU).
+  if (const double probe_flops = backend.fma_probe(1, 0); probe_flops > 0) {
+    backend.synchronize();
+    backend.take_timings();
+    const int64_t rounds = std::max<int64_t>(1, static_cast<int64_t>(options.fma_probe_flops / probe_flops));
+    if (progress) *progress << "measuring the FMA peak: " << format_flops(probe_flops * static_cast<double>(rounds)) << "\n";
+    measurement.fma = timer.sample([&](OpId id) { backend.fma_probe(rounds, id); });
+    measurement.fma_flops_per_s = probe_flops * static_cast<double>(rounds) / measurement.fma.best;
+  }
+
+  // And a square matmul per dtype; shrink it until three matrices fit.
   for (DType dtype : options.matmul_dtypes) {
     int64_t size = options.matmul_size ? options.matmul_size : (gpu ? 8192 : 1024);
     while (size > 64 && 3 * size * size * static_cast<int64_t>(dtype_size(dtype)) > static_cast<int64_t>(budget / 2)) size /= 2;
@@ -168,15 +181,25 @@ Roofs RoofMeasurement::roofs() const {
          << " (bytes read + written; " << format_bandwidth(copy_bandwidth) << ", " << spread_note(copy)
          << ") and an fp16 matrix-vector product streaming the same bytes (" << format_bandwidth(read_bandwidth) << ", "
          << spread_note(read) << ")";
+  if (fma_flops_per_s > 0) {
+    result.fp32_flops = result.fp16_flops = result.bf16_flops = fma_flops_per_s;
+    source << "; compute the FMA peak (register-resident fp32 FMA chains on every thread, which half dtypes "
+              "also run on once widened: "
+           << format_flop_rate(fma_flops_per_s) << ", " << spread_note(fma) << ")";
+  }
   for (const Matmul& matmul : matmuls) {
-    switch (matmul.dtype) {
-      case DType::F32: result.fp32_flops = matmul.flops_per_s; break;
-      case DType::F16: result.fp16_flops = matmul.flops_per_s; break;
-      case DType::BF16: result.bf16_flops = matmul.flops_per_s; break;
-      case DType::I32: break;
+    if (fma_flops_per_s <= 0) {
+      switch (matmul.dtype) {
+        case DType::F32: result.fp32_flops = matmul.flops_per_s; break;
+        case DType::F16: result.fp16_flops = matmul.flops_per_s; break;
+        case DType::BF16: result.bf16_flops = matmul.flops_per_s; break;
+        case DType::I32: break;
+      }
     }
-    source << "; " << dtype_name(matmul.dtype) << " matmul " << matmul.size << "^3 on random data, "
-           << spread_note(matmul.timing);
+    source << "; " << dtype_name(matmul.dtype) << " matmul " << matmul.size << "^3 on random data "
+           << format_flop_rate(matmul.flops_per_s);
+    if (fma_flops_per_s > 0) source << " (" << format_percent(matmul.flops_per_s / fma_flops_per_s) << " of the FMA peak)";
+    source << ", " << spread_note(matmul.timing);
   }
   result.source = source.str();
   return result;
@@ -189,9 +212,15 @@ std::string RoofMeasurement::describe() const {
   out << "read       " << format_bandwidth(read_bandwidth) << "  (matrix-vector product over " << format_bytes(copy_bytes_moved / 2)
       << ", " << format_seconds(read.best) << ", " << spread_note(read) << ")\n";
   out << "bandwidth  " << format_bandwidth(bandwidth) << "  (the faster of the two)\n";
+  if (fma_flops_per_s > 0) {
+    out << "FMA peak   " << format_flop_rate(fma_flops_per_s) << "  (register-resident FMA chains, " << format_seconds(fma.best)
+        << ", " << spread_note(fma) << "): the compute roof of every dtype\n";
+  }
   for (const Matmul& matmul : matmuls) {
     out << dtype_name(matmul.dtype) << "       " << format_flop_rate(matmul.flops_per_s) << "  (matmul " << matmul.size << "³, "
-        << format_seconds(matmul.timing.best) << ", " << spread_note(matmul.timing) << ")\n";
+        << format_seconds(matmul.timing.best) << ", " << spread_note(matmul.timing);
+    if (fma_flops_per_s > 0) out << "; " << format_percent(matmul.flops_per_s / fma_flops_per_s) << " of the FMA peak";
+    out << ")\n";
   }
   return out.str();
 }
@@ -225,7 +254,7 @@ std::filesystem::path roof_cache_path(const MachineIdentity& machine) {
     const char* home = std::getenv("HOME");
     directory = std::filesystem::path(home && *home ? home : "/tmp") / ".cache" / "decodelab";
   }
-  std::string name = "roofs-" + machine.hostname + "-" + machine.cpu_model + "-" + std::to_string(machine.threads);
+  std::string name = "roofs-v" + std::to_string(kRoofMethodVersion) + "-" + machine.hostname + "-" + machine.cpu_model + "-" + std::to_string(machine.threads);
   std::string safe;
   for (char c : name) {
     const bool keep = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';

@@ -1,7 +1,10 @@
 // Measured roofs: what this device really sustains, against a Backend. Bandwidth from
 // large `copy` ops (bytes read + written) and from a large matrix-vector `matmul` (the
-// weight streamed once, as in decode), whichever is faster; FLOP/s from a square `matmul` per dtype
-// (fp32, fp16, bf16) on random data; each timed by the device's own op timings (the
+// weight streamed once, as in decode), whichever is faster; FLOP/s from the backend's FMA
+// probe where it has one (the CPU: register-resident FMA chains on every kernel thread,
+// the arithmetic every dtype runs on, since half values are widened to fp32), else from a
+// square `matmul` per dtype (fp32, fp16, bf16) on random data, which is also measured and
+// reported beside the probe as what our matmul reaches; each timed by the device's own op timings (the
 // backend's take_timings after a sync), warm-up first, then several repeats whose
 // median and spread are reported, a figure flagged noisy when the repeats disagree.
 // A roof is an upper bound and contention only ever slows an op down, so the roof itself
@@ -32,6 +35,7 @@ struct RoofMeasureOptions {
   int repeats = 5;
   std::vector<DType> matmul_dtypes = {DType::F32, DType::F16, DType::BF16};
   double noisy_spread = 0.10;  // (max - min) / median above this flags a figure as noisy
+  double fma_probe_flops = 2e10;  // FLOPs per FMA-probe repeat (about 0.05 s on a 2-core CPU)
 };
 
 // Repeated device timings of one op and their summary.
@@ -60,6 +64,8 @@ struct RoofMeasurement {
   };
   std::vector<Matmul> matmuls;
   double bandwidth = 0;  // bytes/s: the faster of copy and read
+  TimedSamples fma;      // the backend's FMA probe, when it has one
+  double fma_flops_per_s = 0;  // 0 = no probe: the compute roofs are the matmuls'
 
   Roofs roofs() const;          // with a source line saying how they were measured
   std::string describe() const;  // one line per figure, with spread and noise flags
@@ -71,7 +77,9 @@ RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& option
 // (0 = every core, resolved to the count).
 MachineIdentity this_machine(int threads);
 // $DECODELAB_CACHE_DIR, else $XDG_CACHE_HOME/decodelab, else ~/.cache/decodelab; then
-// roofs-<hostname>-<cpu model>-<threads>.yaml with unsafe characters replaced.
+// roofs-v<method>-<hostname>-<cpu model>-<threads>.yaml with unsafe characters replaced
+// (the method version changes when the way roofs are measured does, so an older
+// measurement is not reused).
 std::filesystem::path roof_cache_path(const MachineIdentity& machine);
 
 // A spec holding a measurement (and the machine identity) ready to save or analyse with.

@@ -451,3 +451,25 @@ TEST_CASE("cpu ops report out-of-range device values at the next sync", "[cpu][o
   fixture.backend->kv_store(fresh, fresh, cache, cache, fixture.upload_i32({1}, {4}), 1, fixture.id());
   CHECK_THROWS_WITH(fixture.backend->synchronize(), Catch::Contains("position 4"));
 }
+
+TEST_CASE("cpu FMA probe runs on the stream, once per kernel thread", "[cpu][ops]") {
+  for (int threads : {1, 2}) {
+    BackendOptions options;
+    options.threads = threads;
+    const auto backend = make_cpu_backend(options);
+    const double one_round = backend->fma_probe(1, 1);
+    const double thousand_rounds = backend->fma_probe(1000, 2);
+    backend->synchronize();
+    // Each thread's chains: kLanes-wide FMAs (2 FLOPs per lane), the same count per round.
+    CHECK(thousand_rounds == Approx(1000 * one_round));
+    CHECK(std::fmod(one_round, 2.0 * threads) == 0);
+    const std::vector<OpTiming> timings = backend->take_timings();
+    REQUIRE(timings.size() == 2);
+    CHECK(timings[1].id == 2);
+    CHECK(timings[1].end_ns > timings[1].begin_ns);
+  }
+  BackendOptions one, two;
+  one.threads = 1;
+  two.threads = 2;
+  CHECK(make_cpu_backend(two)->fma_probe(1, 1) == 2 * make_cpu_backend(one)->fma_probe(1, 1));
+}

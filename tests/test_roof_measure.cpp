@@ -63,6 +63,13 @@ class ScriptedBackend : public Backend {
   }
   void fill_positions(const Tensor&, int, int, OpId) override {}
   void advance_positions(const Tensor&, OpId) override {}
+  double fma_probe(int64_t rounds, OpId id) override {
+    if (fma_peak <= 0) return 0;
+    const double flops = 1e6 * static_cast<double>(rounds);
+    run(id, flops / fma_peak);
+    return flops;
+  }
+  double fma_peak = 0;  // > 0: the backend has an FMA probe running at this rate
 
  private:
   void run(OpId id, double seconds) {
@@ -126,6 +133,22 @@ TEST_CASE("measurement recovers the device's roofs from its own op timings", "[r
   CHECK(roofs.source.find("bytes read + written") != std::string::npos);
   CHECK(backend.ops_run == 5 * (1 + 3));  // one warm-up and three repeats per figure
   CHECK(measurement.describe().find("bf16") != std::string::npos);
+}
+
+TEST_CASE("an FMA probe sets every dtype's compute roof; the matmuls are reported against it", "[roof_measure]") {
+  ScriptedBackend backend;
+  backend.fma_peak = 400e9;
+  const RoofMeasurement measurement = measure_roofs(backend, small_options());
+  CHECK(measurement.fma_flops_per_s == Approx(400e9).epsilon(1e-4));
+  const Roofs roofs = measurement.roofs();
+  CHECK(roofs.fp32_flops == Approx(400e9).epsilon(1e-4));
+  CHECK(roofs.fp16_flops == Approx(400e9).epsilon(1e-4));
+  CHECK(roofs.bf16_flops == Approx(400e9).epsilon(1e-4));
+  CHECK(roofs.bandwidth == Approx(15e9).epsilon(1e-4));
+  REQUIRE(measurement.matmuls.size() == 3);  // still measured: what our matmul reaches
+  CHECK(roofs.source.find("FMA peak") != std::string::npos);
+  CHECK(roofs.source.find("25% of the FMA peak") != std::string::npos);  // fp32 matmul at 100 of 400
+  CHECK(measurement.describe().find("FMA peak") != std::string::npos);
 }
 
 TEST_CASE("disagreeing repeats are flagged noisy; the roof is the fastest repeat", "[roof_measure]") {

@@ -121,6 +121,10 @@ class CpuBackend final : public Backend {
     stream_.enqueue(id, [] {});
   }
   std::vector<OpTiming> take_timings() override { return stream_.take_timings(); }
+  double fma_probe(int64_t rounds, OpId id) override {
+    stream_.enqueue(id, [=] { cpu::fma_probe(rounds); });
+    return cpu::fma_probe_flops(rounds, stream_.kernel_threads());
+  }
 
   // --- ops ---
   void embedding(const Tensor& table, const Tensor& tokens, const Tensor& positions, int rows_per_sequence,

@@ -60,4 +60,9 @@ void check_positions(const Tensor& positions, const char* op);
 void fill_positions(const Tensor& out, int start, int period);
 void advance_positions(const Tensor& positions);
 
+// Independent FMA chains in registers on every OpenMP thread, `rounds` rounds each: the
+// arithmetic roof. fma_probe_flops: the FLOPs of one probe on `threads` threads.
+void fma_probe(int64_t rounds);
+double fma_probe_flops(int64_t rounds, int threads);
+
 }  // namespace decodelab::cpu

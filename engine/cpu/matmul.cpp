@@ -75,7 +75,7 @@ void register_tile(const float* x, int64_t padded_k, const void* w, int64_t w_st
                    float (&dots)[kBatchRows][kWeightRows]) {
   constexpr int64_t element = WD == DType::F32 ? 4 : 2;
   const int64_t full = k / kLanes * kLanes;
-  alignas(64) float tail[NR][kLanes];
+  alignas(64) float tail[NR][kLanes] = {};
   if (full < k) {
     for (int n = 0; n < NR; ++n) vstore(tail[n], vload_partial_as<WD>(w, n * w_stride + full, static_cast<int>(k - full)));
   }
