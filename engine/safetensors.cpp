@@ -10,6 +10,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "engine/host_parallel.h"
 #include "engine/errors.h"
 #include "engine/json_errors.h"
 
@@ -85,8 +86,9 @@ void store(void* destination, int64_t index, float value) {
 // One loop per (from, to) pair, so that no dtype switch runs per element.
 template <DType From, DType To>
 void convert_elements(const uint8_t* source, void* destination, int64_t count) {
-#pragma omp parallel for schedule(static) if (count > 65536)
-  for (int64_t i = 0; i < count; ++i) store<To>(destination, i, load_unaligned<From>(source, i));
+  host_parallel_for(count, 1 << 16, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) store<To>(destination, i, load_unaligned<From>(source, i));
+  });
 }
 
 template <DType From>

@@ -2,6 +2,7 @@
 // Random values come from a counter-based hash of (seed, tensor index, element index),
 // so they are identical on every backend and can be generated in parallel.
 #include "engine/weights.h"
+#include "engine/host_parallel.h"
 
 #include <cmath>
 #include <vector>
@@ -60,12 +61,13 @@ void fill_uniform(const Tensor& tensor, Backend& backend, uint64_t stream, float
   std::vector<uint8_t> host(tensor.bytes());
   void* data = host.data();
   const DType dtype = tensor.dtype;
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < count; ++i) {
-    const uint64_t bits = splitmix64(stream ^ splitmix64(static_cast<uint64_t>(i)));
-    const float unit = static_cast<float>(bits >> 40) * (1.0f / 8388608.0f) - 1.0f;  // 24 bits -> [-1, 1)
-    store_from_float(data, dtype, static_cast<size_t>(i), unit * half_width);
-  }
+  host_parallel_for(count, 1 << 16, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const uint64_t bits = splitmix64(stream ^ splitmix64(static_cast<uint64_t>(i)));
+      const float unit = static_cast<float>(bits >> 40) * (1.0f / 8388608.0f) - 1.0f;  // 24 bits -> [-1, 1)
+      store_from_float(data, dtype, static_cast<size_t>(i), unit * half_width);
+    }
+  });
   backend.upload(tensor.data, host.data(), host.size());
 }
 

@@ -1,0 +1,56 @@
+// Shared benchmark helpers (see bench_support.h).
+#include "bench/bench_support.h"
+
+#include <algorithm>
+#include <random>
+
+namespace decodelab::bench {
+
+namespace {
+constexpr size_t kStreamBytes = size_t{256} << 20;  // bytes a matmul measurement cycles through
+}
+
+double median_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values.empty() ? 0.0 : values[values.size() / 2];
+}
+
+Seconds Seconds::of(std::vector<double> samples) {
+  if (samples.empty()) return {};
+  return {median_of(samples), *std::min_element(samples.begin(), samples.end())};
+}
+
+void fill_random(Backend& backend, void* device, DType dtype, size_t count, uint32_t seed) {
+  std::mt19937 generator(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<unsigned char> host(count * dtype_size(dtype));
+  for (size_t i = 0; i < count; ++i) store_from_float(host.data(), dtype, i, uniform(generator) * 0.05f);
+  backend.upload(device, host.data(), host.size());
+}
+
+WeightCopies make_weight_copies(Backend& backend, DType dtype, int64_t n, int64_t k) {
+  WeightCopies copies;
+  const size_t bytes = static_cast<size_t>(n * k) * dtype_size(dtype);
+  const size_t count = std::max<size_t>(2, (kStreamBytes + bytes - 1) / bytes);
+  for (size_t i = 0; i < count; ++i) {
+    copies.buffers.emplace_back(backend, bytes);
+    fill_random(backend, copies.buffers.back().get(), dtype, static_cast<size_t>(n * k), static_cast<uint32_t>(i + 1));
+    copies.views.push_back(Tensor::contiguous(copies.buffers.back().get(), dtype, {n, k}));
+  }
+  return copies;
+}
+
+Seconds time_matmul(Backend& backend, const Tensor& x, const WeightCopies& weights, const Tensor& out, int passes) {
+  OpId id = 1;
+  for (const Tensor& weight : weights.views) backend.matmul(x, weight, out, id++);  // warm-up
+  backend.synchronize();
+  backend.take_timings();
+  for (int pass = 0; pass < passes; ++pass)
+    for (const Tensor& weight : weights.views) backend.matmul(x, weight, out, id++);
+  backend.synchronize();
+  std::vector<double> seconds;
+  for (const OpTiming& timing : backend.take_timings()) seconds.push_back((timing.end_ns - timing.begin_ns) * 1e-9);
+  return Seconds::of(seconds);
+}
+
+}  // namespace decodelab::bench

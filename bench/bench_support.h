@@ -1,0 +1,40 @@
+// Shared pieces of the CPU benchmarks: repeated timings summarised as median and best,
+// random device buffers, weight copies that force DRAM traffic, and timing one matmul
+// by the device intervals the backend reports.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/backend.h"
+#include "engine/device_buffer.h"
+
+namespace decodelab::bench {
+
+// Repeated timings of one measurement. On a shared machine the median includes other
+// processes' interference; the best is the least disturbed run. A spread above 30%
+// marks the row as noisy.
+struct Seconds {
+  double median = 0, best = 0;
+  static Seconds of(std::vector<double> samples);
+  bool noisy() const { return median > 1.3 * best; }
+};
+
+double median_of(std::vector<double> values);
+
+// Uniform values in [-0.05, 0.05) in `dtype`, uploaded to `device`.
+void fill_random(Backend& backend, void* device, DType dtype, size_t count, uint32_t seed);
+
+// Enough copies of an [n, k] weight (>= 256 MiB in all) that cycling through them
+// streams every call's weights from DRAM, as decode does, rather than re-reading a
+// matrix the 32 MiB L3 still holds.
+struct WeightCopies {
+  std::vector<DeviceBuffer> buffers;
+  std::vector<Tensor> views;
+};
+WeightCopies make_weight_copies(Backend& backend, DType dtype, int64_t n, int64_t k);
+
+// Device seconds of one matmul, cycling the weight copies `passes` times after a warm-up pass.
+Seconds time_matmul(Backend& backend, const Tensor& x, const WeightCopies& weights, const Tensor& out, int passes);
+
+}  // namespace decodelab::bench
