@@ -98,6 +98,68 @@ void softmax_in_place(float* scores, int64_t n) {
   for (int64_t j = 0; j < padded; j += kLanes) vstore(scores + j, vdiv(vload(scores + j), sum));
 }
 
+// s_gj = (q_g·k_j)·scale for each query head g of the group: per key, C chunks loaded
+// once into registers, then one dot product per head (FMAs over the chunks in order from
+// zero, then vsum), the same arithmetic as generic_scores.
+template <DType D, int C>
+void compute_scores(VectorSource<D>& keys, const float* queries, int64_t group, int64_t n, float scale, float* scores,
+                    int64_t padded_n, int64_t padded_dim) {
+  VFloat chunks[kMaxChunks];
+  for (int64_t j = 0; j < n; ++j) {
+    keys.load(j, n, chunks, C);
+    for (int64_t g = 0; g < group; ++g) {
+      const float* query = queries + g * padded_dim;
+      VFloat dot = vzero();
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) dot = vfma(vload(query + static_cast<int64_t>(c) * kLanes), chunks[c], dot);
+      scores[g * padded_n + j] = vsum(dot) * scale;
+    }
+  }
+}
+
+// The same for any chunk count (head_dim above 8 chunks or not a power of two).
+template <DType D>
+void generic_scores(VectorSource<D>& key_source, const float* queries, int64_t group, int64_t n, float scale,
+                    float* scores, int64_t padded_n, int64_t padded_dim, int chunk_count) {
+  VFloat chunks[kMaxChunks];
+  for (int64_t j = 0; j < n; ++j) {
+    key_source.load(j, n, chunks, chunk_count);
+    for (int64_t g0 = 0; g0 < group; g0 += kHeadBlock) {
+      const int block = static_cast<int>(std::min<int64_t>(kHeadBlock, group - g0));
+      VFloat dot[kHeadBlock];
+      for (int g = 0; g < block; ++g) dot[g] = vzero();
+      for (int c = 0; c < chunk_count; ++c) {
+        for (int g = 0; g < block; ++g) {
+          dot[g] = vfma(vload(queries + (g0 + g) * padded_dim + static_cast<int64_t>(c) * kLanes), chunks[c], dot[g]);
+        }
+      }
+      for (int g = 0; g < block; ++g) scores[(g0 + g) * padded_n + j] = vsum(dot[g]) * scale;
+    }
+  }
+}
+
+// out_g = Σ_j p_gj·v_j for each query head g of the group, with head_dim = C chunks: one
+// head at a time, its C accumulators in registers (kept in memory, each FMA would wait
+// on the previous position's store). Per element the FMAs run over j in order from zero,
+// exactly as the generic loop does, so the result is the same bit for bit.
+template <DType D, int C>
+void accumulate_values(VectorSource<D>& values, const float* scores, int64_t padded_n, int64_t group, int64_t n,
+                       float* accumulators, int64_t padded_dim) {
+  VFloat chunks[kMaxChunks];
+  for (int64_t g = 0; g < group; ++g) {
+    const float* weights = scores + g * padded_n;
+    VFloat acc[C];
+    for (int c = 0; c < C; ++c) acc[c] = vzero();
+    for (int64_t j = 0; j < n; ++j) {
+      values.load(j, n, chunks, C);
+      const VFloat weight = vbroadcast(weights[j]);
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) acc[c] = vfma(weight, chunks[c], acc[c]);
+    }
+    for (int c = 0; c < C; ++c) vstore(accumulators + g * padded_dim + static_cast<int64_t>(c) * kLanes, acc[c]);
+  }
+}
+
 template <DType D>
 void attend(const Tensor& q, const CacheView& keys, const CacheView& values, int64_t m, int64_t kv_head, int64_t group,
             int64_t head_dim, int64_t n, float scale, const Tensor& out) {
@@ -126,33 +188,50 @@ void attend(const Tensor& q, const CacheView& keys, const CacheView& values, int
 
   VFloat chunks[kMaxChunks];
   VectorSource<D> key_source(keys, head_dim, padded_dim, tile);
-  for (int64_t j = 0; j < n; ++j) {
-    key_source.load(j, n, chunks, chunk_count);
-    for (int64_t g0 = 0; g0 < group; g0 += kHeadBlock) {
-      const int block = static_cast<int>(std::min<int64_t>(kHeadBlock, group - g0));
-      VFloat dot[kHeadBlock];
-      for (int g = 0; g < block; ++g) dot[g] = vzero();
-      for (int c = 0; c < chunk_count; ++c) {
-        for (int g = 0; g < block; ++g) {
-          dot[g] = vfma(vload(queries + (g0 + g) * padded_dim + static_cast<int64_t>(c) * kLanes), chunks[c], dot[g]);
-        }
-      }
-      for (int g = 0; g < block; ++g) scores[(g0 + g) * padded_n + j] = vsum(dot[g]) * scale;
-    }
+  switch (chunk_count) {  // key chunks in registers for the common head sizes
+    case 1:
+      compute_scores<D, 1>(key_source, queries, group, n, scale, scores, padded_n, padded_dim);
+      break;
+    case 2:
+      compute_scores<D, 2>(key_source, queries, group, n, scale, scores, padded_n, padded_dim);
+      break;
+    case 4:
+      compute_scores<D, 4>(key_source, queries, group, n, scale, scores, padded_n, padded_dim);
+      break;
+    case 8:
+      compute_scores<D, 8>(key_source, queries, group, n, scale, scores, padded_n, padded_dim);
+      break;
+    default:
+      generic_scores<D>(key_source, queries, group, n, scale, scores, padded_n, padded_dim, chunk_count);
   }
   for (int64_t g = 0; g < group; ++g) softmax_in_place(scores + g * padded_n, n);
 
   VectorSource<D> value_source(values, head_dim, padded_dim, tile);
-  for (int64_t j = 0; j < n; ++j) {
-    value_source.load(j, n, chunks, chunk_count);
-    for (int64_t g = 0; g < group; ++g) {
-      const VFloat weight = vbroadcast(scores[g * padded_n + j]);
-      float* acc = accumulators + g * padded_dim;
-      for (int c = 0; c < chunk_count; ++c) {
-        const int64_t d = static_cast<int64_t>(c) * kLanes;
-        vstore(acc + d, vfma(weight, chunks[c], vload(acc + d)));
+  switch (chunk_count) {  // accumulators in registers for the common head sizes
+    case 1:
+      accumulate_values<D, 1>(value_source, scores, padded_n, group, n, accumulators, padded_dim);
+      break;
+    case 2:
+      accumulate_values<D, 2>(value_source, scores, padded_n, group, n, accumulators, padded_dim);
+      break;
+    case 4:
+      accumulate_values<D, 4>(value_source, scores, padded_n, group, n, accumulators, padded_dim);
+      break;
+    case 8:
+      accumulate_values<D, 8>(value_source, scores, padded_n, group, n, accumulators, padded_dim);
+      break;
+    default:
+      for (int64_t j = 0; j < n; ++j) {
+        value_source.load(j, n, chunks, chunk_count);
+        for (int64_t g = 0; g < group; ++g) {
+          const VFloat weight = vbroadcast(scores[g * padded_n + j]);
+          float* acc = accumulators + g * padded_dim;
+          for (int c = 0; c < chunk_count; ++c) {
+            const int64_t d = static_cast<int64_t>(c) * kLanes;
+            vstore(acc + d, vfma(weight, chunks[c], vload(acc + d)));
+          }
+        }
       }
-    }
   }
 
   const size_t out_element = dtype_size(out.dtype);

@@ -21,7 +21,7 @@ namespace decodelab::cpu {
 namespace {
 
 constexpr int kWeightRows = 4;                // W rows sharing each x load
-constexpr int kBatchRows = 4;                 // x rows sharing each widened W chunk
+constexpr int kBatchRows = 6;                 // x rows sharing each widened W chunk
 constexpr int64_t kXBlockBytes = 512 * 1024;  // x rows one pass over W keeps in L2
 constexpr int64_t kParallelMacs = 1 << 16;    // below this, a parallel region costs more than it saves
 // How far ahead of its read position the first x group prefetches W: about the
@@ -103,38 +103,22 @@ void register_tile(const float* x, int64_t padded_k, const void* w, int64_t w_st
     for (int n = 0; n < NR; ++n) dots[m][n] = vsum(acc[m][n]);
 }
 
-// Calls f.template operator()<MR, NR>() for runtime mr, nr in 1..4.
-template <typename F>
-void dispatch_tile(int mr, int nr, F&& f) {
-  auto with_nr = [&]<int MR>() {
-    switch (nr) {
-      case 1:
-        f.template operator()<MR, 1>();
-        break;
-      case 2:
-        f.template operator()<MR, 2>();
-        break;
-      case 3:
-        f.template operator()<MR, 3>();
-        break;
-      default:
-        f.template operator()<MR, 4>();
-        break;
-    }
-  };
-  switch (mr) {
+// Calls f.template operator()<MR, NR>() for runtime mr in 1..kBatchRows, nr in 1..kWeightRows.
+template <int MR = 1, typename F>
+[[gnu::always_inline]] inline void dispatch_tile(int mr, int nr, F&& f) {
+  if constexpr (MR < kBatchRows) {
+    if (mr > MR) return dispatch_tile<MR + 1>(mr, nr, f);
+  }
+  static_assert(kWeightRows == 4, "the switch below covers nr = 1..4");
+  switch (nr) {
     case 1:
-      with_nr.template operator()<1>();
-      break;
+      return f.template operator()<MR, 1>();
     case 2:
-      with_nr.template operator()<2>();
-      break;
+      return f.template operator()<MR, 2>();
     case 3:
-      with_nr.template operator()<3>();
-      break;
+      return f.template operator()<MR, 3>();
     default:
-      with_nr.template operator()<4>();
-      break;
+      return f.template operator()<MR, 4>();
   }
 }
 

@@ -271,12 +271,25 @@ inline void vstore_as(void* base, int64_t index, VFloat value) {
     vstore_bf16(static_cast<uint16_t*>(base) + index, value);
 }
 
-// The first `count` (< kLanes) elements, the other lanes zero.
+// The first `count` (< kLanes) elements, the other lanes zero. With AVX-512 a masked
+// load (the lanes past `count` are never read), so that no function call sits inside a
+// kernel's loop: a call there makes the compiler keep the loop's accumulators in memory.
 template <DType D>
 inline VFloat vload_partial_as(const void* base, int64_t index, int count) {
+#if defined(DECODELAB_SIMD_AVX512) && defined(__AVX512BW__) && defined(__AVX512VL__)
+  const __mmask16 mask = static_cast<__mmask16>((1u << count) - 1u);
+  if constexpr (D == DType::F32) {
+    return _mm512_maskz_loadu_ps(mask, static_cast<const float*>(base) + index);
+  } else {
+    const __m256i bits = _mm256_maskz_loadu_epi16(mask, static_cast<const uint16_t*>(base) + index);
+    if constexpr (D == DType::F16) return _mm512_cvtph_ps(bits);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+  }
+#else
   alignas(64) float lanes[kLanes] = {};
   for (int i = 0; i < count; ++i) lanes[i] = load_as_float(base, D, index + i);
   return vload(lanes);
+#endif
 }
 
 template <DType D>
