@@ -81,6 +81,7 @@ void CpuStream::publish() {
 void CpuStream::wait_until_completed(uint64_t count) {
   auto done = [&] { return completed_.load(std::memory_order_acquire) >= count; };
   if (spin_until(done, kHostSpinNs)) return;
+  host_wait_target_.store(count);
   host_sleeping_.store(true);
   if (completed_.load() < count) {
     std::unique_lock<std::mutex> lock(wake_mutex_);
@@ -146,7 +147,7 @@ void CpuStream::worker_main() {
       if (error && !first_error_) first_error_ = error;
     }
     completed_.store(++next);
-    if (host_sleeping_.load()) {
+    if (host_sleeping_.load() && next >= host_wait_target_.load()) {
       { std::lock_guard<std::mutex> lock(wake_mutex_); }
       host_wake_.notify_all();
     }
