@@ -22,7 +22,8 @@ namespace {
 
 constexpr int kWeightRows = 4;                // W rows sharing each x load
 constexpr int kBatchRows = 6;                 // x rows sharing each widened W chunk
-constexpr int64_t kXBlockBytes = 512 * 1024;  // x rows one pass over W keeps in L2
+constexpr int64_t kXBlockBytes = 256 * 1024;  // x rows one pass over a W panel keeps in L2
+constexpr int64_t kPanelRows = 64;             // W rows a thread keeps in L2 while x passes over them
 constexpr int64_t kParallelMacs = 1 << 16;    // below this, a parallel region costs more than it saves
 // How far ahead of its read position the first x group prefetches W: about the
 // bandwidth-delay product of one core's DRAM stream, measured best among 16-128 KiB.
@@ -128,49 +129,76 @@ void store_tile(const Tensor& out, int64_t m0, int64_t n0, int mr, int nr,
     for (int n = 0; n < nr; ++n) store_from_float(out.data, out.dtype, (m0 + m) * out.strides[0] + n0 + n, dots[m][n]);
 }
 
+// One group of x rows (decode): W streamed once from memory in blocks of kWeightRows,
+// each widened in registers as it arrives, the blocks shared out so that both threads
+// finish together (guided: large contiguous runs first, small ones at the end).
 template <DType WD>
-void matmul_rows(const float* x, int64_t padded_k, const Tensor& weight, const Tensor& out) {
+void matmul_streaming(const float* x, int64_t padded_k, const Tensor& weight, const Tensor& out) {
   const int64_t rows = out.shape[0];
   const int64_t n_total = weight.shape[0];
   const int64_t k = weight.shape[1];
   const int64_t w_stride = weight.strides[0];
   const int64_t blocks = (n_total + kWeightRows - 1) / kWeightRows;
-  // x rows per pass over W: as many as fit the L2 budget, a whole number of groups.
+  const int mr = static_cast<int>(rows);
+#pragma omp parallel for schedule(guided, 8) if (rows * n_total * k > kParallelMacs)
+  for (int64_t block = 0; block < blocks; ++block) {
+    const int64_t n0 = block * kWeightRows;
+    const int nr = static_cast<int>(std::min<int64_t>(kWeightRows, n_total - n0));
+    const void* w = static_cast<const char*>(weight.data) + n0 * w_stride * static_cast<int64_t>(dtype_size(WD));
+    float dots[kBatchRows][kWeightRows];
+    dispatch_tile(mr, nr, [&]<int MR, int NR>() { register_tile<WD, MR, NR, true>(x, padded_k, w, w_stride, k, dots); });
+    store_tile(out, 0, n0, mr, nr, dots);
+  }
+}
+
+// Several groups (batched decode, prefill): threads take panels of kPanelRows W rows; a
+// panel is read from memory by the first group and then stays in L2 while every group
+// of x rows (an L2-sized block at a time) passes over it, each group's rows staying in
+// L1 across the panel's blocks. Per FMA this loads little from L2 (W's 16-bit chunks),
+// where W-in-L1, x-from-L2 loaded MR fp32 x lines per step and was bound by L2.
+template <DType WD>
+void matmul_panels(const float* x, int64_t padded_k, const Tensor& weight, const Tensor& out) {
+  const int64_t rows = out.shape[0];
+  const int64_t n_total = weight.shape[0];
+  const int64_t k = weight.shape[1];
+  const int64_t w_stride = weight.strides[0];
+  const int64_t panels = (n_total + kPanelRows - 1) / kPanelRows;
+  // x rows per pass over a panel: as many as fit the L2 budget, a whole number of groups.
   const int64_t x_block = std::max<int64_t>(
       kBatchRows, kXBlockBytes / (padded_k * static_cast<int64_t>(sizeof(float))) / kBatchRows * kBatchRows);
-  const char* w_end = static_cast<const char*>(weight.data) + n_total * w_stride * static_cast<int64_t>(dtype_size(WD));
-#pragma omp parallel if (rows * n_total * k > kParallelMacs)
-  for (int64_t m_begin = 0; m_begin < rows; m_begin += x_block) {
-    const int64_t m_end = std::min(rows, m_begin + x_block);
-    bool cold = true;  // this thread's first block of the pass
-#pragma omp for schedule(guided, 8) nowait
-    for (int64_t block = 0; block < blocks; ++block) {
-      const int64_t n0 = block * kWeightRows;
-      const int nr = static_cast<int>(std::min<int64_t>(kWeightRows, n_total - n0));
-      const void* w = static_cast<const char*>(weight.data) + n0 * w_stride * static_cast<int64_t>(dtype_size(WD));
-      if (cold) {
-        // The tiles prefetch kPrefetchAheadBytes ahead; request the bytes before that
-        // point at once, so a thread's (or a small op's) start is not a chain of misses.
-        const char* begin = static_cast<const char*>(w);
-        const char* end = std::min(w_end, begin + kPrefetchAheadBytes);
-        for (const char* line = begin; line < end; line += 64) prefetch_stream(line);
-        cold = false;
-      }
+#pragma omp parallel for schedule(guided, 1) if (rows * n_total * k > kParallelMacs)
+  for (int64_t panel = 0; panel < panels; ++panel) {
+    const int64_t n_begin = panel * kPanelRows;
+    const int64_t n_end = std::min(n_total, n_begin + kPanelRows);
+    for (int64_t m_begin = 0; m_begin < rows; m_begin += x_block) {
+      const int64_t m_end = std::min(rows, m_begin + x_block);
       for (int64_t m0 = m_begin; m0 < m_end; m0 += kBatchRows) {
         const int mr = static_cast<int>(std::min<int64_t>(kBatchRows, m_end - m0));
         const float* x_group = x + m0 * padded_k;
-        float dots[kBatchRows][kWeightRows];
-        dispatch_tile(mr, nr, [&]<int MR, int NR>() {
-          // Only the first group reads W from memory; later groups find it in L1.
-          if (m0 == m_begin)
-            register_tile<WD, MR, NR, true>(x_group, padded_k, w, w_stride, k, dots);
-          else
-            register_tile<WD, MR, NR, false>(x_group, padded_k, w, w_stride, k, dots);
-        });
-        store_tile(out, m0, n0, mr, nr, dots);
+        for (int64_t n0 = n_begin; n0 < n_end; n0 += kWeightRows) {
+          const int nr = static_cast<int>(std::min<int64_t>(kWeightRows, n_end - n0));
+          const void* w = static_cast<const char*>(weight.data) + n0 * w_stride * static_cast<int64_t>(dtype_size(WD));
+          float dots[kBatchRows][kWeightRows];
+          dispatch_tile(mr, nr, [&]<int MR, int NR>() {
+            // Only the panel's first pass reads W from memory; later ones find it in L2.
+            if (m0 == 0)
+              register_tile<WD, MR, NR, true>(x_group, padded_k, w, w_stride, k, dots);
+            else
+              register_tile<WD, MR, NR, false>(x_group, padded_k, w, w_stride, k, dots);
+          });
+          store_tile(out, m0, n0, mr, nr, dots);
+        }
       }
     }
   }
+}
+
+template <DType WD>
+void matmul_rows(const float* x, int64_t padded_k, const Tensor& weight, const Tensor& out) {
+  if (out.shape[0] <= kBatchRows)
+    matmul_streaming<WD>(x, padded_k, weight, out);
+  else
+    matmul_panels<WD>(x, padded_k, weight, out);
 }
 
 }  // namespace
