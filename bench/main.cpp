@@ -27,6 +27,7 @@
 #include "engine/cpu/cpu_backend.h"
 #include "engine/errors.h"
 #include "lab/output_files.h"
+#include "profiling/atomic_file.h"
 
 using namespace decodelab;
 using namespace decodelab::bench;
@@ -76,7 +77,7 @@ int run(const std::vector<std::string>& sections, int threads, int rounds, const
 
   const int missed = report.print_checks();
   if (!json_file.empty()) {
-    write_file_atomically(json_file, report.json().dump(2) + "\n");
+    save_file_atomically(json_file, report.json().dump(2) + "\n");
     std::printf("results written to %s\n", json_file.c_str());
   }
   return strict && missed > 0 ? 1 : 0;

@@ -13,6 +13,7 @@
 #include "lab/compare.h"
 #include "lab/output_files.h"
 #include "lab/paths.h"
+#include "profiling/atomic_file.h"
 #include "profiling/chrome_trace.h"
 #include "profiling/report.h"
 
@@ -68,7 +69,7 @@ void execute_compare(const CompareArguments& arguments) {
     write_report_directory(arguments.report_dir,
                            {{"fixed", &comparison.fixed.analysis}, {"buggy", &comparison.buggy.analysis}},
                            "decodelab compare: " + scenario.name);
-    write_file_atomically(std::filesystem::path(arguments.report_dir) / "attribution.html",
+    save_file_atomically(std::filesystem::path(arguments.report_dir) / "attribution.html",
                           "<!doctype html><html><head><meta charset=\"utf-8\"><title>why slower: " + scenario.name +
                               "</title></head><body style=\"font:14px sans-serif;margin:2em\">" +
                               attribution_html(comparison.attribution) + "</body></html>\n");

@@ -8,6 +8,7 @@
 
 #include "lab/commands.h"
 #include "lab/output_files.h"
+#include "profiling/atomic_file.h"
 #include "profiling/chrome_trace.h"
 #include "profiling/diagnosis.h"
 
@@ -25,7 +26,7 @@ void execute_diagnose(const DiagnoseArguments& arguments) {
   if (!arguments.json_file.empty()) check_output_path(arguments.json_file, "--json");
   const Trace trace = read_chrome_trace(arguments.trace_file);
   const Diagnosis diagnosis = diagnose(trace);
-  if (!arguments.json_file.empty()) write_file_atomically(arguments.json_file, to_json(diagnosis).dump(2) + "\n");
+  if (!arguments.json_file.empty()) save_file_atomically(arguments.json_file, to_json(diagnosis).dump(2) + "\n");
   if (!arguments.quiet) {
     std::fputs(format_diagnosis(diagnosis).c_str(), stdout);
     std::fflush(stdout);

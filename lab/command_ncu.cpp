@@ -10,6 +10,7 @@
 
 #include "lab/commands.h"
 #include "lab/output_files.h"
+#include "profiling/atomic_file.h"
 #include "profiling/device_spec.h"
 #include "profiling/ncu_reader.h"
 #include "profiling/ncu_reading.h"
@@ -29,7 +30,7 @@ void execute_ncu(const NcuArguments& arguments) {
   NcuReadingOptions options;
   if (!arguments.device.empty()) options.device = find_device_spec(arguments.device);
   const NcuReport report = read_ncu_report(read_ncu_csv(arguments.file), options);
-  if (!arguments.json_file.empty()) write_file_atomically(arguments.json_file, to_json(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  if (!arguments.json_file.empty()) save_file_atomically(arguments.json_file, to_json(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   std::fputs(format_ncu_report(report).c_str(), stdout);
 }
 

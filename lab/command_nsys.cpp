@@ -12,6 +12,7 @@
 
 #include "lab/commands.h"
 #include "lab/output_files.h"
+#include "profiling/atomic_file.h"
 #include "profiling/nsys_reader.h"
 #include "profiling/nsys_timeline.h"
 
@@ -34,7 +35,7 @@ void execute_nsys(const NsysArguments& arguments) {
   options.nvtx_pattern = arguments.nvtx;
   options.top_kernels = arguments.top;
   const NsysAnalysis analysis = analyze_nsys(tables, options);
-  if (!arguments.json_file.empty()) write_file_atomically(arguments.json_file, to_json(analysis).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  if (!arguments.json_file.empty()) save_file_atomically(arguments.json_file, to_json(analysis).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   std::fputs(format_nsys_analysis(analysis).c_str(), stdout);
 }
 

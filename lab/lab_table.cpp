@@ -6,7 +6,7 @@
 #include <system_error>
 
 #include "engine/errors.h"
-#include "lab/output_files.h"
+#include "profiling/atomic_file.h"
 #include "profiling/report.h"
 
 namespace decodelab {
@@ -116,7 +116,7 @@ void write_bug_report(const std::filesystem::path& directory, const LabRow& row,
   write_report_directory(directory / row.bug,
                          {{"fixed", &comparison.fixed.analysis}, {"buggy", &comparison.buggy.analysis}},
                          "decodelab lab: " + row.bug);
-  write_file_atomically(directory / row.bug / "attribution.html",
+  save_file_atomically(directory / row.bug / "attribution.html",
                         "<!doctype html><html><head><meta charset=\"utf-8\"><title>why " + row.bug +
                             " is slower</title></head><body style=\"font:14px sans-serif;margin:2em\"><h1>" +
                             xml_escape(row.bug) + "</h1>" + attribution_html(comparison.attribution) +
@@ -160,7 +160,7 @@ void write_lab_index(const std::filesystem::path& directory, const std::vector<L
            << " is slower</a>: the extra time split into extra work, extra bytes, idle device, lost efficiency</li>";
   }
   html << "</ul></body></html>\n";
-  write_file_atomically(directory / "index.html", html.str());
+  save_file_atomically(directory / "index.html", html.str());
 }
 
 void write_lab_report(const std::filesystem::path& directory, const std::vector<LabRow>& rows,

@@ -77,10 +77,4 @@ void StagedOutputs::commit() {
   staged_.clear();
 }
 
-void write_file_atomically(const fs::path& path, std::string_view contents) {
-  StagedOutputs outputs;
-  outputs.stage(path, contents);
-  outputs.commit();
-}
-
 }  // namespace decodelab

@@ -38,7 +38,6 @@ class StagedOutputs {
   std::vector<Staged> staged_;
 };
 
-// One file, atomically.
-void write_file_atomically(const std::filesystem::path& path, std::string_view contents);
+// One file at a time: save_file_atomically (profiling/atomic_file.h).
 
 }  // namespace decodelab

@@ -8,7 +8,7 @@
 
 #include "engine/errors.h"
 #include "engine/json_errors.h"
-#include "lab/output_files.h"
+#include "profiling/atomic_file.h"
 
 namespace decodelab {
 
@@ -95,7 +95,7 @@ nlohmann::json ResultsFile::document(bool complete) const {
 
 void ResultsFile::write(bool complete) const {
   if (path_.empty()) return;
-  write_file_atomically(path_, document(complete).dump(2) + "\n");
+  save_file_atomically(path_, document(complete).dump(2) + "\n");
 }
 
 }  // namespace decodelab

@@ -6,7 +6,7 @@
 
 #include "engine/errors.h"
 #include "lab/npy.h"
-#include "lab/output_files.h"
+#include "profiling/atomic_file.h"
 #include "support/temp_dir.h"
 
 using namespace decodelab;
@@ -58,7 +58,7 @@ TEST_CASE("npy round trip keeps shape and every bit of every value", "[npy]") {
     std::vector<float> values = seeded_values(static_cast<size_t>(count), 42);
     values[0] = -0.0f;
     const auto file = dir.path() / "logits.npy";
-    write_file_atomically(file, npy_bytes(values.data(), shape));
+    save_file_atomically(file, npy_bytes(values.data(), shape));
     const NpyMatrix read = read_npy(file);
     CHECK(read.shape == shape);
     REQUIRE(read.values.size() == values.size());
