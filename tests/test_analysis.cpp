@@ -67,7 +67,7 @@ Trace synthetic_trace() {
 
 }  // namespace
 
-TEST_CASE("timeline: busy, idle and gaps per step; idle belongs to the op that ends it", "[analysis]") {
+TEST_CASE("timeline: busy, idle and gaps per step, idle belongs to the op that ends it", "[analysis]") {
   const Trace trace = synthetic_trace();
   const DeviceSpec device = test_device();
 

@@ -23,7 +23,7 @@ void parse(std::vector<std::string> arguments) {
 
 }  // namespace
 
-TEST_CASE("roofline command: a device spec and a measurement exclude each other; saving needs a measurement", "[command_roofline]") {
+TEST_CASE("roofline command: a device spec and a measurement exclude each other, saving needs a measurement", "[command_roofline]") {
   CHECK_THROWS_AS(parse({"roofline", "--device", "h200", "--measure"}), CLI::ParseError);
   CHECK_THROWS_AS(parse({"roofline", "--save", "x.yaml"}), CLI::ParseError);
   CHECK_THROWS_AS(parse({"roofline", "--backend", "tpu"}), CLI::ParseError);

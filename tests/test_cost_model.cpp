@@ -73,7 +73,7 @@ TEST_CASE("attention: the seed's decode argument, 4nd FLOPs over 8nd bytes in fp
         Approx(0.5).epsilon(1e-3));
 }
 
-TEST_CASE("attention: bytes follow positions read, not the cache's capacity; GQA shares K and V", "[cost_model]") {
+TEST_CASE("attention: bytes follow positions read, not the cache's capacity, GQA shares K and V", "[cost_model]") {
   const OpCost small_cache = op_cost(attention(1, 32, 8, 64, 256, DType::F16, 100, 100));
   const OpCost large_cache = op_cost(attention(1, 32, 8, 64, 65536, DType::F16, 100, 100));
   CHECK(small_cache.bytes() == large_cache.bytes());

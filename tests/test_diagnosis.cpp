@@ -309,7 +309,7 @@ TEST_CASE("diagnosis: an fp32 model's fp32 ops are no bug", "[diagnosis]") {
   CHECK(diagnosis.shape.dtype == "fp32");
 }
 
-TEST_CASE("diagnosis: a device read in one step is below the threshold; one in every step is host_sync", "[diagnosis]") {
+TEST_CASE("diagnosis: a device read in one step is below the threshold, one in every step is host_sync", "[diagnosis]") {
   DiagnosisCase test_case;
   test_case.new_tokens = 9;
   Trace trace = recorded_trace(test_case);

@@ -29,7 +29,7 @@ bool mentions(const std::string& text, const std::string& word) { return text.fi
 
 }  // namespace
 
-TEST_CASE("mystery: the same seed gives the same case; seeds differ", "[mystery]") {
+TEST_CASE("mystery: the same seed gives the same case, seeds differ", "[mystery]") {
   const MysteryCase first = mystery_case(42);
   const MysteryCase again = mystery_case(42);
   CHECK(first.model == again.model);
@@ -66,7 +66,7 @@ TEST_CASE("mystery: every case is a valid, diagnosable scenario that hides each 
   CHECK(clean > 0);
 }
 
-TEST_CASE("mystery: the briefing names no bug; the answer names exactly the hidden ones", "[mystery]") {
+TEST_CASE("mystery: the briefing names no bug, the answer names exactly the hidden ones", "[mystery]") {
   for (uint64_t seed = 0; seed < 60; ++seed) {
     const MysteryCase mystery = mystery_case(seed);
     const std::string briefing = mystery_briefing(mystery);

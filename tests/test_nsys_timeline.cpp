@@ -139,7 +139,7 @@ TEST_CASE("nsys timeline: from the summaries alone", "[nsys_timeline]") {
   CHECK(analysis.notes.size() == 2);
 }
 
-TEST_CASE("nsys timeline: thresholds are data; overlapping streams count once", "[nsys_timeline]") {
+TEST_CASE("nsys timeline: thresholds are data, overlapping streams count once", "[nsys_timeline]") {
   NsysTables tables;
   parse_nsys_csv("Start (ns),Duration (ns),CorrId,Device,Strm,Name\n"
                  "0,10000,1,GPU,7,a\n"

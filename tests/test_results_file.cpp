@@ -86,7 +86,7 @@ TEST_CASE("resume refuses files that are not this command's results", "[results_
   }
 }
 
-TEST_CASE("a lab row survives its JSON round trip; a damaged one is an input error", "[results_file]") {
+TEST_CASE("a lab row survives its JSON round trip, a damaged one is an input error", "[results_file]") {
   LabRow row;
   row.bug = "host_sync";
   row.bugs = "host_sync(per=layer)";

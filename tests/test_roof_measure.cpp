@@ -135,7 +135,7 @@ TEST_CASE("measurement recovers the device's roofs from its own op timings", "[r
   CHECK(measurement.describe().find("bf16") != std::string::npos);
 }
 
-TEST_CASE("an FMA probe sets every dtype's compute roof; the matmuls are reported against it", "[roof_measure]") {
+TEST_CASE("an FMA probe sets every dtype's compute roof, the matmuls are reported against it", "[roof_measure]") {
   ScriptedBackend backend;
   backend.fma_peak = 400e9;
   const RoofMeasurement measurement = measure_roofs(backend, small_options());
@@ -151,7 +151,7 @@ TEST_CASE("an FMA probe sets every dtype's compute roof; the matmuls are reporte
   CHECK(measurement.describe().find("FMA peak") != std::string::npos);
 }
 
-TEST_CASE("disagreeing repeats are flagged noisy; the roof is the fastest repeat", "[roof_measure]") {
+TEST_CASE("disagreeing repeats are flagged noisy, the roof is the fastest repeat", "[roof_measure]") {
   ScriptedBackend backend;
   backend.every_third_copy_slow = true;
   RoofMeasureOptions options = small_options();

@@ -23,7 +23,7 @@ Scenario tiny_scenario(const TempDir& dir, const std::vector<std::string>& overr
 
 }  // namespace
 
-TEST_CASE("memory check: a plan that fits passes; one that does not names the numbers", "[runner]") {
+TEST_CASE("memory check: a plan that fits passes, one that does not names the numbers", "[runner]") {
   MemoryPlan plan;
   plan.weight_bytes = 600 << 20;
   plan.kv_cache_bytes = 300 << 20;

@@ -62,7 +62,7 @@ TEST_CASE("ids with gaps are still matched (binary search)", "[trace]") {
   CHECK_FALSE(trace.find_op(5).has_value());
 }
 
-TEST_CASE("ranges nest; an end closes ranges left open inside it", "[trace]") {
+TEST_CASE("ranges nest, an end closes ranges left open inside it", "[trace]") {
   Trace trace;
   trace.range_begin(RangeKind::Run, -1, 0);
   trace.range_begin(RangeKind::Group, 0, 1);
@@ -90,7 +90,7 @@ TEST_CASE("ranges nest; an end closes ranges left open inside it", "[trace]") {
   for (const TraceRange& range : ranges) CHECK(range.closed());
 }
 
-TEST_CASE("host calls and extent of a trace; equality is deep", "[trace]") {
+TEST_CASE("host calls and extent of a trace, equality is deep", "[trace]") {
   Trace first, second;
   for (Trace* trace : {&first, &second}) {
     trace->metadata().backend = "cpu";
