@@ -98,6 +98,23 @@ void register_tile(const float* x, int64_t padded_k, const void* w, int64_t w_st
     register_step<WD, MR, NR>(acc, x, padded_k, w, w_stride, column, column);
   }
   if (full < k) register_step<DType::F32, MR, NR>(acc, x, padded_k, &tail[0][0], kLanes, full, 0);
+#if defined(DECODELAB_SIMD_AVX512)
+  if constexpr (MR * NR >= 8) {  // sixteen reductions at a time, the same sums as vsum
+    constexpr int kCount = MR * NR;
+#pragma GCC unroll 2
+    for (int first = 0; first < kCount; first += 16) {
+      VFloat batch[16];
+      float sums[16];
+#pragma GCC unroll 16
+      for (int i = 0; i < 16; ++i) batch[i] = first + i < kCount ? acc[(first + i) / NR][(first + i) % NR] : vzero();
+      vsum16(batch, sums);
+#pragma GCC unroll 16
+      for (int i = 0; i < 16; ++i)
+        if (first + i < kCount) dots[(first + i) / NR][(first + i) % NR] = sums[i];
+    }
+    return;
+  }
+#endif
 #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m)
 #pragma GCC unroll 16
