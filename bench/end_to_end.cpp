@@ -94,16 +94,31 @@ void bench_batched_decode(BenchReport& report, Backend& backend, const Yardstick
   const double fma_peak = yardsticks.fma_peak;
   const DeviceSpec spec = yardsticks.spec();
   const int batches[] = {1, 2, 4, 8, 16, 32, 64};
-  std::vector<std::vector<std::string>> rows;
-  nlohmann::json& json = report.section("batched_decode") = nlohmann::json::array();
-  double batch1_tokens = 0, worst_small_batch_efficiency = 1e30, worst_large_batch_matmul = 1e30;
-  for (int batch : batches) {
+  auto scenario_for = [](int batch) {
     const std::string size = std::to_string(batch);
-    LoadedScenario loaded(backend,
-                          bench_scenario("lab-small-decode", {"workload.requests=" + size, "workload.batch_size=" + size,
-                                                              "workload.prompt_tokens=16", "workload.new_tokens=16"}),
-                          std::nullopt);
+    return bench_scenario("lab-small-decode", {"workload.requests=" + size, "workload.batch_size=" + size,
+                                               "workload.prompt_tokens=16", "workload.new_tokens=16"});
+  };
+  auto tokens_per_s = [](LoadedScenario& loaded, const GenerationTiming& timing) {
+    const Scenario& scenario = loaded.scenario();
+    return repeat_metrics(timing, scenario.model_config, scenario.dtype, scenario.workload).decode_tokens_per_s;
+  };
+  // Batch 1 runs just before and after every batch's repeats: its mean is that row's
+  // baseline, so a change in the machine's bandwidth between rows does not read as scaling.
+  LoadedScenario single(backend, scenario_for(1), std::nullopt);
+  single.generate(nullptr);
+  // fp16 decode at batch b does about b FLOPs per weight byte (2 per 2-byte weight and
+  // row); rows at half the ridge point or less are memory-bound by the roofline, where a
+  // step should cost the same at any batch.
+  const double ridge = yardsticks.stream.triad_gbs > 0 ? fma_peak / (yardsticks.stream.triad_gbs * 1e9) : 0;
+  const double memory_bound_batch = std::max(2.0, ridge / 2);
+  std::vector<std::vector<std::string>> rows;
+  nlohmann::json json = nlohmann::json::array();
+  double worst_small_batch_efficiency = 1e30, worst_large_batch_matmul = 1e30;
+  for (int batch : batches) {
+    LoadedScenario loaded(backend, scenario_for(batch), std::nullopt);
     loaded.generate(nullptr);
+    const double baseline_before = tokens_per_s(single, single.generate(nullptr).timing);
     std::vector<double> tokens, matmul_gflops, ms_per_step;
     for (int repeat = 0; repeat < 3; ++repeat) {
       const TracedGeneration traced = traced_generate(loaded, backend, spec);
@@ -114,29 +129,39 @@ void bench_batched_decode(BenchReport& report, Backend& backend, const Yardstick
       ms_per_step.push_back(metrics.decode_ms_per_step);
       matmul_gflops.push_back(category_point(traced.analysis, Phase::Decode, OpCategory::Matmul).achieved_flops() / 1e9);
     }
+    const double baseline = (baseline_before + tokens_per_s(single, single.generate(nullptr).timing)) / 2;
     const double tok = median_of(tokens), gflops = median_of(matmul_gflops);
-    if (batch == 1) batch1_tokens = tok;
-    const double speedup = tok / batch1_tokens;
+    const double speedup = tok / baseline;
     const double efficiency = speedup / batch;
     const double of_peak = fma_peak > 0 ? gflops * 1e9 / fma_peak : 0;
-    if (batch > 1 && batch <= 4) worst_small_batch_efficiency = std::min(worst_small_batch_efficiency, efficiency);
+    const bool memory_bound = batch <= memory_bound_batch;
+    if (batch > 1 && memory_bound) worst_small_batch_efficiency = std::min(worst_small_batch_efficiency, efficiency);
     if (batch >= 32) worst_large_batch_matmul = std::min(worst_large_batch_matmul, of_peak);
-    rows.push_back({size, fixed(tok), fixed(median_of(ms_per_step), 2), fixed(speedup, 2) + "x", percent(efficiency),
-                    fixed(gflops), percent(of_peak)});
+    rows.push_back({std::to_string(batch), memory_bound ? "memory" : "", fixed(tok), fixed(median_of(ms_per_step), 2),
+                    fixed(baseline), fixed(speedup, 2) + "x", percent(efficiency), fixed(gflops), percent(of_peak)});
     json.push_back({{"batch", batch},
                     {"tokens_per_s", tok},
                     {"ms_per_step", median_of(ms_per_step)},
+                    {"batch1_tokens_per_s_around", baseline},
                     {"speedup", speedup},
                     {"linear_efficiency", efficiency},
+                    {"memory_bound_by_roofline", memory_bound},
                     {"decode_matmul_gflops", gflops},
                     {"decode_matmul_of_fma_peak", of_peak}});
   }
   report.heading("batched decode, lab-small fp16 (prompt 16, 16 new tokens, batch = requests)",
-                 "\"linear\" is the speedup over batch 1 divided by the batch: 100% while a step costs the same at "
-                 "any batch (memory-bound). Matmul GFLOP/s from the trace's decode-phase matmuls (median of 3).");
-  report.table({"batch", "tok/s", "ms/step", "speedup", "linear", "decode matmul GFLOP/s", "of FMA peak"}, rows);
-  report.check({"batched decode, batch 2 and 4: speedup / batch (memory-bound)", 100.0 * worst_small_batch_efficiency,
-                80, "%", "worst of batch 2 and 4, median tok/s of 3 repeats each"});
+                 "\"speedup\" is over batch 1 run just before and after the row's repeats; \"linear\" is the "
+                 "speedup divided by the batch: 100% while a step costs the same at any batch. \"memory\" marks "
+                 "the rows at half the ridge point or less (ridge " + fixed(ridge) +
+                     " FLOP/B = FMA peak / triad; fp16 decode does about `batch` FLOP/B). Matmul GFLOP/s from the "
+                     "trace's decode-phase matmuls (median of 3).");
+  report.table({"batch", "bound", "tok/s", "ms/step", "batch-1 tok/s around it", "speedup", "linear", "decode matmul GFLOP/s",
+                "of FMA peak"},
+               rows);
+  report.check({"batched decode, memory-bound batches: speedup / batch", 100.0 * worst_small_batch_efficiency, 80, "%",
+                "worst row at <= half the ridge point (batch 2 at least), against batch 1 run around it"});
+  report.section("batched_decode") = {
+      {"ridge_flop_per_byte", ridge}, {"memory_bound_up_to_batch", memory_bound_batch}, {"rows", json}};
   if (fma_peak > 0) {
     report.check({"batched decode, batch >= 32: decode matmuls of the FMA peak", 100.0 * worst_large_batch_matmul, 60,
                   "%", "worst of batch 32 and 64, from the trace"});
