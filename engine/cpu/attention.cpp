@@ -160,6 +160,28 @@ void accumulate_values(VectorSource<D>& values, const float* scores, int64_t pad
   }
 }
 
+// Calls f.template operator()<C>() with C = chunk_count when it is 1, 2, 4 or 8 (head_dim
+// up to 128 with AVX-512, 64 with AVX2) and returns true; false for other counts.
+template <typename F>
+bool with_register_chunks(int chunk_count, F&& f) {
+  switch (chunk_count) {
+    case 1:
+      f.template operator()<1>();
+      return true;
+    case 2:
+      f.template operator()<2>();
+      return true;
+    case 4:
+      f.template operator()<4>();
+      return true;
+    case 8:
+      f.template operator()<8>();
+      return true;
+    default:
+      return false;
+  }
+}
+
 template <DType D>
 void attend(const Tensor& q, const CacheView& keys, const CacheView& values, int64_t m, int64_t kv_head, int64_t group,
             int64_t head_dim, int64_t n, float scale, const Tensor& out) {
@@ -188,50 +210,30 @@ void attend(const Tensor& q, const CacheView& keys, const CacheView& values, int
 
   VFloat chunks[kMaxChunks];
   VectorSource<D> key_source(keys, head_dim, padded_dim, tile);
-  switch (chunk_count) {  // key chunks in registers for the common head sizes
-    case 1:
-      compute_scores<D, 1>(key_source, queries, group, n, scale, scores, padded_n, padded_dim);
-      break;
-    case 2:
-      compute_scores<D, 2>(key_source, queries, group, n, scale, scores, padded_n, padded_dim);
-      break;
-    case 4:
-      compute_scores<D, 4>(key_source, queries, group, n, scale, scores, padded_n, padded_dim);
-      break;
-    case 8:
-      compute_scores<D, 8>(key_source, queries, group, n, scale, scores, padded_n, padded_dim);
-      break;
-    default:
-      generic_scores<D>(key_source, queries, group, n, scale, scores, padded_n, padded_dim, chunk_count);
-  }
+  // Key chunks in registers for the common head sizes.
+  const bool scored = with_register_chunks(chunk_count, [&]<int C>() {
+    compute_scores<D, C>(key_source, queries, group, n, scale, scores, padded_n, padded_dim);
+  });
+  if (!scored) generic_scores<D>(key_source, queries, group, n, scale, scores, padded_n, padded_dim, chunk_count);
   for (int64_t g = 0; g < group; ++g) softmax_in_place(scores + g * padded_n, n);
 
   VectorSource<D> value_source(values, head_dim, padded_dim, tile);
-  switch (chunk_count) {  // accumulators in registers for the common head sizes
-    case 1:
-      accumulate_values<D, 1>(value_source, scores, padded_n, group, n, accumulators, padded_dim);
-      break;
-    case 2:
-      accumulate_values<D, 2>(value_source, scores, padded_n, group, n, accumulators, padded_dim);
-      break;
-    case 4:
-      accumulate_values<D, 4>(value_source, scores, padded_n, group, n, accumulators, padded_dim);
-      break;
-    case 8:
-      accumulate_values<D, 8>(value_source, scores, padded_n, group, n, accumulators, padded_dim);
-      break;
-    default:
-      for (int64_t j = 0; j < n; ++j) {
-        value_source.load(j, n, chunks, chunk_count);
-        for (int64_t g = 0; g < group; ++g) {
-          const VFloat weight = vbroadcast(scores[g * padded_n + j]);
-          float* acc = accumulators + g * padded_dim;
-          for (int c = 0; c < chunk_count; ++c) {
-            const int64_t d = static_cast<int64_t>(c) * kLanes;
-            vstore(acc + d, vfma(weight, chunks[c], vload(acc + d)));
-          }
+  // Accumulators in registers for the common head sizes.
+  const bool accumulated = with_register_chunks(chunk_count, [&]<int C>() {
+    accumulate_values<D, C>(value_source, scores, padded_n, group, n, accumulators, padded_dim);
+  });
+  if (!accumulated) {
+    for (int64_t j = 0; j < n; ++j) {
+      value_source.load(j, n, chunks, chunk_count);
+      for (int64_t g = 0; g < group; ++g) {
+        const VFloat weight = vbroadcast(scores[g * padded_n + j]);
+        float* acc = accumulators + g * padded_dim;
+        for (int c = 0; c < chunk_count; ++c) {
+          const int64_t d = static_cast<int64_t>(c) * kLanes;
+          vstore(acc + d, vfma(weight, chunks[c], vload(acc + d)));
         }
       }
+    }
   }
 
   const size_t out_element = dtype_size(out.dtype);
