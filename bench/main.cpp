@@ -36,7 +36,7 @@ namespace {
 
 const std::vector<std::string> kSections = {"decode", "batched", "prefill", "matmul", "matvec", "ops", "overheads"};
 
-std::string today() {
+std::string local_timestamp() {
   char text[32];
   const std::time_t now = std::time(nullptr);
   std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", std::localtime(&now));
@@ -54,12 +54,12 @@ int run(const std::vector<std::string>& sections, int threads, int rounds, const
   const int kernel_threads = threads > 0 ? threads : omp_get_num_procs();
   BenchReport report;
   std::printf("# decodelab CPU benchmark\n\ndevice: %s\nbuild: %s\ndate: %s\n", backend->device_description().c_str(),
-              DECODELAB_BUILD_TYPE, today().c_str());
+              DECODELAB_BUILD_TYPE, local_timestamp().c_str());
   if (std::strcmp(DECODELAB_BUILD_TYPE, "Release") != 0) std::printf("\nWARNING: not a Release build; numbers mean little\n");
   report.root()["device"] = backend->device_description();
   report.root()["threads"] = kernel_threads;
   report.root()["build"] = DECODELAB_BUILD_TYPE;
-  report.root()["date"] = today();
+  report.root()["date"] = local_timestamp();
 
   // The yardsticks first: the later sections are stated as ratios to them (and the
   // traces of the end-to-end sections are analysed against them).
