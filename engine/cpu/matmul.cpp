@@ -1,13 +1,15 @@
 // CPU matmul: out[M, N] = x[M, K] · W[N, K]ᵀ with fp32 accumulation.
-// x is widened to fp32 once; W is widened in registers. Threads split W into blocks of
-// kWeightRows rows; each block is read from memory once per pass (prefetched ahead as
-// one sequential stream, which is what batch-1 decode is bound by) and then reused from
-// L1 by every group of kBatchRows x rows in an L2-sized block of x (what prefill and
-// batched decode are bound by). The one non-obvious choice: each output element is one
-// vector accumulator that starts at zero, takes one FMA per kLanes-wide chunk of K in
-// order (the tail zero-padded), and is reduced by vsum — so an element depends only on
-// its x row and W row, never on M, the tile it falls in, or the storage dtype of equal
-// values (invariants the engine's tests rely on).
+// x is widened to fp32 once; W is widened in registers. Register tiles are up to
+// kBatchRows x rows × kWeightRows W rows (24 accumulators, with AVX-512's 32 registers).
+// Up to kBatchRows rows (decode) W is streamed once, in blocks of kWeightRows rows
+// prefetched ahead as one sequential stream: what batch-1 decode is bound by. With more
+// rows (batched decode, prefill) threads take W panels that stay in L2 while every group
+// of x rows passes over them: what those are bound by is FMAs. The one non-obvious
+// choice: each output element is one vector accumulator that starts at zero, takes one
+// FMA per kLanes-wide chunk of K in order (the tail zero-padded), and is reduced by the
+// vsum tree (vsum16 gives the same bits) — so an element depends only on its x row and W
+// row, never on M, the tile it falls in, or the storage dtype of equal values
+// (invariants the engine's tests rely on).
 #include <algorithm>
 #include <cstdint>
 
@@ -23,7 +25,7 @@ namespace {
 constexpr int kWeightRows = 4;                // W rows sharing each x load
 constexpr int kBatchRows = 6;                 // x rows sharing each widened W chunk
 constexpr int64_t kXBlockBytes = 256 * 1024;  // x rows one pass over a W panel keeps in L2
-constexpr int64_t kPanelRows = 64;             // W rows a thread keeps in L2 while x passes over them
+constexpr int64_t kPanelRows = 64;            // W rows a thread keeps in L2 while x passes over them
 constexpr int64_t kParallelMacs = 1 << 16;    // below this, a parallel region costs more than it saves
 // How far ahead of its read position the first x group prefetches W: about the
 // bandwidth-delay product of one core's DRAM stream, measured best among 16-128 KiB.
