@@ -23,7 +23,13 @@ namespace decodelab::cpu {
 namespace {
 
 constexpr int kWeightRows = 4;                // W rows sharing each x load
-constexpr int kBatchRows = 6;                 // x rows sharing each widened W chunk
+// x rows sharing each widened W chunk: 6×4 accumulators + 4 W chunks + 1 x chunk fit
+// AVX-512's 32 vector registers; AVX2's 16 hold 2×4 + 4 + 1.
+#if defined(DECODELAB_SIMD_AVX512)
+constexpr int kBatchRows = 6;
+#else
+constexpr int kBatchRows = 2;
+#endif
 constexpr int64_t kXBlockBytes = 256 * 1024;  // x rows one pass over a W panel keeps in L2
 constexpr int64_t kPanelRows = 64;            // W rows a thread keeps in L2 while x passes over them
 constexpr int64_t kParallelMacs = 1 << 16;    // below this, a parallel region costs more than it saves
