@@ -98,9 +98,17 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 100));
   app.add_option("--json", json_file, "Write every figure and target as JSON");
   app.add_flag("--strict", strict, "Exit 1 when a target is missed");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    const int code = app.exit(error);
+    return code == 0 ? 0 : 2;  // bad arguments exit 2, as decodelab's do
+  }
   try {
     return run(sections, threads, rounds, json_file, strict);
+  } catch (const ResourceError& error) {
+    std::fprintf(stderr, "error: %s\n", error.what());
+    return 2;
   } catch (const InputError& error) {
     std::fprintf(stderr, "error: %s\n", error.what());
     return 2;

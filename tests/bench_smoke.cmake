@@ -27,3 +27,11 @@ string(FIND "${output}" "## targets (issue 7)" table)
 if(table EQUAL -1)
   message(FATAL_ERROR "the printed report has no targets table:\n${output}")
 endif()
+
+# Bad arguments: exit 2 and no file, as decodelab's own commands.
+file(REMOVE ${OUT}.bad)
+execute_process(COMMAND ${BENCH} no_such_section --json ${OUT}.bad
+                RESULT_VARIABLE result OUTPUT_QUIET ERROR_VARIABLE errors)
+if(NOT result EQUAL 2 OR EXISTS ${OUT}.bad)
+  message(FATAL_ERROR "an unknown section should exit 2 and write nothing; exited ${result}: ${errors}")
+endif()
