@@ -41,19 +41,10 @@ if [[ $# -gt 0 && "$1" != "--" ]]; then
 fi
 [[ $# -gt 0 && "$1" == "--" ]] && shift
 
-decodelab="${DECODELAB:-}"
-for candidate in "$repo/build/decodelab" "$repo/build-gpu/decodelab"; do
-  [[ -z "$decodelab" && -x "$candidate" ]] && decodelab="$candidate"
-done
-[[ -z "$decodelab" ]] && decodelab="$(command -v decodelab || true)"
-if [[ -z "$decodelab" ]]; then
-  echo "ncu-profile: no decodelab binary (build it, or set DECODELAB)" >&2
-  exit 2
-fi
-if ! command -v ncu >/dev/null; then
-  echo "ncu-profile: ncu (Nsight Compute) is not on PATH" >&2
-  exit 2
-fi
+# shellcheck source=scripts/profile-common.sh
+source "$repo/scripts/profile-common.sh"
+find_decodelab ncu-profile "$repo"
+require_on_path ncu-profile ncu "Nsight Compute"
 
 # The metrics profiling/ncu_reader.h reads (ncu_metric::all()).
 metrics=(

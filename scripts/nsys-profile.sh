@@ -27,19 +27,10 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 scenario="$1"
 shift
 
-decodelab="${DECODELAB:-}"
-for candidate in "$repo/build/decodelab" "$repo/build-gpu/decodelab"; do
-  [[ -z "$decodelab" && -x "$candidate" ]] && decodelab="$candidate"
-done
-[[ -z "$decodelab" ]] && decodelab="$(command -v decodelab || true)"
-if [[ -z "$decodelab" ]]; then
-  echo "nsys-profile: no decodelab binary (build it, or set DECODELAB)" >&2
-  exit 2
-fi
-if ! command -v nsys >/dev/null; then
-  echo "nsys-profile: nsys (Nsight Systems) is not on PATH" >&2
-  exit 2
-fi
+# shellcheck source=scripts/profile-common.sh
+source "$repo/scripts/profile-common.sh"
+find_decodelab nsys-profile "$repo"
+require_on_path nsys-profile nsys "Nsight Systems"
 
 name="$(basename "${scenario%.yaml}")"
 out="${NSYS_OUT:-nsys-$name}"
