@@ -110,27 +110,11 @@ class RowReader {
 
   // A time column in nanoseconds; required columns must hold a number.
   std::optional<double> time_ns(std::string_view column, bool required) const {
-    const auto index = header_.find(column);
-    if (!index) return std::nullopt;
-    const std::optional<double> scale = nsys_time_unit_to_ns(header_.columns[*index].unit);
-    if (!scale) {
-      throw InputError(file_, header_.line, column_label(*index),
-                       "unknown time unit \"" + header_.columns[*index].unit + "\" (expected ns, us, ms or s)");
-    }
-    const std::optional<double> value = number(*index, required);
-    return value ? std::optional<double>(*value * *scale) : std::nullopt;
+    return scaled(column, nsys_time_unit_to_ns, "time", "ns, us, ms or s", required);
   }
 
   std::optional<double> bytes(std::string_view column) const {
-    const auto index = header_.find(column);
-    if (!index) return std::nullopt;
-    const std::optional<double> scale = nsys_byte_unit_to_bytes(header_.columns[*index].unit);
-    if (!scale) {
-      throw InputError(file_, header_.line, column_label(*index),
-                       "unknown byte unit \"" + header_.columns[*index].unit + "\" (expected B, KB, MB, GB, KiB, MiB or GiB)");
-    }
-    const std::optional<double> value = number(*index, false);
-    return value ? std::optional<double>(*value * *scale) : std::nullopt;
+    return scaled(column, nsys_byte_unit_to_bytes, "byte", "B, KB, MB, GB, KiB, MiB or GiB", false);
   }
 
   std::optional<int64_t> integer(std::string_view column, bool required) const {
@@ -149,6 +133,21 @@ class RowReader {
   int line() const { return record_.line; }
 
  private:
+  // A column's value in base units: its header unit through `to_base`, which must know it.
+  std::optional<double> scaled(std::string_view column, std::optional<double> (*to_base)(std::string_view),
+                               const char* kind, const char* expected, bool required) const {
+    const auto index = header_.find(column);
+    if (!index) return std::nullopt;
+    const std::optional<double> scale = to_base(header_.columns[*index].unit);
+    if (!scale) {
+      throw InputError(file_, header_.line, column_label(*index),
+                       std::string("unknown ") + kind + " unit \"" + header_.columns[*index].unit + "\" (expected " +
+                           expected + ")");
+    }
+    const std::optional<double> value = number(*index, required);
+    return value ? std::optional<double>(*value * *scale) : std::nullopt;
+  }
+
   std::string column_label(size_t index) const {
     std::string header;
     if (index < header_.columns.size()) {
