@@ -13,6 +13,7 @@
 #include "engine/clock.h"
 #include "engine/cpu/simd.h"
 #include "engine/host_parallel.h"
+#include "profiling/roof_measure.h"
 
 namespace decodelab::bench {
 
@@ -61,17 +62,24 @@ double triad_pass(Arrays& arrays, int threads) {
   });
 }
 
+// One set of arrays for the run (384 MiB), first touched on `threads` threads by the first
+// caller; the bench uses one thread count throughout.
+Arrays& run_arrays(int threads) {
+  static Arrays arrays(threads);
+  return arrays;
+}
+
 }  // namespace
 
 double triad_gbs(int threads, int passes) {
-  static Arrays* arrays = new Arrays(threads);  // allocated once, kept for the run
+  Arrays& arrays = run_arrays(threads);
   double best = 1e30;
-  for (int pass = 0; pass < passes; ++pass) best = std::min(best, triad_pass(*arrays, threads));
+  for (int pass = 0; pass < passes; ++pass) best = std::min(best, triad_pass(arrays, threads));
   return 3 * kArrayBytes / best / 1e9;
 }
 
 StreamFigures bench_stream(BenchReport& report, int threads) {
-  Arrays arrays(threads);
+  Arrays& arrays = run_arrays(threads);
   std::vector<double> copy_s, triad_s, read_s;
   volatile float sink = 0;
   for (int repeat = 0; repeat < 7; ++repeat) {
@@ -125,29 +133,15 @@ StreamFigures bench_stream(BenchReport& report, int threads) {
 }
 
 double bench_fma_peak(BenchReport& report, Backend& backend) {
-  const double flops_per_round = backend.fma_probe(1, 1);
-  backend.synchronize();
-  backend.take_timings();
-  if (flops_per_round <= 0) return 0;
-  const auto rounds = static_cast<int64_t>(2e10 / flops_per_round);
-  std::vector<double> seconds;
-  for (int repeat = 0; repeat < 5; ++repeat) {
-    backend.fma_probe(rounds, 2);
-    backend.synchronize();
-    for (const OpTiming& timing : backend.take_timings()) seconds.push_back((timing.end_ns - timing.begin_ns) * 1e-9);
-  }
-  const Seconds time = Seconds::of(seconds);
-  const double peak = flops_per_round * static_cast<double>(rounds) / time.best;
+  const FmaPeak peak = measure_fma_peak(backend);  // what `decodelab roofline --measure` takes too
   report.heading("FMA peak (the compute roof)",
                  "Independent fp32 FMA chains in registers on every kernel thread, run as an op on the backend's "
                  "stream: the most arithmetic this machine does. Half-precision matmuls run on the same FMAs "
                  "once their inputs are widened, so it is their roof too.");
   report.table({"GFLOP/s (median)", "GFLOP/s (best)"},
-               {{fixed(flops_per_round * static_cast<double>(rounds) / time.median / 1e9),
-                 fixed(peak / 1e9)}});
-  report.section("fma_peak") = {{"gflops", peak / 1e9},
-                                {"median_gflops", flops_per_round * static_cast<double>(rounds) / time.median / 1e9}};
-  return peak;
+               {{fixed(peak.median_flops_per_s / 1e9), fixed(peak.flops_per_s / 1e9)}});
+  report.section("fma_peak") = {{"gflops", peak.flops_per_s / 1e9}, {"median_gflops", peak.median_flops_per_s / 1e9}};
+  return peak.flops_per_s;
 }
 
 DeviceSpec Yardsticks::spec() const {

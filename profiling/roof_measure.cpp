@@ -95,6 +95,22 @@ std::string spread_note(const TimedSamples& samples) {
 
 }  // namespace
 
+FmaPeak measure_fma_peak(Backend& backend, const RoofMeasureOptions& options, std::ostream* progress) {
+  FmaPeak peak;
+  const double probe_flops = backend.fma_probe(1, 0);  // also learns the FLOPs of one round
+  if (probe_flops <= 0) return peak;
+  backend.synchronize();
+  backend.take_timings();
+  const int64_t rounds = std::max<int64_t>(1, static_cast<int64_t>(options.fma_probe_flops / probe_flops));
+  const double flops = probe_flops * static_cast<double>(rounds);
+  if (progress) *progress << "measuring the FMA peak: " << format_flops(flops) << "\n";
+  OpTimer timer(backend, options);
+  peak.timing = timer.sample([&](OpId id) { backend.fma_probe(rounds, id); });
+  peak.flops_per_s = flops / peak.timing.best;
+  peak.median_flops_per_s = flops / peak.timing.median;
+  return peak;
+}
+
 RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& options, std::ostream* progress) {
   const bool gpu = is_gpu(backend);
   const size_t budget = backend.available_memory();
@@ -135,15 +151,10 @@ RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& option
     measurement.bandwidth = std::max(measurement.copy_bandwidth, measurement.read_bandwidth);
   }
 
-  // Compute: the FMA probe where the backend has one (about 0.1 s per repeat on a CPU).
-  if (const double probe_flops = backend.fma_probe(1, 0); probe_flops > 0) {
-    backend.synchronize();
-    backend.take_timings();
-    const int64_t rounds = std::max<int64_t>(1, static_cast<int64_t>(options.fma_probe_flops / probe_flops));
-    if (progress) *progress << "measuring the FMA peak: " << format_flops(probe_flops * static_cast<double>(rounds)) << "\n";
-    measurement.fma = timer.sample([&](OpId id) { backend.fma_probe(rounds, id); });
-    measurement.fma_flops_per_s = probe_flops * static_cast<double>(rounds) / measurement.fma.best;
-  }
+  // Compute: the FMA probe where the backend has one (about 0.05 s per repeat on a CPU).
+  const FmaPeak fma = measure_fma_peak(backend, options, progress);
+  measurement.fma = fma.timing;
+  measurement.fma_flops_per_s = fma.flops_per_s;
 
   // And a square matmul per dtype; shrink it until three matrices fit.
   for (DType dtype : options.matmul_dtypes) {

@@ -73,6 +73,15 @@ struct RoofMeasurement {
 
 RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& options = {}, std::ostream* progress = nullptr);
 
+// The backend's FMA probe timed like the roofs (warm-ups, repeats, the fastest repeat's
+// rate); no samples and zero rates when the backend has no probe.
+struct FmaPeak {
+  TimedSamples timing;
+  double flops_per_s = 0;         // the fastest repeat
+  double median_flops_per_s = 0;
+};
+FmaPeak measure_fma_peak(Backend& backend, const RoofMeasureOptions& options = {}, std::ostream* progress = nullptr);
+
 // This machine, as measured roofs are keyed: hostname, CPU model (/proc/cpuinfo), threads
 // (0 = every core, resolved to the count).
 MachineIdentity this_machine(int threads);
