@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <random>
+#include <utility>
 
 namespace decodelab::bench {
 
@@ -15,10 +16,7 @@ double median_of(std::vector<double> values) {
   return values.empty() ? 0.0 : values[values.size() / 2];
 }
 
-Seconds Seconds::of(std::vector<double> samples) {
-  if (samples.empty()) return {};
-  return {median_of(samples), *std::min_element(samples.begin(), samples.end())};
-}
+TimedSamples timed(std::vector<double> seconds) { return TimedSamples::of(std::move(seconds), 0.3); }
 
 void fill_random(Backend& backend, void* device, DType dtype, size_t count, uint32_t seed) {
   std::mt19937 generator(seed);
@@ -40,7 +38,7 @@ WeightCopies make_weight_copies(Backend& backend, DType dtype, int64_t n, int64_
   return copies;
 }
 
-Seconds time_matmul(Backend& backend, const Tensor& x, const WeightCopies& weights, const Tensor& out, int passes) {
+TimedSamples time_matmul(Backend& backend, const Tensor& x, const WeightCopies& weights, const Tensor& out, int passes) {
   OpId id = 1;
   for (const Tensor& weight : weights.views) backend.matmul(x, weight, out, id++);  // warm-up
   backend.synchronize();
@@ -50,7 +48,7 @@ Seconds time_matmul(Backend& backend, const Tensor& x, const WeightCopies& weigh
   backend.synchronize();
   std::vector<double> seconds;
   for (const OpTiming& timing : backend.take_timings()) seconds.push_back((timing.end_ns - timing.begin_ns) * 1e-9);
-  return Seconds::of(seconds);
+  return timed(std::move(seconds));
 }
 
 }  // namespace decodelab::bench

@@ -8,17 +8,15 @@
 
 #include "engine/backend.h"
 #include "engine/device_buffer.h"
+#include "profiling/roof_measure.h"
 
 namespace decodelab::bench {
 
-// Repeated timings of one measurement. On a shared machine the median includes other
-// processes' interference; the best is the least disturbed run. A spread above 30%
-// marks the row as noisy.
-struct Seconds {
-  double median = 0, best = 0;
-  static Seconds of(std::vector<double> samples);
-  bool noisy() const { return median > 1.3 * best; }
-};
+// Repeated timings are summarised as profiling's TimedSamples: the median, and the best
+// (the least disturbed run on a shared machine). A benchmark row is flagged noisy when its
+// median is over 30% slower than its best.
+TimedSamples timed(std::vector<double> seconds);
+inline bool noisy(const TimedSamples& samples) { return samples.median > 1.3 * samples.best; }
 
 double median_of(std::vector<double> values);
 
@@ -35,6 +33,6 @@ struct WeightCopies {
 WeightCopies make_weight_copies(Backend& backend, DType dtype, int64_t n, int64_t k);
 
 // Device seconds of one matmul, cycling the weight copies `passes` times after a warm-up pass.
-Seconds time_matmul(Backend& backend, const Tensor& x, const WeightCopies& weights, const Tensor& out, int passes);
+TimedSamples time_matmul(Backend& backend, const Tensor& x, const WeightCopies& weights, const Tensor& out, int passes);
 
 }  // namespace decodelab::bench

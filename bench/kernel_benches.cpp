@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/bench_support.h"
@@ -35,13 +36,13 @@ void bench_matvec(BenchReport& report, Backend& backend, const StreamFigures& st
       const Tensor x = Tensor::contiguous(x_buffer.get(), dtype, {1, shape.k});
       const Tensor out = Tensor::contiguous(out_buffer.get(), dtype, {1, shape.n});
       const int passes = std::max<int>(3, static_cast<int>(64 / weights.views.size()));
-      const Seconds seconds = time_matmul(backend, x, weights, out, passes);
+      const TimedSamples seconds = time_matmul(backend, x, weights, out, passes);
       const double bytes = static_cast<double>(shape.n * shape.k) * dtype_size(dtype);
       const double best_gbs = bytes / seconds.best / 1e9;
       rows.push_back({dtype_name(dtype), std::to_string(shape.k), std::to_string(shape.n), shape.where,
                       fixed(seconds.median * 1e6), fixed(bytes / seconds.median / 1e9), fixed(best_gbs),
                       percent(best_gbs / stream.triad_gbs), percent(best_gbs / stream.read_gbs),
-                      seconds.noisy() ? "yes" : ""});
+                      noisy(seconds) ? "yes" : ""});
       json.push_back({{"dtype", dtype_name(dtype)},
                       {"k", shape.k},
                       {"n", shape.n},
@@ -77,7 +78,7 @@ static double openblas_seconds([[maybe_unused]] const float* x, [[maybe_unused]]
       if (pass > 0) seconds.push_back((now_ns() - begin) * 1e-9);
     }
   }
-  return Seconds::of(seconds).best;
+  return timed(std::move(seconds)).best;
 #else
   return 0;
 #endif
@@ -161,7 +162,7 @@ void bench_other_ops(BenchReport& report, Backend& backend) {
     backend.synchronize();
     std::vector<double> seconds;
     for (const OpTiming& timing : backend.take_timings()) seconds.push_back((timing.end_ns - timing.begin_ns) * 1e-9);
-    const Seconds time = Seconds::of(seconds);
+    const TimedSamples time = timed(std::move(seconds));
     rows.push_back({name, shape, fixed(time.median * 1e6), fixed(time.best * 1e6), fixed(bytes / time.best / 1e9)});
     json.push_back({{"op", name}, {"shape", shape}, {"median_us", time.median * 1e6}, {"best_us", time.best * 1e6},
                     {"best_gbs", bytes / time.best / 1e9}});

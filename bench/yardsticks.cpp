@@ -106,7 +106,7 @@ StreamFigures bench_stream(BenchReport& report, int threads) {
     }));
   }
   (void)sink;
-  const Seconds copy = Seconds::of(copy_s), triad = Seconds::of(triad_s), read = Seconds::of(read_s);
+  const TimedSamples copy = timed(copy_s), triad = timed(triad_s), read = timed(read_s);
   StreamFigures figures;
   figures.copy_gbs = 2 * kArrayBytes / copy.best / 1e9;
   figures.triad_gbs = 3 * kArrayBytes / triad.best / 1e9;
