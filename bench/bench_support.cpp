@@ -2,8 +2,10 @@
 #include "bench/bench_support.h"
 
 #include <algorithm>
-#include <random>
+#include <cmath>
 #include <utility>
+
+#include "engine/weights.h"
 
 namespace decodelab::bench {
 
@@ -19,11 +21,7 @@ double median_of(std::vector<double> values) {
 TimedSamples timed(std::vector<double> seconds) { return TimedSamples::of(std::move(seconds), 0.3); }
 
 void fill_random(Backend& backend, void* device, DType dtype, size_t count, uint32_t seed) {
-  std::mt19937 generator(seed);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::vector<unsigned char> host(count * dtype_size(dtype));
-  for (size_t i = 0; i < count; ++i) store_from_float(host.data(), dtype, i, uniform(generator) * 0.05f);
-  backend.upload(device, host.data(), host.size());
+  fill_uniform(Tensor::contiguous(device, dtype, {static_cast<int64_t>(count)}), backend, seed, 0.05f / std::sqrt(3.0f));
 }
 
 WeightCopies make_weight_copies(Backend& backend, DType dtype, int64_t n, int64_t k) {

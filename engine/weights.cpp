@@ -54,7 +54,14 @@ uint64_t splitmix64(uint64_t value) {
   return value ^ (value >> 31);
 }
 
-// Uniform in [-1, 1) scaled to standard deviation `stddev`.
+void fill_ones(const Tensor& tensor, Backend& backend) {
+  std::vector<uint8_t> host(tensor.bytes());
+  for (int64_t i = 0; i < tensor.numel(); ++i) store_from_float(host.data(), tensor.dtype, static_cast<size_t>(i), 1.0f);
+  backend.upload(tensor.data, host.data(), host.size());
+}
+
+}  // namespace
+
 void fill_uniform(const Tensor& tensor, Backend& backend, uint64_t stream, float stddev) {
   const int64_t count = tensor.numel();
   const float half_width = stddev * std::sqrt(3.0f);
@@ -70,14 +77,6 @@ void fill_uniform(const Tensor& tensor, Backend& backend, uint64_t stream, float
   });
   backend.upload(tensor.data, host.data(), host.size());
 }
-
-void fill_ones(const Tensor& tensor, Backend& backend) {
-  std::vector<uint8_t> host(tensor.bytes());
-  for (int64_t i = 0; i < tensor.numel(); ++i) store_from_float(host.data(), tensor.dtype, static_cast<size_t>(i), 1.0f);
-  backend.upload(tensor.data, host.data(), host.size());
-}
-
-}  // namespace
 
 ModelWeights ModelWeights::allocate(Backend& backend, const ModelConfig& config, DType dtype) {
   return make_weights(&backend, config, dtype);

@@ -43,6 +43,11 @@ struct ModelWeights {
   void for_each(const ModelConfig& config, Visitor&& visit);
 };
 
+// Fills a device tensor with seeded values uniform in [-√3·stddev, √3·stddev) (standard
+// deviation `stddev`), the same for a given stream on every backend; generated on the host
+// in parallel, then uploaded. Benchmarks and roof measurements fill their operands with it.
+void fill_uniform(const Tensor& tensor, Backend& backend, uint64_t stream, float stddev);
+
 // Seeded random parameters, the same for a given (config, dtype, seed) on every backend:
 // projections uniform with std 1/sqrt(fan_in), embeddings with std 1, norm weights 1.
 ModelWeights random_weights(Backend& backend, const ModelConfig& config, DType dtype, uint64_t seed);

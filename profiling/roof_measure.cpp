@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
@@ -17,6 +18,7 @@
 
 #include "engine/device_buffer.h"
 #include "engine/errors.h"
+#include "engine/weights.h"
 #include "profiling/units.h"
 
 namespace decodelab {
@@ -42,20 +44,10 @@ constexpr int kRoofMethodVersion = 2;
 
 bool is_gpu(const Backend& backend) { return backend.name() == "cuda"; }
 
-// Uniform values in [-1, 1) from a xorshift generator: random data keeps the matmul
-// honest (zeros or denormals run at other speeds), and the generator is fast enough for
-// the 8192² matrices of a GPU measurement.
+// Uniform values in [-1, 1) (random data keeps the matmul honest: zeros or denormals run
+// at other speeds).
 void fill_random(Backend& backend, void* device, DType dtype, size_t elements, uint64_t seed) {
-  std::vector<uint8_t> host(elements * dtype_size(dtype));
-  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (size_t i = 0; i < elements; ++i) {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    const float value = static_cast<float>(state >> 40) / static_cast<float>(1ull << 23) - 1.0f;
-    store_from_float(host.data(), dtype, i, value);
-  }
-  backend.upload(device, host.data(), host.size());
+  fill_uniform(Tensor::contiguous(device, dtype, {static_cast<int64_t>(elements)}), backend, seed, 1.0f / std::sqrt(3.0f));
 }
 
 class OpTimer {
