@@ -181,7 +181,7 @@ void bench_prefill(BenchReport& report, Backend& backend, const Yardsticks& yard
     ttft.push_back(traced.timing.ttft_ms);
     const RooflinePoint matmuls = category_point(traced.analysis, Phase::Prefill, OpCategory::Matmul);
     matmul_gflops.push_back(matmuls.achieved_flops() / 1e9);
-    if (const PhaseStats* prefill = phase_stats(traced.analysis, Phase::Prefill)) {
+    if (const PhaseStats* prefill = traced.analysis.phase(Phase::Prefill)) {
       all_gflops.push_back(prefill->point.flops / prefill->timeline.device_seconds() / 1e9);
       matmul_share.push_back(matmuls.seconds / prefill->timeline.device_seconds());
     }

@@ -94,7 +94,7 @@ void bench_stream_costs(BenchReport& report, Backend& backend, const Yardsticks&
   std::vector<double> step_us, ops_per_step, busy;
   for (int repeat = 0; repeat < 3; ++repeat) {
     const TracedGeneration traced = traced_generate(tiny, backend, yardsticks.spec());
-    const PhaseStats* decode = phase_stats(traced.analysis, Phase::Decode);
+    const PhaseStats* decode = traced.analysis.phase(Phase::Decode);
     if (!decode || decode->steps == 0) continue;
     step_us.push_back(median_of(traced.timing.step_ms) * 1e3);
     ops_per_step.push_back(static_cast<double>(decode->timeline.ops) / static_cast<double>(decode->steps));

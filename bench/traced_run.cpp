@@ -26,6 +26,5 @@ RooflinePoint category_point(const RunAnalysis& analysis, Phase phase, OpCategor
   return {};
 }
 
-const PhaseStats* phase_stats(const RunAnalysis& analysis, Phase phase) { return analysis.phase(phase); }
 
 }  // namespace decodelab::bench

@@ -21,8 +21,8 @@ struct TracedGeneration {
 // Analysed against `spec`'s roofs (the limiter needs some; the FLOP/s read here do not).
 TracedGeneration traced_generate(LoadedScenario& loaded, Backend& backend, const DeviceSpec& spec);
 
-// The FLOPs and device seconds of one op category in one phase (zeros when absent).
+// The FLOPs and device seconds of one op category in one phase (zeros when absent);
+// a whole phase is RunAnalysis::phase().
 RooflinePoint category_point(const RunAnalysis& analysis, Phase phase, OpCategory category);
-const PhaseStats* phase_stats(const RunAnalysis& analysis, Phase phase);
 
 }  // namespace decodelab::bench
