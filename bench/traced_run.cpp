@@ -26,5 +26,4 @@ RooflinePoint category_point(const RunAnalysis& analysis, Phase phase, OpCategor
   return {};
 }
 
-
 }  // namespace decodelab::bench
