@@ -61,10 +61,10 @@ std::string sweep_table_row(const std::string& swept, const Scenario& scenario, 
                             const nlohmann::json& decode_roofline) {
   char reading[160] = "| - | - | - |";
   if (decode_roofline.is_object()) {
-    std::snprintf(reading, sizeof reading, "| %.2f | %s | %.0f%% |",
-                  decode_roofline.value("intensity_flop_per_byte", 0.0),
-                  decode_roofline.value("limiter", std::string("-")).c_str(),
-                  100 * decode_roofline.value("roof_fraction", 0.0));
+    const std::string above = decode_roofline.value("above_roof", std::string());
+    std::snprintf(reading, sizeof reading, "| %.2f | %s | %.0f%%%s |",
+                  decode_roofline.value("intensity_flop_per_byte", 0.0), decode_limiter_cell(decode_roofline).c_str(),
+                  100 * decode_roofline.value("roof_fraction", 0.0), above.empty() ? "" : (" (" + above + ")").c_str());
   }
   std::string row_text = run_table_row(scenario, result);
   while (!row_text.empty() && row_text.back() == '\n') row_text.pop_back();
@@ -92,9 +92,11 @@ void execute_sweep(const SweepArguments& arguments) {
   options.threads = arguments.threads;
   options.check_numerics = arguments.check_numerics;
   const bool progress = !arguments.quiet && ::isatty(::fileno(stderr));
-  // One backend for every point, and the roofs each point's decode phase is read against.
+  // One backend for every point; the machine checked once, before the first point is timed;
+  // then the roofs each point's decode phase is read against.
   std::unique_ptr<Backend> backend = open_backend(scenarios.front(), options);
-  const DeviceSpec spec = default_device_spec(*backend, arguments.threads);
+  std::optional<MachineState> machine;
+  std::optional<DeviceSpec> spec;
 
   ResultsFile results(arguments.json_file, "sweep");
   if (arguments.resume) results.load_existing();
@@ -119,28 +121,26 @@ void execute_sweep(const SweepArguments& arguments) {
     }
     if (progress) std::fprintf(stderr, "\r\033[K[%zu/%zu] %s", i + 1, scenarios.size(), points[i].label.c_str());
     Trace trace;
+    options.sink = &trace;
+    options.check_machine = !machine;
+    if (progress && !machine) std::fputs("\r\033[K", stderr);  // a warning starts on its own line
+    RunResult result = run_scenario(scenarios[i], options, backend.get());
+    if (!machine) machine = result.machine.value_or(MachineState{});
+    result.machine = machine;
+    if (!spec) spec = default_device_spec(*backend, arguments.threads, nullptr, {}, &*machine);
     trace.metadata().backend = backend->name();
     trace.metadata().device = backend->device_description();
     trace.metadata().dtype = dtype_name(scenarios[i].dtype);
     trace.metadata().model = ModelShape::of(scenarios[i].model_config);
-    trace.metadata().device_spec = spec;
-    options.sink = &trace;
-    const RunResult result = run_scenario(scenarios[i], options, backend.get());
-    const RunAnalysis analysis = analyze(trace, &spec);
-    nlohmann::json row = run_result_json(scenarios[i], result);
-    row["swept"] = values;
-    if (const PhaseStats* decode = analysis.phase(Phase::Decode)) {
-      row["decode_roofline"] = {{"intensity_flop_per_byte", decode->point.intensity()},
-                                {"limiter", limiter_name(decode->limiter)},
-                                {"roof_fraction", decode->point.roof_fraction()},
-                                {"ridge_point", analysis.roofs.ridge_point(Precision::Fp16)}};
-    }
+    trace.metadata().device_spec = *spec;
+    const RunAnalysis analysis = analyze_checking_roofs(trace, *spec, *backend, arguments.threads, *machine);
+    nlohmann::json row = sweep_row_json(scenarios[i], result, analysis, values);
     table += sweep_table_row(swept, scenarios[i], result, row.value("decode_roofline", nlohmann::json()));
     results.add(std::move(row));
   }
   if (progress) std::fputs("\r\033[K", stderr);
   if (!arguments.quiet) {
-    std::fputs(table.c_str(), stdout);
+    std::fputs((table + run_table_legend(scenarios.front().repeats.target_ci)).c_str(), stdout);
     std::fflush(stdout);
   }
   if (results.rows().size() < scenarios.size()) {
