@@ -40,8 +40,8 @@ std::string run_table_header() {
   std::string names = "| backend | model | dtype | batch | prompt | new | bugs |";
   std::string rule = "| --- | --- | --- | ---: | ---: | ---: | --- |";
   for (const RunFigure& figure : run_figures()) {
-    names += " " + std::string(figure.label) + " |";
-    rule += " ---: |";
+    names.append(" ").append(figure.label).append(" |");
+    rule.append(" ---: |");
   }
   return names + " repeats |\n" + rule + " ---: |\n";
 }
@@ -55,8 +55,11 @@ std::string run_table_row(const Scenario& scenario, const RunResult& result) {
                     scenario.bugs.describe() + " |";
   for (const RunFigure& figure : run_figures()) {
     const Estimate& estimate = metrics.*figure.estimate;
-    row += present(figure, metrics) ? " " + fixed(estimate.median, figure.decimals) + " " + format_interval(estimate) + " |"
-                                    : " - |";
+    if (present(figure, metrics)) {
+      row.append(" ").append(fixed(estimate.median, figure.decimals)).append(" ").append(format_interval(estimate)).append(" |");
+    } else {
+      row.append(" - |");
+    }
   }
   return row + " " + std::to_string(metrics.repeats) + " |\n";
 }

@@ -132,6 +132,7 @@ Attribution attribute_slowdown(const RunAnalysis& fixed, const RunAnalysis& bugg
 
   Attribution attribution;
   attribution.scope = scope;
+  attribution.tokens = tokens;
   attribution.measured_delta_ms = measured_delta_ms;
   attribution.delta_ms_per_token = measured_delta_ms * per_token;
   const PhaseStats* fixed_decode = fixed.phase(Phase::Decode);
@@ -198,11 +199,9 @@ Attribution median_attribution(const std::vector<Attribution>& pairs, double del
   result.delta_ms_per_token = delta_ms_per_token;
   if (pairs.empty()) return result;
   result.scope = pairs.front().scope;
+  result.tokens = pairs.front().tokens;
   // Per-token figures are what compare across pairs; per-repeat ms follow from the tokens.
-  const double tokens_per_ms = pairs.front().measured_delta_ms != 0
-                                   ? pairs.front().delta_ms_per_token / pairs.front().measured_delta_ms
-                                   : 0.0;
-  const double ms_per_token_to_ms = tokens_per_ms > 0 ? 1.0 / tokens_per_ms : 0.0;
+  const double ms_per_token_to_ms = static_cast<double>(result.tokens);
   result.measured_delta_ms = delta_ms_per_token * ms_per_token_to_ms;
   double sum = 0;
   for (size_t cause = 0; cause < pairs.front().parts.size(); ++cause) {
@@ -239,6 +238,7 @@ nlohmann::json to_json(const Attribution& attribution) {
   }
   return {{"scope", attribution.scope == AttributionScope::Decode ? "decode" : "end_to_end"},
           {"pairs", attribution.pairs},
+          {"tokens", attribution.tokens},
           {"delta_ms", attribution.measured_delta_ms},
           {"delta_ms_per_token", attribution.delta_ms_per_token},
           {"parts", parts},

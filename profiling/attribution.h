@@ -46,6 +46,7 @@ struct Attribution {
   double measured_delta_ms = 0;      // what the caller measured, per repeat (e.g. the medians' difference)
   double delta_ms_per_token = 0;
   int pairs = 1;                     // pairs of repeats whose parts' medians these are
+  int64_t tokens = 0;                // the tokens of the scope in one run (per-token figures divide by it)
   std::vector<AttributionPart> parts;  // the four causes, in a fixed order
   double residual_ms = 0;            // measured - sum(parts)
   double residual_ms_per_token = 0;

@@ -137,6 +137,16 @@ void judge_machine(MachineState& state, const MachineThresholds& thresholds) {
                              " of their time on a CPU (other work: " + format_number(state.others_busy_cores, 2) +
                              " cores at normal priority, " + format_number(state.niced_busy_cores, 2) +
                              " niced; load average " + format_number(state.load_average, 2) + ")");
+    if (state.own_nice > 0) {
+      state.findings.back() += "; decodelab itself runs niced (nice " + std::to_string(state.own_nice) +
+                               "), so other niced work competes with it on equal terms";
+      advice.push_back("run decodelab at normal priority");
+    } else if (state.autogroup && state.niced_busy_cores > state.others_busy_cores) {
+      // Niced work still competes here: with autogroups the kernel shares the CPU between
+      // sessions first, and nice levels only order the tasks inside one session.
+      state.findings.back() += "; niced work in other sessions still competes: the kernel's autogroup scheduling "
+                               "shares the CPU between sessions before nice levels apply";
+    }
     const int fewer = std::max(1, static_cast<int>(std::floor(state.kernel_threads * state.cpu_share)));
     if (fewer < state.kernel_threads) {
       advice.push_back("run with --threads " + std::to_string(fewer) + " (the cores the other work leaves)");
@@ -191,9 +201,13 @@ MachineState check_machine(Backend& backend, int threads, double quiet_probe_ban
   state.kernel_threads = cpu ? (threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())))
                              : 1;
   state.load_average = load_average();
+  std::ifstream autogroup("/proc/sys/kernel/sched_autogroup_enabled");
+  int autogroup_enabled = 0;
+  state.autogroup = (autogroup >> autogroup_enabled) && autogroup_enabled == 1;
 
   errno = 0;
   const int own_nice = getpriority(PRIO_PROCESS, 0);
+  state.own_nice = errno == 0 ? own_nice : 0;
   const CpuTimes before = read_cpu_times();
   const double own_before = process_cpu_seconds(), wall_before = monotonic_seconds();
   state.cpu_share = probe_cpu_share(std::min(state.kernel_threads, 256));
@@ -204,7 +218,7 @@ MachineState check_machine(Backend& backend, int threads, double quiet_probe_ban
     double normal = (after.user - before.user) + (after.system - before.system) + (after.irq - before.irq) +
                     (after.softirq - before.softirq);
     double niced = after.nice - before.nice;
-    (own_nice > 0 ? niced : normal) -= own;
+    (state.own_nice > 0 ? niced : normal) -= own;
     state.others_busy_cores = std::max(0.0, normal / wall);
     state.niced_busy_cores = std::max(0.0, niced / wall);
     const double total = after.total() - before.total();
@@ -237,7 +251,9 @@ nlohmann::json to_json(const MachineState& state) {
           {"load_average", state.load_average},
           {"probe_bandwidth_bytes_per_s", state.probe_bandwidth},
           {"probe_spread", state.probe_spread},
-          {"quiet_probe_bandwidth_bytes_per_s", state.quiet_probe_bandwidth}};
+          {"quiet_probe_bandwidth_bytes_per_s", state.quiet_probe_bandwidth},
+          {"own_nice", state.own_nice},
+          {"autogroup", state.autogroup}};
 }
 
 }  // namespace decodelab

@@ -50,6 +50,8 @@ struct MachineState {
   double probe_bandwidth = 0;      // bytes/s, the probe's best copy (bytes read + written)
   double probe_spread = 0;         // (max - min) / median of its copies
   double quiet_probe_bandwidth = 0;  // the same probe when the roofs were measured quietly; 0 = none
+  int own_nice = 0;                // this process's nice level
+  bool autogroup = false;          // /proc/sys/kernel/sched_autogroup_enabled: sessions share the CPU before nice applies
   bool contended = false;
   std::vector<std::string> findings;  // one sentence per reason, with its numbers
   std::string advice;                 // what to do about it

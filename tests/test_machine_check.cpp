@@ -91,6 +91,23 @@ TEST_CASE("machine rules: each contention is found, said with numbers and advice
     CHECK(mentions(state, "2.0 cores at normal priority"));
     CHECK(state.advice.find("--threads 1") != std::string::npos);
     CHECK(state.warning().find("decodelab: warning: this machine is busy") == 0);
+    CHECK_FALSE(mentions(state, "autogroup"));
+  }
+  SECTION("niced work in other sessions, with autogroup scheduling, is said to compete") {
+    MachineState state = quiet_machine();
+    state.cpu_share = 0.3;
+    state.autogroup = true;
+    judge_machine(state);
+    CHECK(state.contended);
+    CHECK(mentions(state, "autogroup scheduling shares the CPU between sessions"));
+  }
+  SECTION("a niced decodelab is told to run at normal priority") {
+    MachineState state = quiet_machine();
+    state.cpu_share = 0.3;
+    state.own_nice = 19;
+    judge_machine(state);
+    CHECK(mentions(state, "runs niced (nice 19)"));
+    CHECK(state.advice.find("run decodelab at normal priority") != std::string::npos);
   }
   SECTION("a hypervisor steals time") {
     MachineState state = quiet_machine();
