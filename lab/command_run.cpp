@@ -97,9 +97,12 @@ void execute_run(const RunArguments& arguments) {
     }
     outputs.stage(arguments.logits_file, npy_bytes(result.last_logits.data(), {requests, vocab}));
   }
-  if (!arguments.trace_file.empty()) outputs.stage(arguments.trace_file, chrome_trace_json(trace).dump() + "\n");
   std::optional<RunAnalysis> analysis;
-  if (profiled) analysis = analyze_checking_roofs(trace, spec, *backend, arguments.threads, machine);
+  if (profiled) {
+    analysis = analyze_checking_roofs(trace, spec, *backend, arguments.threads, machine);
+    trace.metadata().device_spec = spec;  // the roofs the analysis used (measured again when suspect)
+  }
+  if (!arguments.trace_file.empty()) outputs.stage(arguments.trace_file, chrome_trace_json(trace).dump() + "\n");
   // The report before the commit: if it fails, no result file claims a complete run.
   if (!arguments.report_dir.empty()) {
     write_report_directory(arguments.report_dir, {{scenario.name, &*analysis, headline_figures(result), &machine}},

@@ -56,13 +56,13 @@ std::vector<LabRow> lab_rows(const std::vector<Comparison>& comparisons) {
 std::string lab_table(const std::vector<LabRow>& rows) {
   std::ostringstream out;
   out << "| bug | switched on | fixed decode tok/s | buggy decode tok/s | decode_slowdown | end_to_end_slowdown | "
-         "expected | verdict | same tokens |\n"
-      << "| --- | --- | ---: | ---: | ---: | ---: | --- | --- | --- |\n";
+         "expected | verdict | pairs | same tokens |\n"
+      << "| --- | --- | ---: | ---: | ---: | ---: | --- | --- | ---: | --- |\n";
   for (const LabRow& row : rows) {
     out << "| " << row.bug << " | " << row.bugs << " | " << tokens_text(row.fixed_tokens_per_s) << " | "
         << tokens_text(row.buggy_tokens_per_s) << " | " << format_slowdown(row.decode_slowdown) << " | "
         << format_slowdown(row.end_to_end_slowdown) << " | " << expected_text(row) << " | "
-        << to_string(row.headline.verdict.kind) << " | " << (row.same_tokens ? "yes" : "NO") << " |\n";
+        << to_string(row.headline.verdict.kind) << " | " << row.pairs << " | " << (row.same_tokens ? "yes" : "NO") << " |\n";
   }
   out << "\n";
   for (const LabRow& row : rows) out << row.bug << ": " << row.headline.verdict.sentence << "\n";
@@ -156,7 +156,7 @@ void write_lab_index(const std::filesystem::path& directory, const std::vector<L
     html << "<p>Device: " << xml_escape(rows.front().device) << " (" << xml_escape(rows.front().backend) << ")</p>";
   html << "<table><tr><th>bug</th><th>switched on</th><th>fixed decode tok/s</th><th>buggy decode tok/s</th>"
           "<th>decode_slowdown</th><th>end_to_end_slowdown</th><th>expected</th><th>verdict</th><th>why</th>"
-          "<th>same tokens</th></tr>";
+          "<th>pairs</th><th>same tokens</th></tr>";
   for (const LabRow& row : rows) {
     std::error_code error;
     const bool has_report = std::filesystem::is_regular_file(directory / row.bug / "report.html", error);
@@ -172,8 +172,8 @@ void write_lab_index(const std::filesystem::path& directory, const std::vector<L
          << xml_escape(format_slowdown(row.decode_slowdown)) << "</td><td>"
          << xml_escape(format_slowdown(row.end_to_end_slowdown)) << "</td><td>" << xml_escape(expected_text(row))
          << "</td><td class=\"" << (kind == VerdictKind::InRange ? "in" : "out") << "\">" << to_string(kind)
-         << "</td><td class=\"why\">" << xml_escape(row.headline.verdict.sentence) << "</td><td>"
-         << (row.same_tokens ? "yes" : "NO") << "</td></tr>";
+         << "</td><td class=\"why\">" << xml_escape(row.headline.verdict.sentence) << "</td><td>" << row.pairs
+         << "</td><td>" << (row.same_tokens ? "yes" : "NO") << "</td></tr>";
   }
   html << "</table><p>decode_slowdown: the fixed run's decode tok/s over the buggy run's; end_to_end_slowdown: the "
           "buggy run's whole generation time over the fixed run's. Each is the ratio of the medians over alternated "

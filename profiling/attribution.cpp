@@ -179,16 +179,23 @@ Attribution attribute_slowdown(const RunAnalysis& fixed, const RunAnalysis& bugg
 
 namespace {
 
-// "+5.78 ms/token, 82% from extra bytes: ..." naming the top cause of the parts.
+// "+5.78 ms/token, 82% from extra bytes: ..." naming the top cause of the parts; when the
+// top cause is more than the whole difference (other parts offset it), it says so instead
+// of quoting a share above 100%.
 std::string headline_of(const Attribution& attribution) {
-  const auto top = std::max_element(attribution.parts.begin(), attribution.parts.end(),
-                                    [](const auto& a, const auto& b) { return a.ms_per_token < b.ms_per_token; });
+  const auto by_time = [](const auto& a, const auto& b) { return a.ms_per_token < b.ms_per_token; };
+  const auto top = std::max_element(attribution.parts.begin(), attribution.parts.end(), by_time);
   if (top == attribution.parts.end() || attribution.delta_ms_per_token <= 0) {
     return per_token_time(attribution.delta_ms_per_token) + ": the buggy run is not slower";
   }
-  return per_token_time(attribution.delta_ms_per_token) + ", " +
-         format_percent(top->ms_per_token / attribution.delta_ms_per_token) + " from " + top->cause + ": " +
-         top->explanation;
+  const double share = top->ms_per_token / attribution.delta_ms_per_token;
+  if (share <= 1.0) {
+    return per_token_time(attribution.delta_ms_per_token) + ", " + format_percent(share) + " from " + top->cause + ": " +
+           top->explanation;
+  }
+  const auto bottom = std::min_element(attribution.parts.begin(), attribution.parts.end(), by_time);
+  return per_token_time(attribution.delta_ms_per_token) + ": " + top->cause + " " + per_token_time(top->ms_per_token) +
+         " (" + top->explanation + "), offset by " + bottom->cause + " " + per_token_time(bottom->ms_per_token);
 }
 
 }  // namespace

@@ -59,13 +59,13 @@ std::string Roofs::age_and_spread(int64_t now_seconds) const {
   const double age = static_cast<double>(std::max<int64_t>(0, now_seconds - measured_at));
   char text[96];
   if (age < 120) {
-    std::snprintf(text, sizeof text, "measured just now");
+    std::snprintf(text, sizeof text, "taken just now");
   } else if (age < 2 * 3600) {
-    std::snprintf(text, sizeof text, "measured %.0f min ago", age / 60);
+    std::snprintf(text, sizeof text, "taken %.0f min ago", age / 60);
   } else if (age < 2 * 86400) {
-    std::snprintf(text, sizeof text, "measured %.0f h ago", age / 3600);
+    std::snprintf(text, sizeof text, "taken %.0f h ago", age / 3600);
   } else {
-    std::snprintf(text, sizeof text, "measured %.0f days ago", age / 86400);
+    std::snprintf(text, sizeof text, "taken %.0f days ago", age / 86400);
   }
   std::string result = text;
   if (noisy) result += " on a noisy or contended machine";

@@ -38,7 +38,7 @@ struct Roofs {
   // Peak for a precision; an unknown figure falls back to its sibling (fp16 <-> bf16,
   // tf32 -> fp32), then to fp32.
   double flops(Precision precision) const;
-  // "measured 2 h ago, spread 3%" / "measured 5 min ago on a contended machine, spread 38%";
+  // "taken 2 h ago, spread 3%" / "taken 5 min ago on a noisy or contended machine, spread 38%";
   // "" when not measured here.
   std::string age_and_spread(int64_t now_seconds) const;
   // FLOP/B where the bandwidth slope meets the compute roof.
@@ -72,7 +72,7 @@ struct DeviceSpec {
   // "measured", "datasheet" or "measured + datasheet".
   std::string roofs_origin() const;
   // What a printed roof says about itself: its origin, then the measured set's age and
-  // spread ("measured (2 h ago, spread 3%)").
+  // spread ("measured (taken 2 h ago, spread 3%)").
   std::string roofs_provenance(int64_t now_seconds) const;
   bool operator==(const DeviceSpec&) const = default;
 };

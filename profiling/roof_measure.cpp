@@ -25,6 +25,8 @@
 
 namespace decodelab {
 
+std::vector<DType> default_matmul_dtypes() { return {DType::F32, DType::F16, DType::BF16}; }
+
 TimedSamples TimedSamples::of(std::vector<double> seconds, double noisy_spread) {
   TimedSamples samples;
   samples.seconds = std::move(seconds);

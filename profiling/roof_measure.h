@@ -29,12 +29,16 @@
 
 namespace decodelab {
 
+// fp32, fp16, bf16: the dtypes whose matmul a measurement times (out of line: GCC 12 warns
+// about an inlined initializer list here as possibly uninitialised).
+std::vector<DType> default_matmul_dtypes();
+
 struct RoofMeasureOptions {
   size_t copy_bytes = 0;  // bytes of one copy's source; 0 = 256 MiB on CPU, 1 GiB on CUDA
   int matmul_size = 0;    // M = N = K; 0 = 1024 on CPU, 8192 on CUDA
   int warmups = 1;
   int repeats = 5;
-  std::vector<DType> matmul_dtypes = {DType::F32, DType::F16, DType::BF16};
+  std::vector<DType> matmul_dtypes = default_matmul_dtypes();
   double noisy_spread = 0.10;  // (max - min) / median above this flags a figure as noisy
   double fma_probe_flops = 2e10;  // FLOPs per FMA-probe repeat (about 0.05 s on a 2-core CPU)
 };

@@ -133,3 +133,18 @@ TEST_CASE("attribution text: units people use, no e-notation, no empty parenthes
   CHECK_THAT(with_note.parts[3].sign_note, Catch::Matchers::Contains("closer to their roofs"));
   CHECK_THAT(format_attribution(with_note), Catch::Matchers::Contains("negative: the buggy run's ops ran closer"));
 }
+
+TEST_CASE("a headline whose top cause is offset by another says so, never a share above 100%", "[attribution]") {
+  Attribution pair;
+  pair.tokens = 10;
+  pair.parts = {{"extra work", 0, 0, "none", ""},
+                {"extra bytes", 0, 0.869, "4x the weight bytes", ""},
+                {"idle device", 0, 0.001, "no syncs", ""},
+                {"lost efficiency", 0, -0.850, "closer to the roofs", ""}};
+  const Attribution median = median_attribution({pair}, 0.022);
+  CHECK(median.headline ==
+        "+22.0 µs/token: extra bytes +869 µs/token (4x the weight bytes), offset by lost efficiency -850 µs/token");
+  CHECK(median.residual_ms_per_token == Approx(0.022 - 0.020));
+  pair.parts[3].ms_per_token = -0.1;
+  CHECK_THAT(median_attribution({pair}, 0.9).headline, Catch::Matchers::StartsWith("+900 µs/token, 97% from extra bytes"));
+}

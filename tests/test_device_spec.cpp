@@ -149,9 +149,9 @@ TEST_CASE("measured roofs keep when, how steady and the cache size, printed with
   CHECK(loaded.cache_bytes == Approx(spec.cache_bytes));
   CHECK(device_spec_from_json(to_json(spec), "test") == spec);
   CHECK(measured.age_and_spread(measured.measured_at + 3 * 3600) ==
-        "measured 3 h ago on a noisy or contended machine, spread 38%");
+        "taken 3 h ago on a noisy or contended machine, spread 38%");
   CHECK(spec.roofs_provenance(measured.measured_at + 600) ==
-        "measured (measured 10 min ago on a noisy or contended machine, spread 38%)");
+        "measured (taken 10 min ago on a noisy or contended machine, spread 38%)");
   CHECK(Roofs{}.age_and_spread(0).empty());
   CHECK_THROWS_WITH(parse_device_spec(std::string(yaml).replace(yaml.find("2025-12"), 7, "Dec 1st"), "bad.yaml"),
                     Catch::Matchers::Contains("measured.measured_at"));
