@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "engine/backend.h"
@@ -11,6 +12,10 @@
 #include "profiling/roof_measure.h"
 
 namespace decodelab::bench {
+
+// A bench command's exit code: body()'s, or 2 after "error: ..." on stderr for an
+// InputError or ResourceError (as decodelab's commands), 1 for any other exception.
+int exit_code_of(const std::function<int()>& body);
 
 // Repeated timings are summarised as profiling's TimedSamples: the median, and the best
 // (the least disturbed run on a shared machine). A benchmark row is flagged noisy when its

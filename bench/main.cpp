@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "bench/bench_report.h"
+#include "bench/bench_support.h"
 #include "bench/end_to_end.h"
 #include "bench/kernel_benches.h"
 #include "bench/stream_costs.h"
@@ -104,16 +105,5 @@ int main(int argc, char** argv) {
     const int code = app.exit(error);
     return code == 0 ? 0 : 2;  // bad arguments exit 2, as decodelab's do
   }
-  try {
-    return run(sections, threads, rounds, json_file, strict);
-  } catch (const ResourceError& error) {
-    std::fprintf(stderr, "error: %s\n", error.what());
-    return 2;
-  } catch (const InputError& error) {
-    std::fprintf(stderr, "error: %s\n", error.what());
-    return 2;
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "error: %s\n", error.what());
-    return 1;
-  }
+  return exit_code_of([&] { return run(sections, threads, rounds, json_file, strict); });
 }

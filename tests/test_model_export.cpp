@@ -12,26 +12,13 @@
 #include "engine/cpu/cpu_backend.h"
 #include "engine/errors.h"
 #include "engine/hf_checkpoint.h"
+#include "tests/support/engine_fixtures.h"
 #include "tests/support/safetensors_writer.h"
 
 using namespace decodelab;
 using namespace decodelab::bench;
 
 namespace {
-
-ModelConfig tiny_config() {
-  ModelConfig config;
-  config.name = "export-test";
-  config.vocab_size = 64;
-  config.hidden_size = 32;
-  config.intermediate_size = 48;
-  config.num_hidden_layers = 2;
-  config.num_attention_heads = 4;
-  config.num_key_value_heads = 2;
-  config.max_position_embeddings = 64;
-  REQUIRE(config.finalize_and_validate().empty());
-  return config;
-}
 
 std::vector<uint8_t> device_bytes(Backend& backend, const Tensor& tensor) {
   std::vector<uint8_t> bytes(tensor.bytes());
@@ -140,13 +127,15 @@ TEST_CASE("the synthetic vocabulary maps ids to one character each and back", "[
   int unknown = -1;
   CHECK(text_tokens(text + "\n", 32000, &unknown) == ids);
   CHECK(unknown == 0);
-  CHECK(text_tokens("a" + token_text(5), 32000, &unknown) == std::vector<int32_t>{5});
+  std::string with_ascii = "a";
+  with_ascii += token_text(5);
+  CHECK(text_tokens(with_ascii, 32000, &unknown) == std::vector<int32_t>{5});
   CHECK(unknown == 1);
   CHECK(text_tokens(token_text(40), 32, &unknown).empty());  // outside a 32-token vocabulary
 }
 
 TEST_CASE("exported weights load back bitwise and the GGUF holds every tensor", "[export]") {
-  const ModelConfig config = tiny_config();
+  const ModelConfig config = testing::lab_tiny_config();  // head_dim 32, 2 KV heads
   auto backend = make_cpu_backend(BackendOptions{});
   testing::ScratchDirectory directory("export");
   for (DType dtype : {DType::F16, DType::F32}) {
@@ -169,24 +158,24 @@ TEST_CASE("exported weights load back bitwise and the GGUF holds every tensor", 
     CHECK(gguf.strings.at("general.architecture") == "llama");
     CHECK(gguf.u32.at("llama.block_count") == 2);
     CHECK(gguf.u32.at("llama.attention.head_count_kv") == 2);
-    CHECK(gguf.u32.at("llama.feed_forward_length") == 48);
-    CHECK(gguf.array_lengths.at("tokenizer.ggml.tokens") == 64);
+    CHECK(gguf.u32.at("llama.feed_forward_length") == 352);
+    CHECK(gguf.array_lengths.at("tokenizer.ggml.tokens") == 512);
     CHECK(gguf.tensors.size() == 3 + 9 * 2);  // embeddings, final norm, lm_head; nine per layer
     const GgufTensorInfo& q = gguf.tensors.at("blk.1.attn_q.weight");
-    CHECK(q.dims == std::vector<uint64_t>{32, 32});
+    CHECK(q.dims == std::vector<uint64_t>{128, 128});
     CHECK(q.type == (dtype == DType::F16 ? 1u : 0u));
-    CHECK(gguf.tensors.at("blk.0.attn_k.weight").dims == std::vector<uint64_t>{32, 16});
-    CHECK(gguf.tensors.at("blk.0.ffn_gate.weight").dims == std::vector<uint64_t>{32, 48});
+    CHECK(gguf.tensors.at("blk.0.attn_k.weight").dims == std::vector<uint64_t>{128, 64});
+    CHECK(gguf.tensors.at("blk.0.ffn_gate.weight").dims == std::vector<uint64_t>{128, 352});
     CHECK(gguf.tensors.at("blk.0.attn_norm.weight").type == 0u);  // norms in F32, as llama.cpp's converter
     for (const auto& [name, info] : gguf.tensors) CHECK(info.offset % 32 == 0);
 
-    // q rows permuted within each head (head_dim 8): GGUF row 1 is HF row 4.
+    // q rows permuted within each head (head_dim 32): GGUF row 2j + i is HF row 16i + j.
     const std::vector<uint8_t> hf_q = device_bytes(*backend, weights.layers[1].q_proj);
-    const size_t row = 32 * dtype_size(dtype);
+    const size_t row = 128 * dtype_size(dtype);
     const uint8_t* gguf_q = gguf.bytes.data() + gguf.data_start + q.offset;
-    CHECK(std::memcmp(gguf_q + 1 * row, hf_q.data() + 4 * row, row) == 0);
+    CHECK(std::memcmp(gguf_q + 1 * row, hf_q.data() + 16 * row, row) == 0);
     CHECK(std::memcmp(gguf_q + 0 * row, hf_q.data() + 0 * row, row) == 0);
-    CHECK(std::memcmp(gguf_q + 11 * row, hf_q.data() + 13 * row, row) == 0);  // head 1: 8 + (2·1 + 1) from 8 + 4 + 1
+    CHECK(std::memcmp(gguf_q + 35 * row, hf_q.data() + 49 * row, row) == 0);  // head 1: 32 + (2·1 + 1) from 32 + 16 + 1
     const GgufTensorInfo& v = gguf.tensors.at("blk.1.attn_v.weight");
     const std::vector<uint8_t> hf_v = device_bytes(*backend, weights.layers[1].v_proj);
     CHECK(std::memcmp(gguf.bytes.data() + gguf.data_start + v.offset, hf_v.data(), hf_v.size()) == 0);  // unpermuted
@@ -194,7 +183,7 @@ TEST_CASE("exported weights load back bitwise and the GGUF holds every tensor", 
 }
 
 TEST_CASE("GGUF export refuses what llama.cpp would run differently", "[export]") {
-  ModelConfig config = tiny_config();
+  ModelConfig config = testing::lab_tiny_config();
   config.rope_scaling.enabled = true;
   auto backend = make_cpu_backend(BackendOptions{});
   ModelWeights weights = random_weights(*backend, config, DType::F32, 1);

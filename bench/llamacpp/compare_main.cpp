@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_support.h"
 #include "bench/llamacpp/side_by_side.h"
 #include "engine/errors.h"
 #include "lab/output_files.h"
@@ -49,7 +50,7 @@ int main(int argc, char** argv) {
     const int code = app.exit(error);
     return code == 0 ? 0 : 2;
   }
-  try {
+  return exit_code_of([&] {
     if (!json_file.empty()) check_output_path(json_file, "--json");
     for (const std::string& name : dtypes) {
       const std::optional<DType> dtype = parse_dtype(name);
@@ -64,14 +65,5 @@ int main(int argc, char** argv) {
       std::printf("results written to %s\n", json_file.c_str());
     }
     return strict && missed > 0 ? 1 : 0;
-  } catch (const InputError& error) {
-    std::fprintf(stderr, "error: %s\n", error.what());
-    return 2;
-  } catch (const ResourceError& error) {
-    std::fprintf(stderr, "error: %s\n", error.what());
-    return 2;
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "error: %s\n", error.what());
-    return 1;
-  }
+  });
 }

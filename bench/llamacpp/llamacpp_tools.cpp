@@ -20,7 +20,12 @@ namespace fs = std::filesystem;
 
 std::string quoted(const std::string& argument) {
   std::string text = "'";
-  for (char c : argument) text += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  for (char c : argument) {
+    if (c == '\'')
+      text += "'\\''";  // close the quotes, an escaped quote, reopen
+    else
+      text += c;
+  }
   return text + "'";
 }
 
@@ -59,7 +64,10 @@ std::string build_of(const fs::path& log) {
 
 std::string joined(const std::vector<int>& values) {
   std::string text;
-  for (int value : values) text += (text.empty() ? "" : ",") + std::to_string(value);
+  for (int value : values) {
+    if (!text.empty()) text += ',';
+    text += std::to_string(value);
+  }
   return text;
 }
 
