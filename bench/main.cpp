@@ -99,11 +99,6 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 100));
   app.add_option("--json", json_file, "Write every figure and target as JSON");
   app.add_flag("--strict", strict, "Exit 1 when a target is missed");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& error) {
-    const int code = app.exit(error);
-    return code == 0 ? 0 : 2;  // bad arguments exit 2, as decodelab's do
-  }
+  if (const std::optional<int> exit_code = parse_arguments(app, argc, argv)) return *exit_code;
   return exit_code_of([&] { return run(sections, threads, rounds, json_file, strict); });
 }

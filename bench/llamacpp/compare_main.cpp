@@ -44,12 +44,7 @@ int main(int argc, char** argv) {
   app.add_option("--work", options.work_directory, "Where the checkpoint, the GGUF files and the tools' logs go");
   app.add_option("--json", json_file, "Write every figure and target as JSON");
   app.add_flag("--strict", strict, "Exit 1 when a target is missed");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& error) {
-    const int code = app.exit(error);
-    return code == 0 ? 0 : 2;
-  }
+  if (const std::optional<int> exit_code = parse_arguments(app, argc, argv)) return *exit_code;
   return exit_code_of([&] {
     if (!json_file.empty()) check_output_path(json_file, "--json");
     for (const std::string& name : dtypes) {
