@@ -53,6 +53,10 @@ bool continues(const PassReading& previous, const PassReading& next) {
   return next.rows_per_sequence() <= 1;
 }
 
+int64_t trace_end_of(const TorchTrace& trace, TorchThread span) {
+  return span.end > span.first ? trace.host_events[static_cast<size_t>(span.end - 1)].end_ns : 0;
+}
+
 template <typename Value>
 Value median(std::vector<Value> values) {
   if (values.empty()) return Value{};
@@ -78,7 +82,9 @@ TraceReading read_torch_trace(const TorchTrace& trace) {
 
   const int thread = model_thread(trace);
   const TorchThread span = thread >= 0 ? thread_span(trace, thread) : TorchThread{};
-  std::vector<int64_t> starts;  // of each pass: its top-level aten::embedding
+  std::vector<int64_t> starts;           // of each pass: its top-level aten::embedding
+  std::vector<int64_t> after_embedding;  // the begin of the next top-level op
+  int64_t embedding_end = 0;
   TorchModel model;
   struct Range {
     int64_t begin_ns, end_ns;
@@ -90,8 +96,13 @@ TraceReading read_torch_trace(const TorchTrace& trace) {
     if (event.kind == TorchEventKind::Annotation) {
       ranges.push_back(Range{event.begin_ns, event.end_ns, event.name.rfind("ProfilerStep#", 0) == 0});
     }
+    if (event.kind == TorchEventKind::CpuOp && !starts.empty() && after_embedding.size() < starts.size() &&
+        event.begin_ns >= embedding_end && trace.top_level_op(i)) {
+      after_embedding.push_back(event.begin_ns);
+    }
     if (event.name != "aten::embedding" || !trace.top_level_op(i)) continue;
     starts.push_back(event.begin_ns);
+    embedding_end = event.end_ns;
     if (model.vocab == 0 && !event.inputs.empty() && event.inputs[0].rank() == 2) {
       model.table_type = event.inputs[0].type;
       model.vocab = event.inputs[0].dims[0];
@@ -102,6 +113,7 @@ TraceReading read_torch_trace(const TorchTrace& trace) {
   facts.model = model.vocab > 0 ? "PyTorch decoder (vocab " + std::to_string(model.vocab) + ", hidden " +
                                       std::to_string(model.hidden) + ")"
                                 : "PyTorch program";
+  after_embedding.resize(starts.size(), trace_end_of(trace, span));
   if (starts.empty()) {
     facts.limits.push_back("no top-level aten::embedding on any thread: the forward passes could not be found");
     return reading;
@@ -111,21 +123,27 @@ TraceReading read_torch_trace(const TorchTrace& trace) {
     return std::upper_bound(starts.begin(), starts.end(), range.end_ns) -
            std::lower_bound(starts.begin(), starts.end(), range.begin_ns);
   };
-  // The innermost range holding `ns` whose number of pass starts passes `test`, or null.
-  auto innermost = [&](int64_t ns, auto test) -> const Range* {
+  // The smallest (or largest) range holding pass i — its embedding and the op after it, so
+  // that a range around the embedding alone is not taken for the pass — whose number of pass
+  // starts passes `test`, or null.
+  auto holding = [&](size_t i, bool largest, auto test) -> const Range* {
     const Range* best = nullptr;
     for (const Range& range : ranges) {
-      if (range.profiler_step || ns < range.begin_ns || ns > range.end_ns || !test(starts_within(range))) continue;
-      if (!best || range.end_ns - range.begin_ns < best->end_ns - best->begin_ns) best = &range;
+      if (range.profiler_step || starts[i] < range.begin_ns || after_embedding[i] > range.end_ns ||
+          !test(starts_within(range))) {
+        continue;
+      }
+      const int64_t length = range.end_ns - range.begin_ns;
+      if (!best || (largest ? length > best->end_ns - best->begin_ns : length < best->end_ns - best->begin_ns)) best = &range;
     }
     return best;
   };
-  const int64_t trace_end = trace.host_events[static_cast<size_t>(span.end - 1)].end_ns;
+  const int64_t trace_end = trace_end_of(trace, span);
   std::vector<int64_t> begins(starts.size()), ends(starts.size());
   for (size_t i = 0; i < starts.size(); ++i) {
-    const Range* own = innermost(starts[i], [](auto count) { return count == 1; });
+    const Range* own = holding(i, true, [](auto count) { return count == 1; });  // "decode step", not a sub-range
     begins[i] = own ? own->begin_ns : starts[i];
-    const Range* around = innermost(starts[i], [](auto) { return true; });
+    const Range* around = holding(i, false, [](auto) { return true; });
     ends[i] = own ? own->end_ns : around ? around->end_ns : trace_end;
   }
   for (size_t i = 0; i + 1 < starts.size(); ++i) ends[i] = std::min(ends[i], begins[i + 1]);
@@ -140,7 +158,7 @@ TraceReading read_torch_trace(const TorchTrace& trace) {
   std::vector<int> group_keys, run_keys;  // the range holding each pass's group and run, or -1
   for (size_t i = 0; i < starts.size(); ++i) {
     drafts.push_back(read_torch_pass(trace, span, model, begins[i], ends[i]));
-    const Range* group = innermost(starts[i], [](auto count) { return count >= 2; });
+    const Range* group = holding(i, false, [](auto count) { return count >= 2; });
     group_keys.push_back(group ? static_cast<int>(group - ranges.data()) : -1);
     run_keys.push_back(-1);
     for (size_t r = 0; r < ranges.size(); ++r) {

@@ -176,8 +176,11 @@ class KinetoBuilder {
 
   // One forward of a 2-layer decoder with fused attention (scaled_dot_product_attention):
   // `tokens` new tokens per sequence of `batch`, attention over `positions`.
-  void pass(int64_t batch, int64_t tokens, int64_t positions, const std::vector<int64_t>& key_strides = {}) {
+  // `embedding_range`: a record_function range around the embedding alone (not a pass).
+  void pass(int64_t batch, int64_t tokens, int64_t positions, const std::vector<int64_t>& key_strides = {},
+            bool embedding_range = false) {
     const int64_t hidden = 32, heads = 2, head = 16, vocab = 50;
+    if (embedding_range) annotation("embed", now_ - 0.1, now_ + 2.1);
     op("aten::embedding", {{{vocab, hidden}}, {{batch, tokens}, "long int"}});
     for (int layer = 0; layer < 2; ++layer) {
       op("aten::rsqrt", {{{batch, tokens, 1}}});
@@ -251,10 +254,10 @@ TEST_CASE("torch diagnosis: ranges bound passes and groups whatever their names,
     const double run_begin = trace.now() - 0.5;
     for (int request = 0; request < 2; ++request) {
       const double group_begin = trace.now() - 0.4;
-      trace.pass(1, 4, 4);
+      trace.pass(1, 4, 4, {}, true);
       for (int step = 0; step < 3; ++step) {
         const double begin = trace.now() - 0.3;
-        trace.pass(1, 1, 5 + step);
+        trace.pass(1, 1, 5 + step, {}, true);
         trace.op("aten::_local_scalar_dense", {{{}, "long int"}});  // an .item()
         trace.annotation("tick " + std::to_string(step), begin, trace.now() - 0.2);
       }
