@@ -2,12 +2,16 @@
 # Installs decodelab's build dependencies from Debian's packages (idempotent: packages
 # already present are skipped). Needs root or sudo. The CUDA Toolkit is not installed
 # here: when /usr/local/cuda/bin/nvcc exists the CUDA backend is built as well.
+# DECODELAB_SETUP_EXTRAS adds optional packages: chromium (report screenshots), clang
+# (fuzzing), torch (python3-torch, large: the PyTorch example in examples/pytorch/ and the
+# script that regenerates the PyTorch traces in tests/data/torch/).
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config libcli11-dev libyaml-cpp-dev catch2 nlohmann-json3-dev
-          libomp-dev libopenblas-dev)
+          libomp-dev libopenblas-dev zlib1g-dev)
 if [[ "${DECODELAB_SETUP_EXTRAS:-}" == *chromium* ]]; then packages+=(chromium); fi
 if [[ "${DECODELAB_SETUP_EXTRAS:-}" == *clang* ]]; then packages+=(clang libclang-rt-14-dev); fi
+if [[ "${DECODELAB_SETUP_EXTRAS:-}" == *torch* ]]; then packages+=(python3-torch); fi
 
 missing=()
 for package in "${packages[@]}"; do
