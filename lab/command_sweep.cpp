@@ -17,13 +17,11 @@
 #include "lab/output_files.h"
 #include "lab/paths.h"
 #include "lab/results_file.h"
-#include "lab/run_report.h"
 #include "lab/runner.h"
 #include "lab/scenario.h"
 #include "lab/sweep.h"
-#include "profiling/analysis.h"
+#include "lab/sweep_row.h"
 #include "profiling/roof_measure.h"
-#include "profiling/trace.h"
 
 namespace decodelab {
 
@@ -39,38 +37,6 @@ struct SweepArguments {
   bool check_numerics = false;
   bool quiet = false;
 };
-
-// The table: the swept keys' columns, run_table_header()'s, then the decode phase's
-// roofline reading.
-std::string sweep_table_header(const SweepPoint& point) {
-  const std::string header = run_table_header();
-  std::string prefix, rule;
-  for (const auto& [key, value] : point.values) {
-    prefix += "| " + key + " ";
-    rule += "| ---: ";
-  }
-  const size_t first_line_end = header.find('\n');
-  std::string first = header.substr(0, first_line_end);
-  std::string second = header.substr(first_line_end + 1);
-  second = second.substr(0, second.find('\n'));
-  return prefix + first + " decode FLOP/B | limiter | % of roof |\n" + rule + second + " ---: | --- | ---: |\n";
-}
-
-// One table line from a row's run and its decode_roofline (null: no decode phase).
-std::string sweep_table_row(const std::string& swept, const Scenario& scenario, const RunResult& result,
-                            const nlohmann::json& decode_roofline) {
-  char reading[160] = "| - | - | - |";
-  if (decode_roofline.is_object()) {
-    std::snprintf(reading, sizeof reading, "| %.2f | %s | %.0f%% |",
-                  decode_roofline.value("intensity_flop_per_byte", 0.0),
-                  decode_roofline.value("limiter", std::string("-")).c_str(),
-                  100 * decode_roofline.value("roof_fraction", 0.0));
-  }
-  std::string row_text = run_table_row(scenario, result);
-  while (!row_text.empty() && row_text.back() == '\n') row_text.pop_back();
-  if (!row_text.empty() && row_text.back() == '|') row_text.pop_back();
-  return swept + row_text + reading + "\n";
-}
 
 void execute_sweep(const SweepArguments& arguments) {
   const auto file = resolve_scenario_argument(arguments.scenario);
@@ -102,41 +68,17 @@ void execute_sweep(const SweepArguments& arguments) {
   std::string table = sweep_table_header(points.front());
   size_t reused = 0;
   for (size_t i = 0; i < scenarios.size() && !stop.requested(); ++i) {
-    std::string swept;
-    nlohmann::json values = nlohmann::json::object();
-    for (const auto& [key, value] : points[i].values) {
-      swept += "| " + value + " ";
-      values[key] = value;
-    }
-    // A row is the same work when the scenario (swept values included) and the backend are.
-    const nlohmann::json key = {{"scenario", scenario_to_json(scenarios[i])}, {"swept", values}, {"backend", backend->name()}};
+    const nlohmann::json key = sweep_row_key(points[i], scenarios[i], backend->name());
     if (std::optional<nlohmann::json> previous = results.previous(key)) {
-      table += sweep_table_row(swept, scenarios[i], run_summary_from_json(*previous),
-                               previous->value("decode_roofline", nlohmann::json()));
+      table += sweep_table_row(points[i], scenarios[i], *previous);
       results.add(std::move(*previous));
       ++reused;
       continue;
     }
     if (progress) std::fprintf(stderr, "\r\033[K[%zu/%zu] %s", i + 1, scenarios.size(), points[i].label.c_str());
-    Trace trace;
-    trace.metadata().backend = backend->name();
-    trace.metadata().device = backend->device_description();
-    trace.metadata().dtype = dtype_name(scenarios[i].dtype);
-    trace.metadata().model = ModelShape::of(scenarios[i].model_config);
-    trace.metadata().device_spec = spec;
-    options.sink = &trace;
-    const RunResult result = run_scenario(scenarios[i], options, backend.get());
-    const RunAnalysis analysis = analyze(trace, &spec);
-    nlohmann::json row = run_result_json(scenarios[i], result);
-    row["swept"] = values;
-    if (const PhaseStats* decode = analysis.phase(Phase::Decode)) {
-      row["decode_roofline"] = {{"intensity_flop_per_byte", decode->point.intensity()},
-                                {"limiter", limiter_name(decode->limiter)},
-                                {"roof_fraction", decode->point.roof_fraction()},
-                                {"ridge_point", analysis.roofs.ridge_point(Precision::Fp16)}};
-    }
-    table += sweep_table_row(swept, scenarios[i], result, row.value("decode_roofline", nlohmann::json()));
-    results.add(std::move(row));
+    SweepRow row = run_sweep_point(points[i], scenarios[i], options, *backend, spec);
+    table += sweep_table_row(points[i], scenarios[i], row.result, row.json.value("decode_roofline", nlohmann::json()));
+    results.add(std::move(row.json));
   }
   if (progress) std::fputs("\r\033[K", stderr);
   if (!arguments.quiet) {
