@@ -2,7 +2,8 @@
 // combination is validated first, then run, one table row each (the swept values first,
 // the decode phase's roofline reading last). The --json file is rewritten after every
 // row; Ctrl-C stops after the run in progress (every completed row kept, "complete":
-// false) and --resume runs only what is missing.
+// false) and --resume runs only what is missing. With --slurm the points go to a Slurm
+// job array instead (lab/slurm_submit.h) and `decodelab collect` gathers their rows.
 #include <unistd.h>
 
 #include <cstdio>
@@ -19,6 +20,7 @@
 #include "lab/results_file.h"
 #include "lab/runner.h"
 #include "lab/scenario.h"
+#include "lab/slurm_submit.h"
 #include "lab/sweep.h"
 #include "lab/sweep_row.h"
 #include "profiling/roof_measure.h"
@@ -36,6 +38,7 @@ struct SweepArguments {
   bool resume = false;
   bool check_numerics = false;
   bool quiet = false;
+  SlurmRequest slurm;
 };
 
 void execute_sweep(const SweepArguments& arguments) {
@@ -49,6 +52,11 @@ void execute_sweep(const SweepArguments& arguments) {
   const std::vector<SweepPoint> points = expand_sweep(document, file.string());
   std::vector<Scenario> scenarios;
   for (const SweepPoint& point : points) scenarios.push_back(parse_scenario(point.scenario, file, overrides));
+  if (arguments.slurm.enabled) {
+    const RunSettings settings{arguments.backend, arguments.threads, arguments.check_numerics};
+    submit_run(sweep_run_plan(file, points, scenarios, arguments.assignments, settings), arguments.slurm);
+    return;
+  }
   if (arguments.resume && arguments.json_file.empty())
     throw InputError("--resume", 0, "", "needs --json FILE: the results file to resume");
   if (!arguments.json_file.empty()) check_output_path(arguments.json_file, "--json");
@@ -122,7 +130,13 @@ void add_sweep_command(CLI::App& app) {
   command->add_flag("--check-numerics", arguments->check_numerics,
                     "After each run's repeats, one more generation checking every op's output for NaN/Inf");
   command->add_flag("--quiet,-q", arguments->quiet, "Print nothing");
-  command->callback([arguments] { execute_sweep(*arguments); });
+  add_slurm_options(*command, arguments->slurm);
+  for (const char* here_only : {"--json", "--resume"})
+    command->get_option("--slurm")->excludes(command->get_option(here_only));  // collect writes the rows
+  command->callback([arguments] {
+    arguments->slurm.quiet = arguments->quiet;
+    execute_sweep(*arguments);
+  });
 }
 
 }  // namespace decodelab

@@ -1,0 +1,156 @@
+// collect's tables (see collect_report.h). Figures are read back from the rows through
+// the readers the local commands use for resumed rows (run_summary_from_json,
+// lab_row_from_json), so a figure has one name and one reading everywhere.
+#include "lab/collect_report.h"
+
+#include <cstdio>
+#include <set>
+
+#include "lab/lab_table.h"
+#include "lab/run_report.h"
+#include "lab/sweep_row.h"
+
+namespace decodelab {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string joined(const std::set<std::string>& values) {
+  std::string text;
+  for (const std::string& value : values) text += (text.empty() ? "" : ", ") + value;
+  return text;
+}
+
+std::string set_title(const RunSet& set) {
+  return set.partition.empty() ? "the default partition" : "partition " + set.partition;
+}
+
+std::string number(const char* format, double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, format, value);
+  return text;
+}
+
+}  // namespace
+
+CollectedPoints collected_points(const RunManifest& manifest) {
+  std::vector<ScenarioOverride> overrides;
+  for (const std::string& assignment : manifest.overrides) overrides.push_back(parse_override(assignment));
+  CollectedPoints collected;
+  for (const RunPoint& point : manifest.points) {
+    fs::path file = point.file;
+    if (file.is_relative()) file = fs::path(manifest.working_directory) / file;
+    const YAML::Node document = parse_scenario_text(point.scenario_yaml, file);
+    collected.scenarios.push_back(parse_scenario(document, file, overrides));
+    collected.points.push_back({point.label, point.swept, document});
+  }
+  return collected;
+}
+
+std::string set_heading(const CollectedSet& set) {
+  std::set<std::string> devices, nodes;
+  for (const nlohmann::json* row : set.rows) {
+    if (!row) continue;
+    devices.insert(row->value("device", "?"));
+    if (row->contains("placement") && (*row)["placement"].is_object())
+      nodes.insert((*row)["placement"].value("node", "?"));
+  }
+  std::string heading = set_title(set.set) + ": ";
+  if (devices.empty()) return heading + "no rows yet";
+  heading += joined(devices);
+  if (!nodes.empty()) heading += " on " + joined(nodes);
+  if (devices.size() > 1) heading += " (" + std::to_string(devices.size()) + " different devices in one set)";
+  return heading;
+}
+
+std::string set_table(const RunManifest& manifest, const CollectedPoints& points, const CollectedSet& set) {
+  if (manifest.command == "lab") {
+    std::vector<LabRow> rows;
+    for (const nlohmann::json* row : set.rows)
+      if (row) rows.push_back(lab_row_from_json(*row, "row of " + set.set.name));
+    return lab_table(rows);
+  }
+  std::string table = sweep_table_header(points.points.front());
+  for (size_t i = 0; i < set.rows.size(); ++i)
+    if (set.rows[i]) table += sweep_table_row(points.points[i], points.scenarios[i], *set.rows[i]);
+  return table;
+}
+
+std::string side_by_side_table(const RunManifest& manifest, const CollectedPoints& points,
+                               const std::vector<CollectedSet>& sets) {
+  const bool lab = manifest.command == "lab";
+  std::string header, rule;
+  if (lab) {
+    header = "| bug ";
+    rule = "| --- ";
+  } else {
+    for (const auto& [key, value] : points.points.front().values) {
+      header += "| " + key + " ";
+      rule += "| ---: ";
+    }
+    if (points.points.front().values.empty()) {
+      header = "| point ";
+      rule = "| ---: ";
+    }
+  }
+  for (const CollectedSet& set : sets) {
+    if (lab) {
+      header += "| " + set.set.name + " slowdown | " + set.set.name + " verdict ";
+      rule += "| ---: | --- ";
+    } else {
+      header += "| " + set.set.name + " decode tok/s | " + set.set.name + " limiter ";
+      rule += "| ---: | --- ";
+    }
+  }
+  if (!lab) {
+    for (size_t s = 1; s < sets.size(); ++s) {
+      header += "| " + sets[s].set.name + " / " + sets.front().set.name + " ";
+      rule += "| ---: ";
+    }
+  }
+  std::string table = header + "|\n" + rule + "|\n";
+  for (size_t i = 0; i < manifest.points.size(); ++i) {
+    std::string line;
+    if (lab) {
+      line = "| " + manifest.points[i].label + " ";
+    } else if (points.points[i].values.empty()) {
+      line = "| " + std::to_string(i) + " ";
+    } else {
+      for (const auto& [key, value] : points.points[i].values) line += "| " + value + " ";
+    }
+    std::vector<double> tokens_per_s;
+    for (const CollectedSet& set : sets) {
+      const nlohmann::json* row = i < set.rows.size() ? set.rows[i] : nullptr;
+      if (!row) {
+        line += "| - | - ";
+        tokens_per_s.push_back(0);
+        continue;
+      }
+      if (lab) {
+        const LabRow lab_row = lab_row_from_json(*row, "row of " + set.set.name);
+        line += "| " + number("%.2fx", lab_row.slowdown) + " | " + lab_row.verdict + " ";
+        continue;
+      }
+      const RunResult summary = run_summary_from_json(*row);
+      tokens_per_s.push_back(summary.metrics.decode_tokens_per_s.median);
+      std::string limiter = "-";
+      if (row->contains("decode_roofline") && (*row)["decode_roofline"].is_object()) {
+        const nlohmann::json& reading = (*row)["decode_roofline"];
+        limiter = reading.value("limiter", std::string("-")) + " " +
+                  number("%.0f%%", 100 * reading.value("roof_fraction", 0.0));
+      }
+      line += "| " + number("%.1f", tokens_per_s.back()) + " | " + limiter + " ";
+    }
+    if (!lab) {
+      for (size_t s = 1; s < sets.size(); ++s) {
+        const bool both = tokens_per_s[0] > 0 && tokens_per_s[s] > 0;
+        line += "| " + (both ? number("%.2fx", tokens_per_s[s] / tokens_per_s[0]) : std::string("-")) + " ";
+      }
+    }
+    table += line + "|\n";
+  }
+  return table;
+}
+
+}  // namespace decodelab
