@@ -2,12 +2,15 @@
 # Installs decodelab's build dependencies from Debian's packages (idempotent: packages
 # already present are skipped). Needs root or sudo. The CUDA Toolkit is not installed
 # here: when /usr/local/cuda/bin/nvcc exists the CUDA backend is built as well.
+# DECODELAB_SETUP_EXTRAS adds optional packages: chromium, clang, slurm (any of them, e.g. "clang slurm").
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config libcli11-dev libyaml-cpp-dev catch2 nlohmann-json3-dev
           libomp-dev libopenblas-dev)
 if [[ "${DECODELAB_SETUP_EXTRAS:-}" == *chromium* ]]; then packages+=(chromium); fi
 if [[ "${DECODELAB_SETUP_EXTRAS:-}" == *clang* ]]; then packages+=(clang libclang-rt-14-dev); fi
+# slurm: a one-node Slurm for `sweep/lab --slurm` (scripts/slurm-local.sh; the ctest slurm_cluster).
+if [[ "${DECODELAB_SETUP_EXTRAS:-}" == *slurm* ]]; then packages+=(slurm-wlm munge); fi
 
 missing=()
 for package in "${packages[@]}"; do
