@@ -66,7 +66,7 @@ write_config() {
   {
     echo "# Written by decodelab scripts/slurm-local.sh: a one-node cluster for tests."
     echo "ClusterName=decodelab-local"
-    echo "SlurmctldHost=$node_name"
+    echo "SlurmctldHost=$node_name(127.0.0.1)"  # the loopback address: no name resolution needed
     echo "SlurmctldPort=$ctld_port"
     echo "SlurmdPort=$slurmd_port"
     echo "SlurmUser=root"
@@ -93,7 +93,7 @@ write_config() {
     echo "ReturnToService=2"
     echo "MinJobAge=3600"
     echo "KillWait=5"
-    echo "$node_line State=UNKNOWN"
+    echo "$node_line NodeAddr=127.0.0.1 State=UNKNOWN"
     for partition in $partitions; do
       if ((first)); then
         echo "PartitionName=$partition Nodes=$node_name Default=YES MaxTime=INFINITE State=UP"

@@ -133,8 +133,8 @@ TEST_CASE("slurm: a task cancelled mid-run shows as failed and comes back with -
                                   "  requests: 1\n"
                                   "  batch_size: 1\n"
                                   "  prompt_tokens: 4\n"
-                                  "  new_tokens: 48\n"
-                                  "  host_overhead_us: [0, 3000, 0]\n"
+                                  "  new_tokens: 32\n"
+                                  "  host_overhead_us: [0, 2500, 0]\n"
                                   "run: {warmup: 0, repeats: 1}\n")
                             .string();
   const auto run = dir.path() / "run";
@@ -159,7 +159,7 @@ TEST_CASE("slurm: a task cancelled mid-run shows as failed and comes back with -
   });
   INFO(failed.err);
   CHECK(failed.exit_code == 1);
-  CHECK_THAT(failed.err, Contains("default point 1 (host_overhead_us=3000): failed: CANCELLED") &&
+  CHECK_THAT(failed.err, Contains("default point 1 (host_overhead_us=2500): failed: CANCELLED") &&
                              Contains("log " + (run / "logs" / "default" / (job + "_1.out")).string()) &&
                              Contains("2 of 3 rows collected") && Contains("--resubmit"));
   CHECK_FALSE(std::filesystem::exists(run / "rows" / "default" / "00001.json"));

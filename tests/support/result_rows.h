@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "support/cli_runner.h"
+#include "tests/support/cli_runner.h"
 
 namespace decodelab::testing {
 
