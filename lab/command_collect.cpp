@@ -218,7 +218,11 @@ void execute_collect(const CollectArguments& arguments) {
   const std::string how = query.source.empty() ? (query.problem.empty() ? "nothing submitted yet"
                                                                         : "Slurm could not be asked: " + query.problem)
                                                : "task states from " + query.source;
-  if (!arguments.quiet) std::fprintf(stderr, "decodelab: %zu of %zu rows collected (%s)\n", done, total, how.c_str());
+  if (!arguments.quiet) {
+    std::fprintf(stderr, "decodelab: %zu of %zu rows collected (%s)\n", done, total, how.c_str());
+    // One set's heading is not in its table (which stays the local command's): said here.
+    if (sets.size() == 1 && done > 0) std::fprintf(stderr, "decodelab: %s\n", set_heading(sets.front()).c_str());
+  }
 
   // --resubmit: exactly the failed points, set by set.
   size_t resubmitted = 0;
