@@ -5,10 +5,14 @@
 
 #include <cstdio>
 #include <set>
+#include <stdexcept>
+#include <system_error>
 
 #include "lab/lab_table.h"
 #include "lab/run_report.h"
 #include "lab/sweep_row.h"
+#include "profiling/atomic_file.h"
+#include "profiling/report.h"
 
 namespace decodelab {
 
@@ -30,6 +34,33 @@ std::string number(const char* format, double value) {
   char text[64];
   std::snprintf(text, sizeof text, format, value);
   return text;
+}
+
+// A markdown table as an HTML table (the side-by-side page of a multi-partition lab report).
+std::string html_table(const std::string& markdown) {
+  std::string html = "<table>";
+  size_t start = 0;
+  for (int line_number = 0; start < markdown.size(); ++line_number) {
+    size_t end = markdown.find('\n', start);
+    if (end == std::string::npos) end = markdown.size();
+    const std::string line = markdown.substr(start, end - start);
+    start = end + 1;
+    if (line_number == 1) continue;  // the rule under the header
+    const char* cell = line_number == 0 ? "th" : "td";
+    html += "<tr>";
+    size_t cell_start = line.find('|');
+    while (cell_start != std::string::npos) {
+      const size_t cell_end = line.find('|', cell_start + 1);
+      if (cell_end == std::string::npos) break;
+      std::string text = line.substr(cell_start + 1, cell_end - cell_start - 1);
+      while (!text.empty() && text.front() == ' ') text.erase(text.begin());
+      while (!text.empty() && text.back() == ' ') text.pop_back();
+      html += std::string("<") + cell + ">" + xml_escape(text) + "</" + cell + ">";
+      cell_start = cell_end;
+    }
+    html += "</tr>";
+  }
+  return html + "</table>";
 }
 
 }  // namespace
@@ -151,6 +182,38 @@ std::string side_by_side_table(const RunManifest& manifest, const CollectedPoint
     table += line + "|\n";
   }
   return table;
+}
+
+void write_collected_lab_report(const fs::path& directory, const RunFolder& folder,
+                                const std::vector<CollectedSet>& sets, const std::string& side_by_side) {
+  for (const CollectedSet& set : sets) {
+    const fs::path target = sets.size() == 1 ? directory : directory / set.set.name;
+    std::vector<LabRow> rows;
+    for (const nlohmann::json* row : set.rows) {
+      if (!row) continue;
+      rows.push_back(lab_row_from_json(*row, "row of " + set.set.name));
+      const fs::path source = folder.report_directory(set.set.name) / rows.back().bug;
+      std::error_code error;
+      if (!fs::is_directory(source, error)) continue;
+      fs::create_directories(target / rows.back().bug);
+      fs::copy(source, target / rows.back().bug, fs::copy_options::recursive | fs::copy_options::overwrite_existing,
+               error);
+      if (error) throw std::runtime_error("cannot copy " + source.string() + ": " + error.message());
+    }
+    write_lab_index(target, rows);
+  }
+  if (sets.size() == 1) return;
+  std::string links;
+  for (const CollectedSet& set : sets) {
+    links +=
+        "<li><a href=\"" + xml_escape(set.set.name) + "/index.html\">" + xml_escape(set_heading(set)) + "</a></li>";
+  }
+  save_file_atomically(directory / "index.html",
+                       "<!doctype html><html><head><meta charset=\"utf-8\"><title>decodelab lab: devices side by "
+                       "side</title><style>body{font:14px/1.4 sans-serif;margin:2em}table{border-collapse:collapse}"
+                       "td,th{border:1px solid #ccc;padding:4px 8px}</style></head><body><h1>The five-bug lab, "
+                       "device by device</h1><ul>" +
+                           links + "</ul>" + html_table(side_by_side) + "</body></html>\n");
 }
 
 }  // namespace decodelab

@@ -2,9 +2,10 @@
 // local sweep or lab prints, built by the same functions from the same rows — headed by
 // the partition and the devices and nodes its rows ran on; and, for a study over several
 // partitions, one table putting the sets side by side, point by point, with each set's
-// throughput relative to the first set's.
+// throughput relative to the first set's. For a lab run, the report folder too.
 #pragma once
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -41,5 +42,11 @@ std::string set_table(const RunManifest& manifest, const CollectedPoints& points
 // no row for the point.
 std::string side_by_side_table(const RunManifest& manifest, const CollectedPoints& points,
                                const std::vector<CollectedSet>& sets);
+
+// A lab run's report in `directory`: each set's bug reports (copied from the run folder,
+// where the tasks wrote them) and its index page; with several sets one folder per set and
+// an index.html with the side-by-side table.
+void write_collected_lab_report(const std::filesystem::path& directory, const RunFolder& folder,
+                                const std::vector<CollectedSet>& sets, const std::string& side_by_side);
 
 }  // namespace decodelab
