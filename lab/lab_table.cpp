@@ -18,11 +18,7 @@ std::string expected_text(const LabRow& row) {
   return row.headline.expected ? format_range(*row.headline.expected) : "-";
 }
 
-std::string tokens_text(const Estimate& estimate) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f", estimate.median);
-  return std::string(text) + " " + format_interval(estimate);
-}
+std::string tokens_text(const Estimate& estimate) { return format_figure(estimate, 1); }
 
 }  // namespace
 

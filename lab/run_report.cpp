@@ -56,12 +56,16 @@ std::string run_table_row(const Scenario& scenario, const RunResult& result) {
   for (const RunFigure& figure : run_figures()) {
     const Estimate& estimate = metrics.*figure.estimate;
     if (present(figure, metrics)) {
-      row.append(" ").append(fixed(estimate.median, figure.decimals)).append(" ").append(format_interval(estimate)).append(" |");
+      row.append(" ").append(format_figure(estimate, figure.decimals)).append(" |");
     } else {
       row.append(" - |");
     }
   }
   return row + " " + std::to_string(metrics.repeats) + " |\n";
+}
+
+std::string format_figure(const Estimate& estimate, int decimals) {
+  return fixed(estimate.median, decimals) + " " + format_interval(estimate);
 }
 
 std::string run_table_legend(double target_ci) {
@@ -128,33 +132,6 @@ nlohmann::json run_result_json(const Scenario& scenario, const RunResult& result
   };
   if (result.machine) json["machine"] = to_json(*result.machine);
   return json;
-}
-
-nlohmann::json sweep_row_json(const Scenario& scenario, const RunResult& result, const RunAnalysis& analysis,
-                              const nlohmann::json& swept) {
-  nlohmann::json row = run_result_json(scenario, result);
-  row["swept"] = swept;
-  if (const PhaseStats* decode = analysis.phase(Phase::Decode)) {
-    row["decode_roofline"] = {{"intensity_flop_per_byte", decode->point.intensity()},
-                              {"limiter", limiter_name(decode->limiter)},
-                              {"near_limiter", decode->near ? nlohmann::json(limiter_name(*decode->near)) : nlohmann::json()},
-                              {"roof_fraction", decode->point.roof_fraction()},
-                              {"ridge_point", analysis.roofs.ridge_point(Precision::Fp16)}};
-    if (decode->point.roof_fraction() > analysis.thresholds.above_roof_fraction) {
-      // Above the roof: say why (analysis.h, AboveRoof), never a bare "132%".
-      const double cache = analysis.device_spec.cache_bytes;
-      const double per_step = decode->steps > 0 ? decode->point.bytes / static_cast<double>(decode->steps) : 0.0;
-      row["decode_roofline"]["above_roof"] = cache > 0 && per_step <= cache ? "in cache" : "roof suspect";
-    }
-  }
-  return row;
-}
-
-std::string decode_limiter_cell(const nlohmann::json& decode_roofline) {
-  std::string cell = decode_roofline.value("limiter", std::string("-"));
-  const nlohmann::json near = decode_roofline.value("near_limiter", nlohmann::json());
-  if (near.is_string()) cell += ", near " + near.get<std::string>();
-  return cell;
 }
 
 RunResult run_summary_from_json(const nlohmann::json& result) {

@@ -19,6 +19,9 @@ namespace decodelab {
 // 2: metrics renamed after docs/metrics.md, intervals beside them, the machine check.
 constexpr int kResultSchemaVersion = 2;
 
+// One figure as every table prints it: the median with `decimals`, its interval, and
+// "noisy" where the interval missed the target ("27.3 ±1.8%", "6.0 ±64% noisy").
+std::string format_figure(const Estimate& estimate, int decimals);
 // The header and separator lines, then one row per run; the legend says what ± and
 // "noisy" mean under the rows.
 std::string run_table_header();
@@ -33,15 +36,6 @@ std::string run_table_legend(double target_ci);
 nlohmann::json run_result_json(const Scenario& scenario, const RunResult& result);
 // Just {"metrics", "intervals"} of a result: the part of run_result_json other rows embed.
 nlohmann::json run_metrics_json(const RunResult& result);
-
-// A sweep's row (what `sweep --json` holds, and what a collected remote run must write):
-// run_result_json, plus "swept" (the swept keys and values) and "decode_roofline" (the
-// decode phase's intensity, limiter, near_limiter, % of roof and the fp16 ridge point;
-// absent without a decode phase).
-nlohmann::json sweep_row_json(const Scenario& scenario, const RunResult& result, const RunAnalysis& analysis,
-                              const nlohmann::json& swept);
-// The decode_roofline cell of a sweep table: "memory, near latency".
-std::string decode_limiter_cell(const nlohmann::json& decode_roofline);
 
 // What the table row needs, read back from a result JSON (a row a resumed sweep reuses):
 // backend, device, each figure's median and interval.

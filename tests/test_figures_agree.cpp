@@ -227,4 +227,9 @@ TEST_CASE("lab and sweep rows: tok/s agrees with batch and wall time per step", 
   check_tokens_per_s(points[0]["metrics"], 1);
   check_tokens_per_s(points[1]["metrics"], 3);
   check_documented_keys(points[1]["decode_roofline"], "decode_roofline");
+  // The table's columns after the swept keys (requests, batch_size) are documented labels.
+  const std::vector<std::string> columns = header_cells(sweep.out, "requests");
+  REQUIRE(columns.size() > 2);
+  for (size_t i = 2; i < columns.size(); ++i) check_documented_label(columns[i]);
+  CHECK_THAT(sweep.out, Contains("± is the 95% confidence interval"));
 }
