@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "engine/backend.h"
 #include "engine/event_sink.h"
@@ -59,6 +60,9 @@ class Ops {
   // A timestamp on the device's timeline; its time is known after the next sync.
   OpId marker(const char* label);
   std::optional<int64_t> marker_time_ns(OpId marker) const;
+  // Device busy time of the ops enqueued after marker `after` up to marker `through` (the
+  // union of their device intervals, markers excluded); known after the next sync.
+  int64_t busy_ns_between(OpId after, OpId through) const;
 
   // Graph capture, where the backend supports it: ops between begin_capture() and
   // end_capture() are recorded, not run, and not described to the sink; each
@@ -89,6 +93,7 @@ class Ops {
   OpId next_id_ = 1;
   std::unordered_map<OpId, int64_t> marker_times_;
   std::unordered_map<OpId, bool> pending_markers_;
+  std::vector<OpTiming> op_timings_;  // every op's device interval, in arrival order
   bool check_numerics_ = false;
   // Where the forward pass is, kept only while checking numerics (for the message).
   int group_ = -1, step_ = -1, layer_ = -1;

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <ctime>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -14,7 +15,9 @@
 #include "engine/backend.h"
 #include "engine/errors.h"
 #include "lab/commands.h"
+#include "lab/runner.h"
 #include "profiling/device_spec.h"
+#include "profiling/machine_check.h"
 #include "profiling/printers.h"
 #include "profiling/roof_measure.h"
 
@@ -46,18 +49,26 @@ void run_roofline(const RooflineOptions& options) {
   backend_options.threads = options.threads;
   const std::unique_ptr<Backend> backend = make_backend(backend_kind(options.backend), backend_options);
   if (!options.measure) {
-    std::fputs(format_device_roofs(default_device_spec(*backend, options.threads, &std::cerr)).c_str(), stdout);
+    // A noisy cached measurement is measured again when the machine is quiet now.
+    const MachineState state = check_machine_for_timing(*backend, options.threads);
+    std::fputs(format_device_roofs(default_device_spec(*backend, options.threads, &std::cerr, {}, &state)).c_str(), stdout);
     return;
   }
 
+  // The machine first: a contended machine's roofs are kept out of the cache.
+  const std::optional<DeviceSpec> cached = cached_device_spec(*backend, options.threads);
+  const MachineState state = check_machine_for_timing(*backend, options.threads);
   RoofMeasureOptions measure_options;
   measure_options.repeats = options.repeats;
-  const RoofMeasurement measurement = measure_roofs(*backend, measure_options, &std::cerr);
+  RoofMeasurement measurement = measure_roofs(*backend, measure_options, &std::cerr);
+  measurement.machine_contended = state.contended;
+  measurement.probe_bandwidth = state.probe_bandwidth;
   std::fputs(measurement.describe().c_str(), stdout);
-  std::fputs("\n", stdout);
+  std::printf("machine    %s\n\n", state.summary().c_str());
   MachineIdentity machine = this_machine(options.threads);
   if (backend->name() == "cuda") machine.cpu_model = backend->device_description();
   DeviceSpec spec = measured_spec(backend->device_description(), machine, measurement);
+  if (backend->name() == "cpu") spec.cache_bytes = host_cache_bytes();
   if (backend->name() == "cuda") {
     // A known GPU keeps its datasheet beside the new measurement, so both can be shown.
     if (std::optional<DeviceSpec> known = match_device_spec(backend->device_description())) {
@@ -66,9 +77,22 @@ void run_roofline(const RooflineOptions& options) {
     }
   }
   std::fputs(format_device_roofs(spec).c_str(), stdout);
-  const std::filesystem::path target = options.save.empty() ? roof_cache_path(machine) : std::filesystem::path(options.save);
+  if (!options.save.empty()) {
+    save_device_spec(spec, options.save);
+    std::printf("\nsaved to %s\n", options.save.c_str());
+    return;
+  }
+  // The cache the runs use: a good measurement is never replaced by a worse one.
+  const std::filesystem::path target = roof_cache_path(machine);
+  std::string reason;
+  if (cached && !should_replace_cached_roofs(*spec.measured, *cached->measured, reason)) {
+    std::printf("\nnot cached: %s; runs keep using %s (%s). Delete that file to start afresh.\n", reason.c_str(),
+                target.c_str(), cached->roofs_provenance(std::time(nullptr)).c_str());
+    return;
+  }
   save_device_spec(spec, target);
-  std::printf("\nsaved to %s%s\n", target.c_str(), options.save.empty() ? " (the roofs runs on this machine use)" : "");
+  std::printf("\nsaved to %s (the roofs runs on this machine use)%s%s\n", target.c_str(),
+              reason.empty() ? "" : ": ", reason.c_str());
 }
 
 }  // namespace

@@ -18,12 +18,12 @@
 #include "lab/output_files.h"
 #include "lab/paths.h"
 #include "lab/results_file.h"
+#include "lab/run_report.h"
 #include "lab/runner.h"
 #include "lab/scenario.h"
 #include "lab/slurm_submit.h"
 #include "lab/sweep.h"
 #include "lab/sweep_row.h"
-#include "profiling/roof_measure.h"
 
 namespace decodelab {
 
@@ -66,9 +66,10 @@ void execute_sweep(const SweepArguments& arguments) {
   options.threads = arguments.threads;
   options.check_numerics = arguments.check_numerics;
   const bool progress = !arguments.quiet && ::isatty(::fileno(stderr));
-  // One backend for every point, and the roofs each point's decode phase is read against.
+  // One backend for every point; the machine checked once, before the first point is timed;
+  // then the roofs each point's decode phase is read against.
   std::unique_ptr<Backend> backend = open_backend(scenarios.front(), options);
-  const DeviceSpec spec = default_device_spec(*backend, arguments.threads);
+  SweepContext context;
 
   ResultsFile results(arguments.json_file, "sweep");
   if (arguments.resume) results.load_existing();
@@ -84,13 +85,14 @@ void execute_sweep(const SweepArguments& arguments) {
       continue;
     }
     if (progress) std::fprintf(stderr, "\r\033[K[%zu/%zu] %s", i + 1, scenarios.size(), points[i].label.c_str());
-    SweepRow row = run_sweep_point(points[i], scenarios[i], options, *backend, spec);
+    if (progress && !context.machine) std::fputs("\r\033[K", stderr);  // a warning starts on its own line
+    SweepRow row = run_sweep_point(points[i], scenarios[i], options, *backend, context);
     table += sweep_table_row(points[i], scenarios[i], row.result, row.json.value("decode_roofline", nlohmann::json()));
     results.add(std::move(row.json));
   }
   if (progress) std::fputs("\r\033[K", stderr);
   if (!arguments.quiet) {
-    std::fputs(table.c_str(), stdout);
+    std::fputs((table + run_table_legend(scenarios.front().repeats.target_ci)).c_str(), stdout);
     std::fflush(stdout);
   }
   if (results.rows().size() < scenarios.size()) {

@@ -17,7 +17,8 @@ struct CommandResult {
   int exit_code = -1;  // -1 when the process did not exit normally
   int signal = 0;      // the signal that ended it, if one did
   std::string out;
-  std::string err;
+  std::string err;              // stderr without the machine check's warning
+  std::string machine_warning;  // that warning, when decodelab gave one (it depends on the machine)
 };
 
 std::string read_text_file(const std::filesystem::path& file);
