@@ -115,6 +115,9 @@ struct BackendOptions {
 // Whether a backend was compiled in and has a device to run on.
 bool cuda_backend_compiled();
 bool cuda_device_available();
+// Why cuda_device_available() is false, in the CUDA runtime's words (or "this build has
+// no CUDA backend"); empty when it is true.
+std::string cuda_unavailable_reason();
 std::unique_ptr<Backend> make_backend(BackendKind kind, const BackendOptions& options);
 
 }  // namespace decodelab

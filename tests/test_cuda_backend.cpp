@@ -10,6 +10,7 @@
 
 #include "engine/clock.h"
 #include "tests/cuda_test_support.h"
+#include "tests/support/scoped_env.h"
 
 namespace decodelab {
 namespace {
@@ -24,9 +25,13 @@ TEST_CASE("cuda availability is answered without throwing, device or not", "[cud
   bool available = false;
   REQUIRE_NOTHROW(available = cuda_device_available());
   if (!available) {
-    CHECK_THROWS_AS(make_backend(BackendKind::Cuda, BackendOptions{}), std::runtime_error);
+    CHECK_FALSE(cuda_unavailable_reason().empty());
+    CHECK_THROWS_WITH(make_backend(BackendKind::Cuda, BackendOptions{}),
+                      Catch::Contains(cuda_unavailable_reason(), Catch::CaseSensitive::Yes));
+    cuda_test::report_missing_device();  // fails under DECODELAB_REQUIRE_CUDA=1
     return;
   }
+  CHECK(cuda_unavailable_reason().empty());
   CHECK(cuda_backend_compiled());
   std::unique_ptr<Backend> cuda = make_backend(BackendKind::Cuda, BackendOptions{});
   CHECK(cuda->name() == "cuda");
@@ -67,13 +72,15 @@ TEST_CASE("cuda memory and host transfers round-trip", "[cuda]") {
 }
 
 TEST_CASE("cuda device timings cover every op once, inside the host's window", "[cuda]") {
+  // "default": whatever the environment chose (events under compute-sanitizer); the
+  // choice is restored after each pass, so later tests see it too.
   for (const char* timer : {"default", "events"}) {
     INFO("timer " << timer);
-    if (std::string(timer) == "events") setenv("DECODELAB_CUDA_TIMER", "events", 1);
+    const bool events = std::string(timer) == "events";
+    const testing::ScopedEnv choice("DECODELAB_CUDA_TIMER", events ? "events" : std::getenv("DECODELAB_CUDA_TIMER"));
     DECODELAB_CUDA_DEVICES_OR_SKIP(devices);
-    unsetenv("DECODELAB_CUDA_TIMER");
     Backend& cuda = *devices.cuda;
-    if (std::string(timer) == "events") {
+    if (events) {
       CHECK(cuda.device_description().find("CUDA events") != std::string::npos);
     }
     Twin x = random_twin(devices, DType::BF16, {4, 512}, 1);
