@@ -1,7 +1,10 @@
 // The decode loop: the KV-cache path equals a full recompute, batched equals one at a
-// time, random init and prompts are deterministic per seed, timings are filled in.
+// time, random init and prompts are deterministic per seed, timings are filled in and
+// taken only at the run's end.
 #include <catch2/catch.hpp>
 
+#include "engine/weights.h"
+#include "tests/support/counting_backend.h"
 #include "tests/support/engine_fixtures.h"
 
 using namespace decodelab;
@@ -127,4 +130,28 @@ TEST_CASE("the memory plan counts weights, cache and the bugs' extras", "[genera
   BugSet sequential;
   sequential.sequential_generation = true;
   CHECK(plan_memory(config, DType::F16, workload, sequential).kv_cache_bytes == fixed.kv_cache_bytes / 4);
+}
+
+TEST_CASE("device timings are taken at the run's end, never at a host read inside a step", "[generator]") {
+  // Taking timings costs host time that depends on the timer (CUPTI flushes its buffers,
+  // events are queried): were it done at each host read, host_sync's steps would be slower
+  // under CUPTI than under events. With no take inside the steps, both timers give the same
+  // host-side step time for the same recorded run.
+  for (HostSyncPer per : {HostSyncPer::Token, HostSyncPer::Layer, HostSyncPer::Sequence}) {
+    GenerationCase test_case = small_case(DType::F32);
+    test_case.bugs.host_sync = true;
+    test_case.bugs.host_sync_per = per;
+    CountingBackend backend(make_backend(BackendKind::Cpu, {}));
+    Engine engine(backend, test_case.config, random_weights(backend, test_case.config, test_case.dtype, 7),
+                  test_case.bugs);
+    const int64_t reads_before = backend.host_reads();
+    const int64_t takes_before = backend.timing_takes();
+    const GenerationResult result = engine.generate(test_case.workload, nullptr);
+    INFO("host_sync per " << to_string(per));
+    CHECK(backend.host_reads() - reads_before > 5);  // the bug's reads, then the final two
+    CHECK(backend.timing_takes() - takes_before == 1);  // the final synchronize
+    CHECK(backend.timing_takes_between_reads() == 0);
+    CHECK(result.timing.step_ms.size() == 5);
+    for (double step : result.timing.step_ms) CHECK(step > 0);  // every marker still timed
+  }
 }
