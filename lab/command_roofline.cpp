@@ -1,9 +1,10 @@
 // `decodelab roofline`: the roofs a device is held to — peak bandwidth, peak FLOP/s per
 // precision — and the ridge points where they meet. --device NAME shows a configs/devices
 // spec; --measure measures this machine's roofs on a backend (and saves them with --save,
-// or, without it, refreshes the per-machine cache runs use by default); with neither, the
-// backend's default roofs are shown (CUDA: the matching spec; CPU: the cached measurement,
-// measured on first use).
+// or, without it, refreshes the per-machine cache runs use by default; --json writes every
+// measured figure, e.g. the copy bandwidth the GPU check divides decode bandwidth by); with
+// neither, the backend's default roofs are shown (CUDA: the matching spec; CPU: the cached
+// measurement, measured on first use).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -14,6 +15,8 @@
 #include "engine/backend.h"
 #include "engine/errors.h"
 #include "lab/commands.h"
+#include "lab/output_files.h"
+#include "profiling/atomic_file.h"
 #include "profiling/device_spec.h"
 #include "profiling/printers.h"
 #include "profiling/roof_measure.h"
@@ -29,6 +32,7 @@ struct RooflineOptions {
   std::string backend;  // "" = CUDA when a device is present, else CPU
   int threads = 0;
   int repeats = 5;
+  std::string json_file;
 };
 
 BackendKind backend_kind(const std::string& name) {
@@ -50,6 +54,7 @@ void run_roofline(const RooflineOptions& options) {
     return;
   }
 
+  if (!options.json_file.empty()) check_output_path(options.json_file, "--json");
   RoofMeasureOptions measure_options;
   measure_options.repeats = options.repeats;
   const RoofMeasurement measurement = measure_roofs(*backend, measure_options, &std::cerr);
@@ -68,6 +73,12 @@ void run_roofline(const RooflineOptions& options) {
   std::fputs(format_device_roofs(spec).c_str(), stdout);
   const std::filesystem::path target = options.save.empty() ? roof_cache_path(machine) : std::filesystem::path(options.save);
   save_device_spec(spec, target);
+  if (!options.json_file.empty()) {
+    nlohmann::json json = to_json(measurement);
+    json["backend"] = backend->name();
+    json["device"] = backend->device_description();
+    save_file_atomically(options.json_file, json.dump(2) + "\n");
+  }
   std::printf("\nsaved to %s%s\n", target.c_str(), options.save.empty() ? " (the roofs runs on this machine use)" : "");
 }
 
@@ -80,6 +91,7 @@ void add_roofline_command(CLI::App& app) {
       command->add_option("--device", options->device, "a device spec: a name under configs/devices or a YAML file");
   CLI::Option* measure = command->add_flag("--measure", options->measure, "measure this machine's roofs on the backend");
   command->add_option("--save", options->save, "with --measure: write the measured roofs to this device YAML")->needs(measure);
+  command->add_option("--json", options->json_file, "with --measure: write every measured figure as JSON")->needs(measure);
   device->excludes(measure);
   command->add_option("--backend", options->backend, "cpu or cuda (default: cuda when a GPU is present)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
