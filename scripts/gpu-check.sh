@@ -26,15 +26,17 @@
 # (the nsys and ncu exports, small, for tests/fixtures/): five files, within what a device
 # run brings back.
 #
-# --dry-run rehearses every stage here, without a GPU: the device stands in as the CPU
-# backend (smaller models), nvcc/ncu/nsys/compute-sanitizer as stand-ins that replay
-# committed fixtures, so that every command line, file and parser is exercised; its
-# summary names what was and was not checked. --only STAGE,... runs a subset besides
+# --dry-run rehearses every stage here, without a GPU: the CPU backend (smaller models)
+# stands in for the device, a configure for the build, and stand-in ncu, nsys and
+# compute-sanitizer (scripts/stand-ins/) replay the committed fixtures, so that every
+# command line, file and parser is exercised; its summary names what was and was not
+# checked. --only STAGE,... runs a subset besides
 # preflight and environment (a second try on a warm machine reuses build-device/; name
 # `build` too to rebuild it after a fix).
 #
 # usage: scripts/gpu-check.sh [--dry-run] [--only STAGE,...] RESULTS_DIR
-# env:   GPU_CHECK_BUDGET_S  overall budget in seconds (default 540)
+# env:   GPU_CHECK_BUDGET_S  overall budget in seconds (default 540; a dry run 1080, and
+#                            twice each stage's limit)
 #        GPU_CHECK_JOBS      build jobs (default: every core)
 #        GPU_CHECK_BUNDLE    the carried bundle (default: gpu-bundle/ of this checkout)
 set -uo pipefail
@@ -67,7 +69,8 @@ mkdir -p "$work/fixtures"
 log="$results/gpu-check.log"
 : >"$log"
 rm -f "$results/summary.md" "$results/summary.json" "$results/results.tar.gz" "$results/fixtures.tar.gz"
-budget="${GPU_CHECK_BUDGET_S:-540}"
+# A dry run on a small shared CPU is slower than the GPU machine: twice its limits.
+budget="${GPU_CHECK_BUDGET_S:-$([[ $dry_run == 1 ]] && echo 1080 || echo 540)}"
 reserve=20  # seconds kept for the summary and the archives
 started=$SECONDS
 bundle="${GPU_CHECK_BUNDLE:-$repo/gpu-bundle}"  # what scripts/gpu-bundle.sh assembles, carried there
@@ -122,54 +125,12 @@ YAML
 }
 
 # --- stand-ins for a dry run -----------------------------------------------------------------
-# Tools a GPU machine has and this one may not: each replays what the real tool would
-# produce from the committed fixtures, so the scripts' command lines and our readers run.
-write_stand_ins() {
-  local bin="$work/stand-ins"
-  mkdir -p "$bin"
-  cat >"$bin/nsys" <<'SH'
-#!/usr/bin/env bash
-# stand-in nsys: `profile --output=X CMD` writes X.nsys-rep; `stats --output X ...` writes
-# the committed decode exports as X_<report>.csv.
-echo "stand-in nsys $*" >&2
-out=""
-for argument in "$@"; do case "$argument" in --output=*) out="${argument#--output=}" ;; esac; done
-if [[ "$1" == profile ]]; then echo "stand-in report" >"$out.nsys-rep"; exit 0; fi
-while [[ $# -gt 0 ]]; do [[ "$1" == --output ]] && out="$2"; shift; done
-for report in cuda_gpu_trace cuda_api_trace nvtx_pushpop_trace; do
-  cp "$GPU_CHECK_FIXTURES/nsys/decode_$report.csv" "${out}_$report.csv"
-done
-SH
-  cat >"$bin/ncu" <<'SH'
-#!/usr/bin/env bash
-# stand-in ncu: `--export X CMD` writes X.ncu-rep; `--import X --page raw` prints the
-# committed wide export, any other --import the long (details) one.
-echo "stand-in ncu $*" >&2
-out=""
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --export) out="$2"; echo "stand-in report" >"$out.ncu-rep"; exit 0 ;;
-    --page) [[ "$2" == raw ]] && { cat "$GPU_CHECK_FIXTURES/ncu/seed_kernels_raw.csv"; exit 0; } ;;
-  esac
-  shift
-done
-cat "$GPU_CHECK_FIXTURES/ncu/seed_kernels_details.csv"
-SH
-  cat >"$bin/compute-sanitizer" <<'SH'
-#!/usr/bin/env bash
-# stand-in compute-sanitizer: runs the command after its options, then prints a summary.
-while [[ $# -gt 0 && "$1" == --* ]]; do
-  case "$1" in --tool | --error-exitcode) shift ;; esac
-  shift
-done
-"$@"
-status=$?
-echo "========= ERROR SUMMARY: 0 errors (stand-in: no device code was checked)"
-exit $status
-SH
-  chmod +x "$bin"/*
+# Tools a GPU machine has and this one may not (scripts/stand-ins/): each replays what the
+# real tool would produce from the committed fixtures, so the scripts' command lines and
+# our readers run.
+use_stand_ins() {
   export GPU_CHECK_FIXTURES="$repo/tests/fixtures"
-  export PATH="$bin:$PATH"
+  export PATH="$repo/scripts/stand-ins:$PATH"
 }
 
 # --- stages ----------------------------------------------------------------------------------
@@ -184,12 +145,13 @@ stage_preflight() {
     local found; found="$(command -v "$tool" || true)"
     if [[ -z "$found" ]]; then
       tools+="(no $tool) "
-    elif [[ "$found" == "$work/stand-ins/"* ]]; then
+    elif [[ "$found" == "$repo/scripts/stand-ins/"* ]]; then
       tools+="$tool (stand-in) "
     else
       tools+="$tool "
     fi
   done
+  tools="${tools% }"
   echo "tools: $tools"
   {
     echo "nvcc=$nvcc_version"
@@ -207,7 +169,7 @@ stage_preflight() {
   fi
 
   if [[ $dry_run == 1 ]]; then
-    echo "device=none (dry run on $(uname -n))" >>"$env_file"
+    printf 'device=none (dry run on %s)\ndriver=none\ndriver_cuda=none\n' "$(uname -n)" >>"$env_file"
     [[ -x "$repo/build/decodelab" && -x "$repo/build/decodelab_tests" ]] ||
       fail "a dry run uses build/decodelab and build/decodelab_tests: build them first (cmake --preset release)"
     printf 'DECODELAB=%q\nTESTS=%q\nBINARIES=%q\n' "$repo/build/decodelab" "$repo/build/decodelab_tests" \
@@ -464,9 +426,12 @@ stage_bandwidth() {
     local actual=$model prompt=128 new_tokens=128 label=$model
     [[ $dry_run == 1 ]] && actual=lab-small prompt=4 new_tokens=6 label="lab-small (for $model)"
     write_scenario "$scenario" "$actual" bf16 1 1 "$prompt" "$new_tokens"
+    local repeats_args=()
+    [[ $dry_run == 1 ]] && repeats_args=(--set "run.warmup=0" --set "run.repeats=2")
     for graphs in false true; do
       local out="$work/bandwidth-$model-graphs-$graphs.json"
-      step decodelab run "$scenario" --backend "$backend" --quiet --set "run.cuda_graphs=$graphs" --json "$out" ||
+      step decodelab run "$scenario" --backend "$backend" --quiet --set "run.cuda_graphs=$graphs" "${repeats_args[@]}" \
+        --json "$out" ||
         fail "the $actual run (graphs $graphs) failed"
       runs+=(--run "$label bf16 batch 1, graphs $([[ $graphs == true ]] && echo on || echo off)=$out")
     done
@@ -564,7 +529,7 @@ stage_memcheck() {
 }
 
 export -f say claim checked not_checked note skip fail step device_backend model_for model_label load_binaries decodelab \
-  write_scenario write_stand_ins find_library profile_args \
+  write_scenario find_library profile_args \
   stage_preflight stage_build stage_environment stage_cuda_tests stage_engine_reference stage_logits \
   stage_bandwidth stage_lab stage_ncu stage_nsys stage_memcheck
 
@@ -584,6 +549,7 @@ run_stage() {
   elif (( left < 15 )); then
     status="not run: out of time"
   else
+    (( dry_run == 1 )) && limit=$(( limit * 2 ))
     (( limit > left )) && limit=$left
     say "stage $name (limit ${limit}s)"
     STAGE="$name" timeout --kill-after=10 "$limit" bash -c "set -uo pipefail; stage_${name//-/_}" \
@@ -604,7 +570,7 @@ run_stage() {
 
 say "decodelab GPU check$([[ $dry_run == 1 ]] && echo " (dry run: CPU stand-ins)") in $repo, budget ${budget}s"
 export STAGE
-[[ $dry_run == 1 ]] && write_stand_ins
+[[ $dry_run == 1 ]] && use_stand_ins
 run_stage preflight 60 1
 run_stage build 300 1
 run_stage environment 30 1
