@@ -37,14 +37,14 @@ struct CUpti_ActivityMemset4 { uint64_t start, end; uint32_t correlationId; };
 #undef CUPTI_API_VERSION
 }  // namespace cuda_13_0
 
-namespace cuda_13_2 {  // 130200: Kernel11
-#define CUPTI_API_VERSION 130200
+namespace cuda_13_1 {  // 130100: Kernel11 (Kernel10 deprecated)
+#define CUPTI_API_VERSION 130100
 struct CUpti_ActivityKernel11 { uint64_t start, end; uint32_t correlationId; };
 struct CUpti_ActivityMemcpy6 { uint64_t start, end; uint32_t correlationId; };
 struct CUpti_ActivityMemset4 { uint64_t start, end; uint32_t correlationId; };
 #include "engine/cuda/cupti_records.inc"
 #undef CUPTI_API_VERSION
-}  // namespace cuda_13_2
+}  // namespace cuda_13_1
 
 static_assert(std::is_same_v<cuda_12_6::CuptiKernelRecord, cuda_12_6::CUpti_ActivityKernel9>);
 static_assert(std::is_same_v<cuda_12_6::CuptiMemcpyRecord, cuda_12_6::CUpti_ActivityMemcpy5>);
@@ -52,7 +52,7 @@ static_assert(std::is_same_v<cuda_12_8::CuptiKernelRecord, cuda_12_8::CUpti_Acti
 static_assert(std::is_same_v<cuda_12_8::CuptiMemcpyRecord, cuda_12_8::CUpti_ActivityMemcpy6>);
 static_assert(std::is_same_v<cuda_13_0::CuptiKernelRecord, cuda_13_0::CUpti_ActivityKernel10>);
 static_assert(std::is_same_v<cuda_13_0::CuptiMemcpyRecord, cuda_13_0::CUpti_ActivityMemcpy6>);
-static_assert(std::is_same_v<cuda_13_2::CuptiKernelRecord, cuda_13_2::CUpti_ActivityKernel11>);
+static_assert(std::is_same_v<cuda_13_1::CuptiKernelRecord, cuda_13_1::CUpti_ActivityKernel11>);
 static_assert(std::is_same_v<cuda_13_0::CuptiMemsetRecord, cuda_13_0::CUpti_ActivityMemset4>);
 
 #if DECODELAB_HAVE_CUDA
