@@ -2,7 +2,8 @@
 // able to fail. Fed small JSON documents shaped like decodelab's (run, roofline, lab), it
 // passes what holds and fails, with exit 1 and the reason, what does not: a bug that is
 // not slower or changed the tokens, an implausible bandwidth share, differing tokens; and
-// the summary fails a check whose stage failed or found no time; and gpu-check.sh itself
+// the summary names what each stage did and did not check, and fails a check whose stage
+// failed, found no time, or passed without saying what it checked; and gpu-check.sh itself
 // stops at preflight when the driver cannot run what it would use.
 #include <catch2/catch.hpp>
 
@@ -109,13 +110,25 @@ TEST_CASE("gpu-check readings: differing tokens fail", "[gpu_check]") {
 TEST_CASE("gpu-check summary: a failed or unrun required stage fails the check", "[gpu_check]") {
   const TempDir dir;
   dir.write("work/environment.txt", "device=test\n");
-  dir.write("work/cuda-tests.claims", "CHECKED the [cuda] tests\n");
+  dir.write("work/preflight.claims", "CHECKED driver and device\n");
+  dir.write("work/cuda-tests.claims", "CHECKED the [cuda] tests\nNOT_CHECKED the sanitizer\n");
+  dir.write("work/nsys.claims", "NOT_CHECKED a timeline: nsys is not on the PATH\n");
   dir.write("work/stages.tsv", "preflight\tpassed\t1\t1\ncuda-tests\tpassed\t10\t1\nnsys\tskipped\t0\t1\n"
                                "memcheck\tnot run: out of time\t0\t0\n");
   const CommandResult passed = report(dir, "summary --work work --results . --mode real");
   INFO(passed.out);
   CHECK(passed.exit_code == 0);
-  CHECK(passed.out.find("| cuda-tests | passed | 10 | the [cuda] tests | - |") != std::string::npos);
+  // What was and was not checked, per stage, in the markdown and the JSON alike.
+  CHECK(passed.out.find("| cuda-tests | passed | 10 | the [cuda] tests | the sanitizer |") != std::string::npos);
+  CHECK(passed.out.find("| nsys | skipped | 0 | - | a timeline: nsys is not on the PATH |") != std::string::npos);
+  CHECK(passed.out.find("result: **PASS**") != std::string::npos);
+  const nlohmann::json summary = nlohmann::json::parse(decodelab::testing::read_text_file(dir.path() / "summary.json"));
+  CHECK(summary["passed"] == true);
+  CHECK(summary["stages"][1]["not_checked"] == nlohmann::json::array({"the sanitizer"}));
+
+  // A pass that does not say what it checked proves nothing.
+  dir.write("work/stages.tsv", "preflight\tpassed\t1\t1\nlab\tpassed\t3\t1\n");
+  CHECK(report(dir, "summary --work work --results . --mode real").exit_code == 1);
 
   dir.write("work/stages.tsv", "preflight\tpassed\t1\t1\nlab\tnot run: out of time\t0\t1\n");
   CHECK(report(dir, "summary --work work --results . --mode real").exit_code == 1);
