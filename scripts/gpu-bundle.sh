@@ -4,7 +4,7 @@
 # tracked tree). Two ways in, so that a machine with nvcc builds for itself (faster on
 # its cores, and matched to its toolkit) and one without still runs:
 #   deps/     the headers, CMake packages and shared library of our Debian dependencies
-#             (yaml-cpp, CLI11, nlohmann-json, Catch2): what `cmake` needs there to build
+#             (yaml-cpp, CLI11, nlohmann-json, Catch2, zlib): what `cmake` needs there to build
 #   bin/      decodelab and decodelab_tests built here (gpu-portable preset: sm_80 + sm_90,
 #             AVX2 baseline CPU code), stripped, and lib/ with the shared libraries they
 #             load that a CUDA image may lack (yaml-cpp, OpenMP, the CUDA runtime and
@@ -97,17 +97,25 @@ fi
 # The files of the -dev packages (headers, CMake packages) and yaml-cpp's library, under
 # deps/usr as installed; documentation left out. CMake's package files locate themselves
 # relative to their own folder, so `-DCMAKE_PREFIX_PATH=gpu-bundle/deps/usr` finds them.
-for package in libyaml-cpp-dev libcli11-dev nlohmann-json3-dev catch2; do
+for package in libyaml-cpp-dev libcli11-dev nlohmann-json3-dev catch2 zlib1g-dev; do
   dpkg -L "$package" >/dev/null 2>&1 || { echo "gpu-bundle: package $package is not installed (scripts/setup.sh)" >&2; exit 1; }
 done
 yaml_runtime="$(dpkg -S "$(readlink -f "$(dpkg -L libyaml-cpp-dev | grep -m1 'libyaml-cpp\.so$')")" | cut -d: -f1)"
-for package in libyaml-cpp-dev "$yaml_runtime" libcli11-dev nlohmann-json3-dev catch2; do
+for package in libyaml-cpp-dev "$yaml_runtime" libcli11-dev nlohmann-json3-dev catch2 zlib1g-dev; do
   dpkg -L "$package" | while read -r path; do
     [[ -f "$path" || -L "$path" ]] || continue
     [[ "$path" == /usr/share/doc/* || "$path" == /usr/share/lintian/* ]] && continue
     mkdir -p "$bundle/deps$(dirname "$path")"
     cp -P "$path" "$bundle/deps$path"
   done
+done
+# A link whose target is not carried (zlib's libz.so points, absolutely, to a versioned
+# library in /lib whose version differs between systems) becomes a copy of that target.
+find "$bundle/deps" -type l | while read -r link; do
+  if [[ "$(readlink "$link")" == /* || ! -e "$link" ]]; then
+    rm "$link"
+    cp -L "${link#"$bundle/deps"}" "$link"
+  fi
 done
 
 # --- what the binaries need of the target ------------------------------------------------------

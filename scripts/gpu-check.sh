@@ -278,7 +278,7 @@ stage_build() {
       -DCMAKE_CUDA_ARCHITECTURES=90 "${prefix[@]}" || fail "the configure failed"
     if [[ -d "$deps" ]]; then
       local found outside
-      found="$(grep -E '^(yaml-cpp_DIR|CLI11_DIR|CLI11_INCLUDE_DIR|nlohmann_json_DIR|Catch2_DIR):' \
+      found="$(grep -E '^(yaml-cpp_DIR|CLI11_DIR|CLI11_INCLUDE_DIR|nlohmann_json_DIR|Catch2_DIR|ZLIB_INCLUDE_DIR):' \
         "$rehearsal/CMakeCache.txt" | grep -v -- '-NOTFOUND')"
       echo "$found"
       outside="$(grep -v -F "$deps" <<<"$found" || true)"

@@ -17,7 +17,7 @@ namespace {
 decodelab::testing::CommandResult run_this_binary(const std::string& environment, const std::string& test_case) {
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe");
   decodelab::testing::CommandResult run =
-      decodelab::testing::run_program({self.string(), test_case, "--reporter", "compact"}, environment);
+      decodelab::testing::run_command({self.string(), test_case, "--reporter", "compact"}, environment);
   run.out += run.err;
   return run;
 }

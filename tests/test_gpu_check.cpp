@@ -30,7 +30,7 @@ CommandResult report(const TempDir& dir, const std::string& arguments) {
   std::vector<std::string> command = {"python3", kScripts + "gpu_check_report.py"};
   std::istringstream words(arguments);
   for (std::string word; words >> word;) command.push_back(word);
-  CommandResult result = decodelab::testing::run_program(command, "", dir.path());
+  CommandResult result = decodelab::testing::run_command(command, "", dir.path());
   result.out += result.err;
   return result;
 }
@@ -107,7 +107,8 @@ TEST_CASE("gpu-check readings: differing tokens fail", "[gpu_check]") {
   CHECK(differ.out.find("request 1, first at token 1") != std::string::npos);
 }
 
-TEST_CASE("gpu-check summary: a failed or unrun required stage fails the check", "[gpu_check]") {
+TEST_CASE("gpu-check summary: what each stage did and did not check, and a failed, unrun or silent pass fails",
+          "[gpu_check]") {
   const TempDir dir;
   dir.write("work/environment.txt", "device=test\n");
   dir.write("work/preflight.claims", "CHECKED driver and device\n");
@@ -162,7 +163,7 @@ CommandResult preflight_with_driver(const TempDir& dir, const std::string& drive
   environment += ":/usr/bin:/bin' GPU_CHECK_BUNDLE='";
   environment += (dir.path() / "bundle").string();
   environment += "'";
-  CommandResult result = decodelab::testing::run_program(
+  CommandResult result = decodelab::testing::run_command(
       {"bash", kScripts + "gpu-check.sh", "--only", "preflight", (dir.path() / "results").string()}, environment);
   result.out = decodelab::testing::read_text_file(dir.path() / "results" / "summary.md");
   return result;

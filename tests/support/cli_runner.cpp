@@ -60,10 +60,10 @@ std::string read_text_file(const std::filesystem::path& file) {
 CommandResult run_decodelab(const std::vector<std::string>& arguments, const std::string& environment) {
   std::vector<std::string> command = {DECODELAB_BINARY};
   command.insert(command.end(), arguments.begin(), arguments.end());
-  return run_program(command, environment);
+  return run_command(command, environment);
 }
 
-CommandResult run_program(const std::vector<std::string>& command_words, const std::string& environment,
+CommandResult run_command(const std::vector<std::string>& command_words, const std::string& environment,
                           const std::filesystem::path& directory) {
   const auto [out, err] = capture_files();
   std::string command = directory.empty() ? environment : "cd " + quoted(directory.string()) + " && " + environment;

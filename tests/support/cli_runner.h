@@ -26,8 +26,9 @@ std::string read_text_file(const std::filesystem::path& file);
 CommandResult run_decodelab(const std::vector<std::string>& arguments, const std::string& environment = "");
 // The same for any program: `environment program arguments...` (command[0] is the program;
 // `environment` is shell assignments, e.g. "PATH=/x:/usr/bin DECODELAB_REQUIRE_CUDA=1"),
-// run in `directory` when one is given.
-CommandResult run_program(const std::vector<std::string>& command, const std::string& environment = "",
+// run in `directory` when one is given. Through the shell, for those assignments and the
+// folder; lab/subprocess.h's run_program is the no-shell runner the CLI itself uses.
+CommandResult run_command(const std::vector<std::string>& command, const std::string& environment = "",
                           const std::filesystem::path& directory = {});
 
 // A decodelab process started in the background (fork + exec, no shell in between, so a
