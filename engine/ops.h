@@ -1,8 +1,10 @@
 // The front layer between the forward pass and a backend. Every op goes through here
 // once: it gets an OpId, is described to the event sink (when one is attached), pays
 // the emulated host dispatch cost (host_overhead_us), and is enqueued on the backend.
-// After each sync the backend's device timings are forwarded to the sink and marker
-// times are kept for the generator's clocks. Recording off costs one branch per op.
+// At each synchronize() — the take point, never a host read inside a step, since taking
+// timings costs host time that differs between timers — the backend's device timings are
+// forwarded to the sink and marker times are kept for the generator's clocks. Recording
+// off costs one branch per op.
 #pragma once
 
 #include <cstdint>
@@ -52,7 +54,8 @@ class Ops {
 
   // Host-to-device copy of host data (copied at enqueue).
   void upload(void* device_destination, const void* host_source, size_t bytes);
-  // Blocking device-to-host read (what .item() / .cpu() do): enqueue, then wait.
+  // Blocking device-to-host read (what .item() / .cpu() do): enqueue, then wait. Takes no
+  // timings: they are collected at the next synchronize().
   void read_to_host(void* host_destination, const void* device_source, size_t bytes, bool pinned,
                     const char* label);
   void synchronize();

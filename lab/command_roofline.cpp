@@ -1,9 +1,10 @@
 // `decodelab roofline`: the roofs a device is held to — peak bandwidth, peak FLOP/s per
 // precision — and the ridge points where they meet. --device NAME shows a configs/devices
 // spec; --measure measures this machine's roofs on a backend (and saves them with --save,
-// or, without it, refreshes the per-machine cache runs use by default); with neither, the
-// backend's default roofs are shown (CUDA: the matching spec; CPU: the cached measurement,
-// measured on first use).
+// or, without it, refreshes the per-machine cache runs use by default; --json writes every
+// measured figure, e.g. the copy bandwidth the GPU check divides decode bandwidth by); with
+// neither, the backend's default roofs are shown (CUDA: the matching spec; CPU: the cached
+// measurement, measured on first use).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -15,7 +16,9 @@
 #include "engine/backend.h"
 #include "engine/errors.h"
 #include "lab/commands.h"
+#include "lab/output_files.h"
 #include "lab/runner.h"
+#include "profiling/atomic_file.h"
 #include "profiling/device_spec.h"
 #include "profiling/machine_check.h"
 #include "profiling/printers.h"
@@ -32,6 +35,7 @@ struct RooflineOptions {
   std::string backend;  // "" = CUDA when a device is present, else CPU
   int threads = 0;
   int repeats = 5;
+  std::string json_file;
 };
 
 BackendKind backend_kind(const std::string& name) {
@@ -55,6 +59,7 @@ void run_roofline(const RooflineOptions& options) {
     return;
   }
 
+  if (!options.json_file.empty()) check_output_path(options.json_file, "--json");
   // The machine first: a contended machine's roofs are kept out of the cache.
   const std::optional<DeviceSpec> cached = cached_device_spec(*backend, options.threads);
   const MachineState state = check_machine_for_timing(*backend, options.threads);
@@ -65,6 +70,13 @@ void run_roofline(const RooflineOptions& options) {
   measurement.probe_bandwidth = state.probe_bandwidth;
   std::fputs(measurement.describe().c_str(), stdout);
   std::printf("machine    %s\n\n", state.summary().c_str());
+  if (!options.json_file.empty()) {
+    nlohmann::json json = to_json(measurement);
+    json["backend"] = backend->name();
+    json["device"] = backend->device_description();
+    json["machine"] = {{"contended", state.contended}, {"summary", state.summary()}};
+    save_file_atomically(options.json_file, json.dump(2) + "\n");
+  }
   MachineIdentity machine = this_machine(options.threads);
   if (backend->name() == "cuda") machine.cpu_model = backend->device_description();
   DeviceSpec spec = measured_spec(backend->device_description(), machine, measurement);
@@ -104,6 +116,7 @@ void add_roofline_command(CLI::App& app) {
       command->add_option("--device", options->device, "a device spec: a name under configs/devices or a YAML file");
   CLI::Option* measure = command->add_flag("--measure", options->measure, "measure this machine's roofs on the backend");
   command->add_option("--save", options->save, "with --measure: write the measured roofs to this device YAML")->needs(measure);
+  command->add_option("--json", options->json_file, "with --measure: write every measured figure as JSON")->needs(measure);
   device->excludes(measure);
   command->add_option("--backend", options->backend, "cpu or cuda (default: cuda when a GPU is present)")
       ->check(CLI::IsMember({"cpu", "cuda"}));

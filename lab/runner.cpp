@@ -94,7 +94,8 @@ BackendKind choose_backend(BackendChoice choice, std::optional<BackendKind> over
         throw ResourceError(
             "backend cuda: this build of decodelab has no CUDA backend (configure with DECODELAB_CUDA=ON)");
       }
-      if (!cuda_device_available()) throw ResourceError("backend cuda: no CUDA device is available on this machine");
+      if (!cuda_device_available())
+        throw ResourceError("backend cuda: no CUDA device is usable on this machine: " + cuda_unavailable_reason());
       return BackendKind::Cuda;
   }
   return BackendKind::Cpu;

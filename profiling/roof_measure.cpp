@@ -261,6 +261,35 @@ std::string RoofMeasurement::describe() const {
   return out.str();
 }
 
+namespace {
+
+nlohmann::json samples_json(const TimedSamples& samples) {
+  return {{"best_s", samples.best}, {"median_s", samples.median}, {"spread", samples.spread},
+          {"noisy", samples.noisy}, {"repeats", samples.seconds.size()}};
+}
+
+}  // namespace
+
+nlohmann::json to_json(const RoofMeasurement& measurement) {
+  nlohmann::json json = {
+      {"copy", {{"bandwidth_gbps", measurement.copy_bandwidth / 1e9},
+                {"bytes_moved", measurement.copy_bytes_moved},
+                {"timing", samples_json(measurement.copy)}}},
+      {"read", {{"bandwidth_gbps", measurement.read_bandwidth / 1e9},
+                {"bytes_moved", measurement.read_bytes},
+                {"timing", samples_json(measurement.read)}}},
+      {"bandwidth_gbps", measurement.bandwidth / 1e9},
+      {"matmuls", nlohmann::json::array()}};
+  for (const RoofMeasurement::Matmul& matmul : measurement.matmuls) {
+    json["matmuls"].push_back({{"dtype", dtype_name(matmul.dtype)}, {"size", matmul.size},
+                               {"gflops", matmul.flops_per_s / 1e9}, {"timing", samples_json(matmul.timing)}});
+  }
+  if (measurement.fma_flops_per_s > 0) {
+    json["fma_probe"] = {{"gflops", measurement.fma_flops_per_s / 1e9}, {"timing", samples_json(measurement.fma)}};
+  }
+  return json;
+}
+
 // ---------------------------------------------------------------------------------------
 // The per-machine cache
 

@@ -93,6 +93,10 @@ struct RoofMeasurement {
   std::string describe() const;  // one line per figure, with spread and noise flags
 };
 
+// Every figure with its samples' summary (bandwidths in GB/s = 1e9 B/s, rates in
+// GFLOP/s, times in seconds): what `decodelab roofline --measure --json` writes.
+nlohmann::json to_json(const RoofMeasurement& measurement);
+
 RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& options = {}, std::ostream* progress = nullptr);
 
 // The backend's FMA probe timed like the roofs (warm-ups, repeats, the fastest repeat's

@@ -72,9 +72,16 @@ std::string read_text_file(const std::filesystem::path& file) {
 }
 
 CommandResult run_decodelab(const std::vector<std::string>& arguments, const std::string& environment) {
+  std::vector<std::string> command = {DECODELAB_BINARY};
+  command.insert(command.end(), arguments.begin(), arguments.end());
+  return run_command(command, environment);
+}
+
+CommandResult run_command(const std::vector<std::string>& command_words, const std::string& environment,
+                          const std::filesystem::path& directory) {
   const auto [out, err] = capture_files();
-  std::string command = environment + " " + quoted(DECODELAB_BINARY);
-  for (const std::string& argument : arguments) command.append(" ").append(quoted(argument));
+  std::string command = directory.empty() ? environment : "cd " + quoted(directory.string()) + " && " + environment;
+  for (const std::string& word : command_words) command.append(" ").append(quoted(word));
   command += " >" + quoted(out.string()) + " 2>" + quoted(err.string()) + " </dev/null";
   const int status = std::system(command.c_str());
   CommandResult result = result_of(status, out, err);
