@@ -81,8 +81,8 @@ def command_bandwidth(args):
     for item in args.run:
         label, _, path = item.partition("=")
         run = load_json(path)
-        achieved = float(field(run, "metrics.achieved_bandwidth_gbps", path))
-        spread = float(field(run, "metrics_spread.achieved_bandwidth_gbps", path))
+        achieved = float(field(run, "metrics.decode_bandwidth_gbps", path))
+        spread = float(field(run, "intervals.decode_bandwidth_gbps.relative_ci", path))
         share = achieved / copy
         rows.append({
             "run": label,
@@ -90,7 +90,7 @@ def command_bandwidth(args):
             "dtype": field(run, "model.dtype", path),
             "batch_size": field(run, "scenario.workload.batch_size", path),
             "cuda_graphs": bool(field(run, "scenario.run.cuda_graphs", path)),
-            "decode_ms_per_step": field(run, "metrics.decode_ms_per_step", path),
+            "decode_ms_per_step": field(run, "metrics.decode_wall_ms_per_step", path),
             "achieved_bandwidth_gbps": achieved,
             "achieved_bandwidth_spread": spread,
             "share_of_copy": share,
@@ -123,7 +123,7 @@ def command_lab(args):
     readings, problems = [], []
     for row in rows:
         bug = field(row, "bug", args.lab)
-        slowdown = float(field(row, "slowdown", args.lab))
+        slowdown = float(field(row, "end_to_end_slowdown", args.lab))
         same = bool(field(row, "same_tokens", args.lab))
         reading = {"bug": bug, "bugs": row.get("bugs", ""), "slowdown": slowdown,
                    "decode_slowdown": row.get("decode_slowdown"), "same_tokens": same,

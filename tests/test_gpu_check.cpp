@@ -37,7 +37,7 @@ CommandResult report(const TempDir& dir, const std::string& arguments) {
 
 // Documents shaped like decodelab's: a lab row, and a run's JSON.
 nlohmann::json lab_row(const std::string& bug, double slowdown, bool same_tokens) {
-  return {{"bug", bug},         {"bugs", bug},         {"slowdown", slowdown}, {"decode_slowdown", 1.5},
+  return {{"bug", bug},         {"bugs", bug},         {"end_to_end_slowdown", slowdown}, {"decode_slowdown", 1.5},
           {"same_tokens", same_tokens}, {"verdict", "-"}, {"backend", "cuda"},    {"device", "test"}};
 }
 
@@ -46,8 +46,8 @@ std::string run_json(double gbps, bool graphs, const nlohmann::json& tokens) {
       {"model", {{"name", "llama-1b"}, {"dtype", "bf16"}}},
       {"device", "test"},
       {"scenario", {{"workload", {{"batch_size", 1}}}, {"run", {{"cuda_graphs", graphs}}}}},
-      {"metrics", {{"achieved_bandwidth_gbps", gbps}, {"decode_ms_per_step", 1.0}}},
-      {"metrics_spread", {{"achieved_bandwidth_gbps", 0.01}}},
+      {"metrics", {{"decode_bandwidth_gbps", gbps}, {"decode_wall_ms_per_step", 1.0}}},
+      {"intervals", {{"decode_bandwidth_gbps", {{"relative_ci", 0.01}}}}},
       {"outputs", tokens}};
   return run.dump();
 }
