@@ -90,9 +90,9 @@ def command_bandwidth(args):
             "dtype": field(run, "model.dtype", path),
             "batch_size": field(run, "scenario.workload.batch_size", path),
             "cuda_graphs": bool(field(run, "scenario.run.cuda_graphs", path)),
-            "decode_ms_per_step": field(run, "metrics.decode_wall_ms_per_step", path),
-            "achieved_bandwidth_gbps": achieved,
-            "achieved_bandwidth_spread": spread,
+            "decode_wall_ms_per_step": field(run, "metrics.decode_wall_ms_per_step", path),
+            "decode_bandwidth_gbps": achieved,
+            "decode_bandwidth_relative_ci": spread,
             "share_of_copy": share,
             "device": run.get("device", ""),
         })
@@ -102,10 +102,10 @@ def command_bandwidth(args):
                "read_bandwidth_gbps": roofline.get("read", {}).get("bandwidth_gbps")}
     write_json(args.out, figures)
     print(f"device copy bandwidth: {copy:.1f} GB/s (spread {copy_spread:.1%})")
-    print("| run | ms/step | GB/s | share of copy |")
+    print("| run | wall ms/step | decode GB/s | share of copy |")
     print("| --- | ---: | ---: | ---: |")
     for row in rows:
-        print(f"| {row['run']} | {row['decode_ms_per_step']:.3f} | {row['achieved_bandwidth_gbps']:.1f} | "
+        print(f"| {row['run']} | {row['decode_wall_ms_per_step']:.3f} | {row['decode_bandwidth_gbps']:.1f} | "
               f"{row['share_of_copy']:.1%} |")
     for problem in problems:
         print(problem)
@@ -125,9 +125,9 @@ def command_lab(args):
         bug = field(row, "bug", args.lab)
         slowdown = float(field(row, "end_to_end_slowdown", args.lab))
         same = bool(field(row, "same_tokens", args.lab))
-        reading = {"bug": bug, "bugs": row.get("bugs", ""), "slowdown": slowdown,
+        reading = {"bug": bug, "bugs": row.get("bugs", ""), "end_to_end_slowdown": slowdown,
                    "decode_slowdown": row.get("decode_slowdown"), "same_tokens": same,
-                   "verdict": row.get("verdict", ""), "expected": row.get("expected_slowdown")}
+                   "verdict": row.get("verdict", ""), "expected": row.get("headline", {}).get("expected")}
         # Whatever interval the lab reports beside the slowdown (its key names may grow).
         for key, value in row.items():
             if "interval" in key:
@@ -138,13 +138,13 @@ def command_lab(args):
         if not same:
             problems.append(f"{bug}: the bug changed the generated tokens")
     write_json(args.out, {"rows": readings, "device": rows[0].get("device", ""), "backend": rows[0].get("backend", "")})
-    print("| bug | slowdown | decode slowdown | expected | same tokens |")
+    print("| bug | end-to-end slowdown | decode slowdown | expected | same tokens |")
     print("| --- | ---: | ---: | --- | --- |")
     for r in readings:
         expected = r["expected"]
         expected_text = f"{expected['min']:g}-{expected['max']:g}x" if isinstance(expected, dict) else "-"
         decode = f"{r['decode_slowdown']:.2f}x" if isinstance(r["decode_slowdown"], (int, float)) else "-"
-        print(f"| {r['bug']} | {r['slowdown']:.2f}x | {decode} | {expected_text} | {'yes' if r['same_tokens'] else 'NO'} |")
+        print(f"| {r['bug']} | {r['end_to_end_slowdown']:.2f}x | {decode} | {expected_text} | {'yes' if r['same_tokens'] else 'NO'} |")
     for problem in problems:
         print(problem)
     return 1 if problems else 0
@@ -233,17 +233,17 @@ def markdown_summary(summary):
     if bandwidth:
         lines += ["", f"Decode bandwidth at batch 1 against the device copy bandwidth measured in the same run "
                   f"({bandwidth['copy_bandwidth_gbps']:.1f} GB/s, read + written):", "",
-                  "| run | ms/step | GB/s | share of copy |", "| --- | ---: | ---: | ---: |"]
+                  "| run | wall ms/step | decode GB/s | share of copy |", "| --- | ---: | ---: | ---: |"]
         for row in bandwidth["runs"]:
-            lines.append(f"| {row['run']} | {row['decode_ms_per_step']:.3f} | {row['achieved_bandwidth_gbps']:.1f} | "
+            lines.append(f"| {row['run']} | {row['decode_wall_ms_per_step']:.3f} | {row['decode_bandwidth_gbps']:.1f} | "
                          f"{row['share_of_copy']:.1%} |")
     lab = summary["figures"].get("lab")
     if lab:
         lines += ["", f"The five-bug lab ({lab.get('backend', '')}):", "",
-                  "| bug | slowdown | decode slowdown | same tokens |", "| --- | ---: | ---: | --- |"]
+                  "| bug | end-to-end slowdown | decode slowdown | same tokens |", "| --- | ---: | ---: | --- |"]
         for row in lab["rows"]:
             decode = f"{row['decode_slowdown']:.2f}x" if isinstance(row.get("decode_slowdown"), (int, float)) else "-"
-            lines.append(f"| {row['bug']} | {row['slowdown']:.2f}x | {decode} | {'yes' if row['same_tokens'] else 'NO'} |")
+            lines.append(f"| {row['bug']} | {row['end_to_end_slowdown']:.2f}x | {decode} | {'yes' if row['same_tokens'] else 'NO'} |")
     logits = summary["figures"].get("logits")
     if logits:
         lines += ["", "Logit agreement (`decodelab diff-logits`):", ""]
