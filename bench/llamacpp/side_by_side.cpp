@@ -184,7 +184,7 @@ int run_side_by_side(BenchReport& report, const SideBySideOptions& options) {
                         {"triad_gbs", {triad_start, triad_middle, triad_end}},
                         {"llama_cpp_tokens_per_s", llama_tps},
                         {"decodelab_tokens_per_s", ours_tps},
-                        {"decodelab_batch1_gbs", ours_gbs}});
+                        {"decodelab_decode_bandwidth_gbps", ours_gbs}});
         std::printf("round %d, %d thread%s, %s: llama.cpp %.1f / %.1f / %.1f tok/s, decodelab %.1f / %.1f / %.1f "
                     "(decode b1 / decode b4 / prefill); triad %.1f %.1f %.1f GB/s\n",
                     round + 1, threads, threads > 1 ? "s" : "", dtype_name(dtype), llama_tps[0], llama_tps[1],
