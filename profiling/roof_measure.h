@@ -20,11 +20,13 @@
 
 #include <filesystem>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/backend.h"
 #include "profiling/device_spec.h"
+#include "profiling/stream_costs.h"
 
 namespace decodelab {
 
@@ -66,6 +68,17 @@ struct RoofMeasurement {
   double bandwidth = 0;  // bytes/s: the faster of copy and read
   TimedSamples fma;      // the backend's FMA probe, when it has one
   double fma_flops_per_s = 0;  // 0 = no probe: the compute roofs are the matmuls'
+  // The fixed costs beside the roofs (profiling/stream_costs.h), and the last-level cache:
+  // its capacity as the OS reports it, its read bandwidth by the same matrix-vector product
+  // over a weight a quarter of its size, read again while it stays resident (CPU only).
+  StreamCosts stream;
+  double cache_bytes = 0;  // 0 = no cache measured
+  double cache_read_bytes = 0;
+  TimedSamples cache_read;
+  double cache_bandwidth = 0;
+
+  FixedCosts fixed_costs() const;
+  std::optional<CacheLevel> cache() const;
 
   Roofs roofs() const;          // with a source line saying how they were measured
   std::string describe() const;  // one line per figure, with spread and noise flags
