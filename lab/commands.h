@@ -18,5 +18,6 @@ void add_roofline_command(CLI::App& app);
 void add_diagnose_command(CLI::App& app);
 void add_ncu_command(CLI::App& app);
 void add_nsys_command(CLI::App& app);
+void add_predict_command(CLI::App& app);
 
 }  // namespace decodelab
