@@ -143,6 +143,19 @@ class SpecReader {
     return value;
   }
 
+  // A time or rate that may be zero (a measured cost below the clock's resolution).
+  double non_negative(const YAML::Node& node, const std::string& path) const {
+    if (!node.IsScalar()) fail(node, path, "expected a number >= 0");
+    double value = -1;
+    try {
+      value = node.as<double>();
+    } catch (const YAML::Exception&) {
+      fail(node, path, "expected a number >= 0, got '" + node.as<std::string>() + "'");
+    }
+    if (!(value >= 0)) fail(node, path, "expected a number >= 0, got " + node.as<std::string>());
+    return value;
+  }
+
   int count(const YAML::Node& node, const std::string& path) const {
     if (!node.IsScalar()) fail(node, path, "expected a whole number");
     try {
@@ -212,12 +225,13 @@ class SpecReader {
     auto microseconds = [&](const char* key) {
       const YAML::Node node = map[key];
       if (!node.IsDefined()) fail(map, path + "." + key, "missing; expected a time in microseconds");
-      return positive(node, path + "." + key) * 1e-6;
+      return non_negative(node, path + "." + key) * 1e-6;
     };
     costs.host_launch = microseconds("host_launch_us");
     costs.op_overhead = microseconds("op_overhead_us");
     costs.sync_round_trip = microseconds("sync_round_trip_us");
-    if (costs.sync_round_trip < costs.host_launch + costs.op_overhead) {
+    // (written with six significant digits: a round trip equal to the sum may read back a hair below it)
+    if (costs.sync_round_trip < (costs.host_launch + costs.op_overhead) * (1 - 1e-5)) {
       fail(map["sync_round_trip_us"], path + ".sync_round_trip_us",
            "expected at least host_launch_us + op_overhead_us: a round trip includes issuing the read");
     }

@@ -9,6 +9,7 @@
 #include "engine/errors.h"
 #include "profiling/cache_residency.h"
 #include "profiling/cost_model.h"
+#include "profiling/roof_measure.h"
 
 namespace decodelab {
 
@@ -74,13 +75,6 @@ const PhasePrediction* Prediction::phase(Phase which) const {
 }
 
 namespace {
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const size_t middle = values.size() / 2;
-  return values.size() % 2 ? values[middle] : 0.5 * (values[middle - 1] + values[middle]);
-}
 
 bool named(const OpDesc& op, const char* name) { return std::strcmp(op.name, name) == 0; }
 
@@ -275,8 +269,9 @@ Prediction predict_op_stream(const OpStream& stream, const PredictionInputs& inp
   return prediction;
 }
 
-double Prediction::decode_step_wall_ms() const { return median(timing.step_ms); }
-double Prediction::decode_step_busy_ms() const { return median(step_busy_ms); }
+// The median as measured runs take it (profiling's one summary of repeated figures).
+double Prediction::decode_step_wall_ms() const { return TimedSamples::of(timing.step_ms, 0).median; }
+double Prediction::decode_step_busy_ms() const { return TimedSamples::of(step_busy_ms, 0).median; }
 
 PredictionInputs prediction_inputs(const DeviceSpec& device, double host_overhead_seconds) {
   const std::optional<FixedCosts> costs = device.effective_fixed_costs();

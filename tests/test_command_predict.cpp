@@ -77,6 +77,13 @@ TEST_CASE("predict: a bug's table shows both sides and names the slowdowns", "[c
   CHECK_THAT(result.out, Contains("decode wall time per step") && Contains("decode busy time per step") &&
                              Contains("device-to-host reads per step") && Contains("decode_slowdown") &&
                              Contains("end_to_end_slowdown") && Contains("fixed costs (published)"));
+  // Any combination of bugs is the engine's own op stream, priced like one bug.
+  const CommandResult combined = run_decodelab({"predict", "host_sync", "--device", "a100-80gb", "--set",
+                                                "bugs.no_kv_cache=true", "--set", "bugs.fp32_ops={scope: all}", "--set",
+                                                "bugs.non_contiguous={mode: strided}", "--set",
+                                                "bugs.sequential_generation=true"});
+  REQUIRE(combined.exit_code == 0);
+  CHECK_THAT(combined.out, Contains("no_kv_cache") && Contains("sequential_generation") && Contains("predicted slowdown"));
   const CommandResult row = run_decodelab({"predict", "fp32_ops", "--device", "l4", "--row", "lab", "--row-header"});
   REQUIRE(row.exit_code == 0);
   CHECK_THAT(row.out, Contains("| scenario | variant | device |") && Contains("| fp32_ops | lab | l4 |"));
