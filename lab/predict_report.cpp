@@ -23,7 +23,7 @@ std::string ratio(double value) {
 
 std::string rate(double tokens_per_s) { return tokens_per_s > 0 ? format_number(tokens_per_s, 4) : "-"; }
 
-std::string milliseconds(double ms) { return format_seconds(ms * 1e-3); }
+std::string milliseconds(double ms) { return ms > 0 ? format_seconds(ms * 1e-3) : "-"; }
 
 // "host dispatch 71%, device-to-host reads 24%": the parts of a phase above 10%, largest first.
 std::string bound_text(const PhasePrediction* phase) {
