@@ -33,8 +33,8 @@ void BenchReport::note(const std::string& text) {
 
 void BenchReport::check(Check check) { checks_.push_back(std::move(check)); }
 
-int BenchReport::print_checks() {
-  heading("targets (issue 7), each against a yardstick measured in this run");
+int BenchReport::print_checks(const std::string& title) {
+  heading(title);
   std::vector<std::vector<std::string>> rows;
   int missed = 0;
   for (const Check& check : checks_) {

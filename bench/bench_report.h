@@ -3,7 +3,7 @@
 // a figure measured in this run. The one non-obvious choice: a target is stated as a
 // ratio to a yardstick measured in the same run (STREAM triad, the FMA peak), never as an
 // absolute number, because on a shared machine the bandwidth the VM gets changes by 2x
-// within minutes; the one absolute reference (llama.cpp's tok/s) is labelled as quoted.
+// within minutes. llama.cpp is measured beside decodelab, never quoted (bench/llamacpp/).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -33,8 +33,8 @@ class BenchReport {
   nlohmann::json& section(const std::string& name) { return json_["sections"][name]; }
   nlohmann::json& root() { return json_; }
   void check(Check check);
-  // The targets' table; returns how many were missed.
-  int print_checks();
+  // The targets' table under `title`; returns how many were missed.
+  int print_checks(const std::string& title);
   nlohmann::json json() const;
 
  private:

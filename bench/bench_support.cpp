@@ -3,7 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <exception>
 #include <utility>
+
+#include "engine/errors.h"
 
 #include "engine/weights.h"
 
@@ -11,6 +15,31 @@ namespace decodelab::bench {
 
 namespace {
 constexpr size_t kStreamBytes = size_t{256} << 20;  // bytes a matmul measurement cycles through
+}
+
+std::optional<int> parse_arguments(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    const int code = app.exit(error);
+    return code == 0 ? 0 : 2;
+  }
+  return std::nullopt;
+}
+
+int exit_code_of(const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const ResourceError& error) {
+    std::fprintf(stderr, "error: %s\n", error.what());
+    return 2;
+  } catch (const InputError& error) {
+    std::fprintf(stderr, "error: %s\n", error.what());
+    return 2;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "error: %s\n", error.what());
+    return 1;
+  }
 }
 
 double median_of(std::vector<double> values) {

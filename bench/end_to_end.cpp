@@ -18,10 +18,6 @@ namespace decodelab::bench {
 
 namespace {
 
-// llama.cpp's CPU backend on the lab-small shape (F16, `llama-bench -p 0 -n 128`, 2 threads),
-// as quoted in issue 7 for this kind of machine: a reference, not measured by this run.
-constexpr double kLlamaCppTokensPerSecond = 80.0;
-
 struct DecodeSamples {
   std::vector<double> tokens_per_s, gbs, of_triad;
 };
@@ -58,15 +54,13 @@ void bench_decode(BenchReport& report, Backend& backend, const EndToEndOptions& 
   std::vector<std::vector<std::string>> rows;
   nlohmann::json& json = report.section("decode") = nlohmann::json::object();
   json["workload"] = "lab-small, batch 1, prompt 128, 128 new tokens; " + std::to_string(options.rounds) + " rounds";
-  json["llama_cpp_reference_tokens_per_s"] = kLlamaCppTokensPerSecond;
   for (int i = 0; i < 3; ++i) {
     const DecodeSamples& s = samples[i];
     const double tokens = median_of(s.tokens_per_s);
     const double of_triad = median_of(s.of_triad);
     rows.push_back({dtype_name(dtypes[i]), fixed(tokens), fixed(median_of(s.gbs)), percent(of_triad),
                     percent(*std::min_element(s.of_triad.begin(), s.of_triad.end())) + " - " +
-                        percent(*std::max_element(s.of_triad.begin(), s.of_triad.end())),
-                    fixed(tokens / kLlamaCppTokensPerSecond, 2) + "x"});
+                        percent(*std::max_element(s.of_triad.begin(), s.of_triad.end()))});
     json[dtype_name(dtypes[i])] = {{"tokens_per_s", s.tokens_per_s},
                                    {"gbs", s.gbs},
                                    {"of_triad", s.of_triad},
@@ -77,15 +71,11 @@ void bench_decode(BenchReport& report, Backend& backend, const EndToEndOptions& 
   report.heading("decode, batch 1, lab-small (prompt 128, 128 new tokens)",
                  "Each generation runs between two STREAM triad passes; \"of triad\" is its GB/s over their mean, "
                  "the median over " + std::to_string(options.rounds) +
-                     " rounds (range beside it). llama.cpp: 80 tok/s quoted in issue 7 for this machine kind "
-                     "(F16, 2 threads), not measured here.");
-  report.table({"dtype", "tok/s (median)", "GB/s (median)", "of triad", "range of triad", "vs llama.cpp (quoted)"},
+                     " rounds (range beside it). Against llama.cpp on the same weights: bench/llamacpp-compare.sh.");
+  report.table({"dtype", "tok/s (median)", "GB/s (median)", "of triad", "range of triad"},
                rows);
   const std::string basis = "median over interleaved rounds, each run against the triad measured around it";
   report.check({"decode fp16, batch 1: GB/s of STREAM triad", 100.0 * median_of(samples[0].of_triad), 85, "%", basis});
-  report.check({"decode fp16, batch 1: tok/s vs llama.cpp (80 tok/s, quoted)",
-                median_of(samples[0].tokens_per_s) / kLlamaCppTokensPerSecond, 1.2, "x",
-                "median tok/s of this run over issue 7's llama.cpp figure"});
   report.check({"decode bf16 / fp16 tok/s", median_of(bf16_over_fp16), 0.95, "x", "median of per-round ratios"});
   report.check({"decode fp32, batch 1: GB/s of STREAM triad", 100.0 * median_of(samples[2].of_triad), 85, "%", basis});
 }

@@ -1,6 +1,7 @@
 // The decodelab command line: builds the CLI11 app from the subcommands and maps every
 // failure to one line on stderr and an exit code (0 ok, 1 runtime failure, 2 bad input,
-// 128 + signal when a sweep or the lab stopped on Ctrl-C / SIGTERM after saving its rows).
+// 128 + signal when a sweep or the lab stopped on Ctrl-C / SIGTERM after saving its rows,
+// 3 when `collect` found rows still to come).
 // Parse errors of the command line itself are bad input too, hence 2, not CLI11's codes.
 #include "lab/cli.h"
 
@@ -8,11 +9,13 @@
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "engine/backend.h"
 #include "engine/errors.h"
 #include "lab/commands.h"
 #include "lab/interrupt.h"
+#include "lab/slurm_collect.h"
 
 namespace decodelab {
 
@@ -45,9 +48,14 @@ void print_error(const char* kind, const std::exception& error) {
   std::fprintf(stderr, "decodelab: %s: %s\n", kind, one_line(error.what()).c_str());
 }
 
+std::vector<std::string> invocation;
+
 }  // namespace
 
+const std::vector<std::string>& invocation_arguments() { return invocation; }
+
 int run_cli(int argc, char** argv) {
+  invocation.assign(argv, argv + argc);
   CLI::App app{"decodelab: a performance lab for LLM inference (decode engine, five classic bugs, roofline)",
                "decodelab"};
   app.set_version_flag("--version", version_text());
@@ -57,6 +65,8 @@ int run_cli(int argc, char** argv) {
   add_compare_command(app);
   add_lab_command(app);
   add_sweep_command(app);
+  add_collect_command(app);
+  add_run_point_command(app);
   add_roofline_command(app);
   add_diagnose_command(app);
   add_ncu_command(app);
@@ -70,6 +80,9 @@ int run_cli(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   } catch (const Interrupted& error) {
     print_error("interrupted", error);
+    return error.exit_code();
+  } catch (const Unfinished& error) {
+    print_error("unfinished", error);
     return error.exit_code();
   } catch (const InputError& error) {
     print_error("error", error);

@@ -1,5 +1,6 @@
-// `decodelab diagnose TRACE [--json FILE]`: which of the five bugs a trace written by
-// `decodelab run --trace` shows, each with its evidence and a confidence. It reads the
+// `decodelab diagnose TRACE [--json FILE]`: which of the five bugs a trace shows, each with
+// its evidence and a confidence — a trace written by `decodelab run --trace`, or a
+// torch.profiler trace of a PyTorch program (the kind is read from the file). It reads the
 // trace file and nothing else — not the scenario, not a side file: the reading must earn
 // its answer (profiling/diagnosis.h; signals and limits in docs/diagnosis.md).
 #include <cstdio>
@@ -9,8 +10,9 @@
 #include "lab/commands.h"
 #include "lab/output_files.h"
 #include "profiling/atomic_file.h"
-#include "profiling/chrome_trace.h"
 #include "profiling/diagnosis.h"
+#include "profiling/pass_reading.h"
+#include "profiling/trace_file.h"
 
 namespace decodelab {
 
@@ -24,8 +26,7 @@ struct DiagnoseArguments {
 
 void execute_diagnose(const DiagnoseArguments& arguments) {
   if (!arguments.json_file.empty()) check_output_path(arguments.json_file, "--json");
-  const Trace trace = read_chrome_trace(arguments.trace_file);
-  const Diagnosis diagnosis = diagnose(trace);
+  const Diagnosis diagnosis = diagnose(read_trace_file(arguments.trace_file));
   if (!arguments.json_file.empty()) save_file_atomically(arguments.json_file, to_json(diagnosis).dump(2) + "\n");
   if (!arguments.quiet) {
     std::fputs(format_diagnosis(diagnosis).c_str(), stdout);
@@ -38,8 +39,11 @@ void execute_diagnose(const DiagnoseArguments& arguments) {
 void add_diagnose_command(CLI::App& app) {
   auto arguments = std::make_shared<DiagnoseArguments>();
   CLI::App* command =
-      app.add_subcommand("diagnose", "Name the bugs a trace shows (from `run --trace`), with evidence and confidence");
-  command->add_option("trace", arguments->trace_file, "A Chrome trace written by decodelab run --trace")->required();
+      app.add_subcommand("diagnose", "Name the bugs a trace shows (from `run --trace` or torch.profiler), with evidence "
+                                     "and confidence");
+  command->add_option("trace", arguments->trace_file,
+                      "A Chrome trace written by decodelab run --trace, or a torch.profiler trace (.json or .json.gz)")
+      ->required();
   command->add_option("--json", arguments->json_file, "Write the findings as JSON ({\"bugs\": [...], ...})");
   command->add_flag("--quiet,-q", arguments->quiet, "Print nothing");
   command->callback([arguments] { execute_diagnose(*arguments); });

@@ -6,6 +6,8 @@
 // every completed row ("complete": false), and --resume runs only the bugs still missing.
 // Practice mode (lab/mystery.h): --mystery runs a seeded random case with hidden bugs and
 // writes its trace and report without naming them; --reveal --seed N tells the answer.
+// With --slurm each bug's comparison is a Slurm array task (lab/slurm_submit.h) and
+// `decodelab collect` gathers the rows and the reports.
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +28,7 @@
 #include "lab/output_files.h"
 #include "lab/paths.h"
 #include "lab/results_file.h"
+#include "lab/slurm_submit.h"
 #include "profiling/analysis.h"
 #include "profiling/chrome_trace.h"
 #include "profiling/report.h"
@@ -51,6 +54,7 @@ struct LabArguments {
   bool has_seed = false;
   uint64_t seed = 0;
   std::string trace_file;
+  SlurmRequest slurm;
 };
 
 std::vector<fs::path> lab_scenarios(const std::vector<std::string>& only) {
@@ -79,6 +83,11 @@ void execute_lab(const LabArguments& arguments) {
   std::vector<Scenario> scenarios;
   for (const fs::path& file : lab_scenarios(arguments.only))
     scenarios.push_back(load_scenario(file, arguments.assignments));
+  if (arguments.slurm.enabled) {
+    const RunSettings settings{arguments.backend, arguments.threads, false};
+    submit_run(lab_run_plan(lab_scenarios(arguments.only), arguments.assignments, settings), arguments.slurm);
+    return;
+  }
   if (arguments.resume && arguments.json_file.empty())
     throw InputError("--resume", 0, "", "needs --json FILE: the results file to resume");
   if (!arguments.json_file.empty()) check_output_path(arguments.json_file, "--json");
@@ -205,7 +214,14 @@ void add_lab_command(CLI::App& app) {
     reveal->excludes(command->get_option(normal_only));
   }
   reveal->excludes(command->get_option("--report"));
+  add_slurm_options(*command, arguments->slurm);
+  CLI::Option* slurm = command->get_option("--slurm");
+  for (const char* here_only : {"--json", "--resume", "--report"})
+    slurm->excludes(command->get_option(here_only));  // collect writes the rows and the report
+  slurm->excludes(mystery);
+  slurm->excludes(reveal);
   command->callback([arguments, seed] {
+    arguments->slurm.quiet = arguments->quiet;
     arguments->has_seed = seed->count() > 0;
     if (arguments->has_seed && !arguments->mystery && !arguments->reveal)
       throw InputError("--seed", 0, "", "a seed names a mystery: use it with --mystery or --reveal");

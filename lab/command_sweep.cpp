@@ -2,7 +2,8 @@
 // combination is validated first, then run, one table row each (the swept values first,
 // the decode phase's roofline reading last). The --json file is rewritten after every
 // row; Ctrl-C stops after the run in progress (every completed row kept, "complete":
-// false) and --resume runs only what is missing.
+// false) and --resume runs only what is missing. With --slurm the points go to a Slurm
+// job array instead (lab/slurm_submit.h) and `decodelab collect` gathers their rows.
 #include <unistd.h>
 
 #include <cstdio>
@@ -17,13 +18,12 @@
 #include "lab/output_files.h"
 #include "lab/paths.h"
 #include "lab/results_file.h"
-#include "lab/run_report.h"
 #include "lab/runner.h"
 #include "lab/scenario.h"
+#include "lab/slurm_submit.h"
 #include "lab/sweep.h"
-#include "profiling/analysis.h"
+#include "lab/sweep_row.h"
 #include "profiling/roof_measure.h"
-#include "profiling/trace.h"
 
 namespace decodelab {
 
@@ -38,39 +38,8 @@ struct SweepArguments {
   bool resume = false;
   bool check_numerics = false;
   bool quiet = false;
+  SlurmRequest slurm;
 };
-
-// The table: the swept keys' columns, run_table_header()'s, then the decode phase's
-// roofline reading.
-std::string sweep_table_header(const SweepPoint& point) {
-  const std::string header = run_table_header();
-  std::string prefix, rule;
-  for (const auto& [key, value] : point.values) {
-    prefix += "| " + key + " ";
-    rule += "| ---: ";
-  }
-  const size_t first_line_end = header.find('\n');
-  std::string first = header.substr(0, first_line_end);
-  std::string second = header.substr(first_line_end + 1);
-  second = second.substr(0, second.find('\n'));
-  return prefix + first + " decode FLOP/B | limiter | % of roof |\n" + rule + second + " ---: | --- | ---: |\n";
-}
-
-// One table line from a row's run and its decode_roofline (null: no decode phase).
-std::string sweep_table_row(const std::string& swept, const Scenario& scenario, const RunResult& result,
-                            const nlohmann::json& decode_roofline) {
-  char reading[160] = "| - | - | - |";
-  if (decode_roofline.is_object()) {
-    std::snprintf(reading, sizeof reading, "| %.2f | %s | %.0f%% |",
-                  decode_roofline.value("intensity_flop_per_byte", 0.0),
-                  decode_roofline.value("limiter", std::string("-")).c_str(),
-                  100 * decode_roofline.value("roof_fraction", 0.0));
-  }
-  std::string row_text = run_table_row(scenario, result);
-  while (!row_text.empty() && row_text.back() == '\n') row_text.pop_back();
-  if (!row_text.empty() && row_text.back() == '|') row_text.pop_back();
-  return swept + row_text + reading + "\n";
-}
 
 void execute_sweep(const SweepArguments& arguments) {
   const auto file = resolve_scenario_argument(arguments.scenario);
@@ -83,6 +52,11 @@ void execute_sweep(const SweepArguments& arguments) {
   const std::vector<SweepPoint> points = expand_sweep(document, file.string());
   std::vector<Scenario> scenarios;
   for (const SweepPoint& point : points) scenarios.push_back(parse_scenario(point.scenario, file, overrides));
+  if (arguments.slurm.enabled) {
+    const RunSettings settings{arguments.backend, arguments.threads, arguments.check_numerics};
+    submit_run(sweep_run_plan(file, points, scenarios, arguments.assignments, settings), arguments.slurm);
+    return;
+  }
   if (arguments.resume && arguments.json_file.empty())
     throw InputError("--resume", 0, "", "needs --json FILE: the results file to resume");
   if (!arguments.json_file.empty()) check_output_path(arguments.json_file, "--json");
@@ -102,41 +76,17 @@ void execute_sweep(const SweepArguments& arguments) {
   std::string table = sweep_table_header(points.front());
   size_t reused = 0;
   for (size_t i = 0; i < scenarios.size() && !stop.requested(); ++i) {
-    std::string swept;
-    nlohmann::json values = nlohmann::json::object();
-    for (const auto& [key, value] : points[i].values) {
-      swept += "| " + value + " ";
-      values[key] = value;
-    }
-    // A row is the same work when the scenario (swept values included) and the backend are.
-    const nlohmann::json key = {{"scenario", scenario_to_json(scenarios[i])}, {"swept", values}, {"backend", backend->name()}};
+    const nlohmann::json key = sweep_row_key(points[i], scenarios[i], backend->name());
     if (std::optional<nlohmann::json> previous = results.previous(key)) {
-      table += sweep_table_row(swept, scenarios[i], run_summary_from_json(*previous),
-                               previous->value("decode_roofline", nlohmann::json()));
+      table += sweep_table_row(points[i], scenarios[i], *previous);
       results.add(std::move(*previous));
       ++reused;
       continue;
     }
     if (progress) std::fprintf(stderr, "\r\033[K[%zu/%zu] %s", i + 1, scenarios.size(), points[i].label.c_str());
-    Trace trace;
-    trace.metadata().backend = backend->name();
-    trace.metadata().device = backend->device_description();
-    trace.metadata().dtype = dtype_name(scenarios[i].dtype);
-    trace.metadata().model = ModelShape::of(scenarios[i].model_config);
-    trace.metadata().device_spec = spec;
-    options.sink = &trace;
-    const RunResult result = run_scenario(scenarios[i], options, backend.get());
-    const RunAnalysis analysis = analyze(trace, &spec);
-    nlohmann::json row = run_result_json(scenarios[i], result);
-    row["swept"] = values;
-    if (const PhaseStats* decode = analysis.phase(Phase::Decode)) {
-      row["decode_roofline"] = {{"intensity_flop_per_byte", decode->point.intensity()},
-                                {"limiter", limiter_name(decode->limiter)},
-                                {"roof_fraction", decode->point.roof_fraction()},
-                                {"ridge_point", analysis.roofs.ridge_point(Precision::Fp16)}};
-    }
-    table += sweep_table_row(swept, scenarios[i], result, row.value("decode_roofline", nlohmann::json()));
-    results.add(std::move(row));
+    SweepRow row = run_sweep_point(points[i], scenarios[i], options, *backend, spec);
+    table += sweep_table_row(points[i], scenarios[i], row.result, row.json.value("decode_roofline", nlohmann::json()));
+    results.add(std::move(row.json));
   }
   if (progress) std::fputs("\r\033[K", stderr);
   if (!arguments.quiet) {
@@ -180,7 +130,13 @@ void add_sweep_command(CLI::App& app) {
   command->add_flag("--check-numerics", arguments->check_numerics,
                     "After each run's repeats, one more generation checking every op's output for NaN/Inf");
   command->add_flag("--quiet,-q", arguments->quiet, "Print nothing");
-  command->callback([arguments] { execute_sweep(*arguments); });
+  add_slurm_options(*command, arguments->slurm);
+  for (const char* here_only : {"--json", "--resume"})
+    command->get_option("--slurm")->excludes(command->get_option(here_only));  // collect writes the rows
+  command->callback([arguments] {
+    arguments->slurm.quiet = arguments->quiet;
+    execute_sweep(*arguments);
+  });
 }
 
 }  // namespace decodelab

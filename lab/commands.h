@@ -14,6 +14,8 @@ void add_list_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
 void add_lab_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);
+void add_collect_command(CLI::App& app);
+void add_run_point_command(CLI::App& app);  // hidden: what each Slurm array task runs
 void add_roofline_command(CLI::App& app);
 void add_diagnose_command(CLI::App& app);
 void add_ncu_command(CLI::App& app);

@@ -25,9 +25,11 @@ nlohmann::json chrome_trace_json(const Trace& trace);
 // Atomic write (temp file + rename).
 void write_chrome_trace(const Trace& trace, const std::filesystem::path& file);
 
-// Loads a trace this writer produced. Malformed input throws InputError naming the file
-// and the event index ("traceEvents[12]") or the line of a JSON syntax error.
+// Loads a trace this writer produced (plain or gzip-compressed). Malformed input throws
+// InputError naming the file and the event index ("traceEvents[12]") or the line of a
+// JSON syntax error.
 Trace read_chrome_trace(const std::filesystem::path& file);
 Trace parse_chrome_trace(std::string_view text, const std::string& file_name);
+Trace chrome_trace_from_json(const nlohmann::json& root, const std::string& file_name);
 
 }  // namespace decodelab

@@ -3,13 +3,11 @@
 // other categories (a viewer's additions, foreign tools) are skipped, not refused.
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "engine/errors.h"
-#include "engine/json_errors.h"
 #include "profiling/chrome_trace.h"
+#include "profiling/trace_text.h"
 
 namespace decodelab {
 
@@ -161,16 +159,15 @@ struct PendingRange {
 }  // namespace
 
 Trace parse_chrome_trace(std::string_view text, const std::string& file_name) {
-  json root;
-  try {
-    root = json::parse(text);
-  } catch (const json::exception& error) {
-    throw InputError(file_name, json_error_line(error, text), "", json_parse_problem(error, text.size()));
-  }
+  return chrome_trace_from_json(parse_trace_json(text, file_name), file_name);
+}
+
+Trace chrome_trace_from_json(const json& root, const std::string& file_name) {
   const Reader reader(file_name);
   if (!root.is_object()) reader.fail("", "expected a JSON object with traceEvents");
   if (!root.contains("otherData")) {
-    reader.fail("otherData", "missing: expected a trace written by decodelab (otherData.schema \"decodelab-trace\")");
+    reader.fail("otherData", "missing: expected a trace written by decodelab (otherData.schema \"decodelab-trace\") "
+                             "or by torch.profiler (cpu_op events)");
   }
   const json& other = reader.field(root, "otherData", "");
   if (!other.is_object() || other.value("schema", "") != "decodelab-trace") {
@@ -270,11 +267,7 @@ Trace parse_chrome_trace(std::string_view text, const std::string& file_name) {
 }
 
 Trace read_chrome_trace(const std::filesystem::path& file) {
-  std::ifstream stream(file, std::ios::binary);
-  if (!stream) throw InputError(file.string(), 0, "", "cannot read the trace file");
-  std::stringstream text;
-  text << stream.rdbuf();
-  return parse_chrome_trace(text.str(), file.string());
+  return parse_chrome_trace(read_trace_text(file), file.string());
 }
 
 }  // namespace decodelab

@@ -99,7 +99,9 @@ void check_kv_cache(const TraceReading& reading, Diagnosis& diagnosis) {
                      format_rows(first.rows_per_sequence()) + " rows per sequence at step " +
                      std::to_string(first.pass->step) + ", " + format_rows(last.rows_per_sequence()) +
                      " at step " + std::to_string(last.pass->step) + " (a cached step runs 1)" +
-                     (whole_prefix ? ", every position attention reads is recomputed" : "") + "; FLOPs per step " +
+                     (whole_prefix ? ", every position attention reads is recomputed" : "") +
+                     (last.rows_example.empty() ? "" : " (step " + std::to_string(last.pass->step) + ": " + last.rows_example + ")") +
+                     "; FLOPs per step " +
                      format_flops(first.flops) + " → " + format_flops(last.flops) + " (" +
                      format_number(first.flops > 0 ? last.flops / first.flops : 0, 3) + "×), growing with position";
   diagnosis.bugs.push_back(finding);
@@ -123,7 +125,8 @@ void check_layout(const TraceReading& reading, Diagnosis& diagnosis) {
     const int layers = std::max<int>(1, static_cast<int>(first->layers.size()));
     evidence.push_back(count_of(copying, passes.size()) + " " + reading.judged_name() + " copy the KV cache out of a " +
                        "strided view before attention reads it (.contiguous()): " +
-                       plural(first->cache_copies / layers, "copy") + " per layer, " +
+                       plural(first->cache_copies / layers, "copy") + " per layer" +
+                       (first->copy_example.empty() ? "" : " (" + first->copy_example + ")") + ", " +
                        format_bytes(first->cache_copy_bytes) + " per " + reading.judged_unit() + " at " +
                        std::to_string(first->key_positions) +
                        " positions, " + format_bytes(last->cache_copy_bytes) + " at " +
@@ -141,9 +144,9 @@ void check_layout(const TraceReading& reading, Diagnosis& diagnosis) {
       matmul_bytes += p->matmul_bytes, matmul_seconds += p->matmul_seconds;
     }
     std::string sentence = count_of(strided, passes.size()) + " " + reading.judged_name() +
-                           " run attention on a K/V view whose head_dim stride is " +
-                           std::to_string(example.head_dim_stride) +
-                           " elements, not 1: each head vector is scattered (uncoalesced reads)";
+                           " run attention on a K/V view that is not dense per head (" + example.strided_view +
+                           "; dense is a head's positions head_dim elements apart and its elements 1 apart): each " +
+                           "head's keys and values are scattered (uncoalesced reads)";
     if (attention_seconds > 0 && matmul_seconds > 0) {  // timings size the evidence, never decide
       sentence += "; attention moves its bytes at " + format_bandwidth(attention_bytes / attention_seconds) +
                   ", the matmuls at " + format_bandwidth(matmul_bytes / matmul_seconds);
@@ -152,8 +155,10 @@ void check_layout(const TraceReading& reading, Diagnosis& diagnosis) {
     confidence = std::max(confidence, 0.95);
   }
   if (variants.empty()) {
-    diagnosis.checked.push_back("non_contiguous: attention reads stride-1 K/V in " + count_of(passes.size() - strided, passes.size()) +
-                                " " + reading.judged_name() + ", and none of them copies the cache before it");
+    diagnosis.checked.push_back("non_contiguous: attention reads " +
+                                std::string(reading.facts.strides ? "dense K/V" : "K/V (strides not recorded)") +
+                                " in " + count_of(passes.size() - strided, passes.size()) + " " +
+                                reading.judged_name() + ", and none of them copies the cache before it");
     return;
   }
   Finding finding{"non_contiguous", variants.front(), evidence.front(), confidence};
@@ -181,7 +186,7 @@ void check_host_reads(const TraceReading& reading, Diagnosis& diagnosis) {
   size_t in_layers = 0, per_sequence = 0, single_sequence_steps = 0;
   std::vector<int> per_step, sequences, layers;
   double wait = 0, wall = 0;
-  int64_t total = 0;
+  int64_t device_reads = 0, syncs = 0;
   for (const PassReading* p : steps) {
     const int reads = p->device_reads + p->syncs;
     if (reads == 0) continue;
@@ -194,7 +199,7 @@ void check_host_reads(const TraceReading& reading, Diagnosis& diagnosis) {
     per_step.push_back(reads);
     sequences.push_back(static_cast<int>(p->sequences));
     layers.push_back(static_cast<int>(p->layers.size()));
-    total += reads;
+    device_reads += p->device_reads, syncs += p->syncs;
     wait += p->wait_seconds;
     wall += p->pass->host_seconds();
   }
@@ -211,31 +216,36 @@ void check_host_reads(const TraceReading& reading, Diagnosis& diagnosis) {
   } else {
     variant = "token";
     where = "after the layers: " + plural(count, "read") + " per step" +
-            (most(single_sequence_steps, reading_steps)
-                 ? " (one sequence per group: per token and per sequence read alike)"
-                 : " for groups of " + std::to_string(group));
+            (most(single_sequence_steps, reading_steps) ? " (one sequence per group: per token and per sequence read alike)"
+             : group > 0                                 ? " for groups of " + std::to_string(group)
+                                                         : "");
   }
   Finding finding{"host_sync", variant, "", 0.98 * static_cast<double>(reading_steps) / steps.size()};
-  finding.evidence = std::to_string(total) + " blocking device-to-host reads inside " +
-                     count_of(reading_steps, steps.size()) + " decode steps, " + where + "; the host waited " +
-                     format_seconds(wait) + " in them, " + format_percent(wall > 0 ? wait / wall : 0) +
-                     " of the decode steps' host time, instead of running ahead";
+  std::string example;
+  for (const PassReading* p : steps) {
+    if (!p->read_example.empty()) {
+      example = " (" + p->read_example + ")";
+      break;
+    }
+  }
+  std::string what;
+  if (device_reads > 0) what = std::to_string(device_reads) + " blocking device-to-host reads";
+  if (syncs > 0) what += (what.empty() ? "" : " and ") + plural(syncs, "sync") + (device_reads > 0 ? "" : " with the device");
+  finding.evidence = what + example + " inside " + count_of(reading_steps, steps.size()) + " decode steps, " + where;
+  if (reading.facts.reads_block) {
+    finding.evidence += "; the host waited " + format_seconds(wait) + " in them, " +
+                        format_percent(wall > 0 ? wait / wall : 0) + " of the decode steps' host time, instead of running ahead";
+  } else {
+    finding.evidence += "; on this CPU run they cost the host " + (wait > 0 ? format_seconds(wait) : "no measurable time") +
+                        ", on a GPU each one waits until the device has run every op enqueued before it";
+  }
   diagnosis.bugs.push_back(finding);
 }
 
-// The model's storage dtype: the metadata's, else the embedding table's.
-std::string model_dtype(const Trace& trace) {
-  if (!trace.metadata().dtype.empty()) return trace.metadata().dtype;
-  for (const TraceOp& op : trace.ops()) {
-    if (op.desc.category == OpCategory::Embedding && !op.desc.inputs.empty()) return dtype_name(op.desc.inputs[0].dtype);
-  }
-  return "";
-}
-
-void check_precision(const Trace& trace, const TraceReading& reading, Diagnosis& diagnosis) {
+void check_precision(const TraceReading& reading, Diagnosis& diagnosis) {
   const auto& passes = reading.judged();
   if (passes.empty()) return;
-  const std::string dtype = model_dtype(trace);
+  const std::string& dtype = reading.facts.dtype;
   const std::optional<DType> parsed = parse_dtype(dtype);
   if (!parsed || !is_half(*parsed)) {
     diagnosis.checked.push_back("fp32_ops: the model is " + (dtype.empty() ? std::string("of unknown dtype") : dtype) +
@@ -244,13 +254,17 @@ void check_precision(const Trace& trace, const TraceReading& reading, Diagnosis&
   }
   const size_t fp32 = passes_where(passes, [](const PassReading& p) { return p.fp32_work(); });
   if (!most(fp32, passes.size())) {
-    diagnosis.checked.push_back("fp32_ops: every matmul and norm of the " + dtype + " model runs in " + dtype +
-                                ", with no cast ops, in " + count_of(passes.size() - fp32, passes.size()) + " " +
-                                reading.judged_name());
+    const PassReading& example = *passes.back();
+    const std::string casts = example.casts == 0
+                                  ? ", with no cast ops,"
+                                  : " (and " + plural(example.casts, "cast op") + " per " + reading.judged_unit() +
+                                        ", e.g. " + example.cast_example + ", which alone are not fp32 work)";
+    diagnosis.checked.push_back("fp32_ops: every matmul and norm of the " + dtype + " model runs in " + dtype + casts +
+                                " in " + count_of(passes.size() - fp32, passes.size()) + " " + reading.judged_name());
     return;
   }
   const PassReading& example = *passes.back();
-  const bool matmuls = example.fp32_matmuls > 0, norms = example.fp32_norms > 0;
+  const bool matmuls = example.fp32_matmuls > 0, norms = example.fp32_norms + example.fp32_softmaxes > 0;
   const std::string variant = matmuls && norms ? "all" : matmuls ? "matmuls" : norms ? "norms" : "";
   std::string evidence = "in the " + dtype + " model, " + count_of(fp32, passes.size()) + " " + reading.judged_name() +
                          " run fp32 work: ";
@@ -259,14 +273,19 @@ void check_precision(const Trace& trace, const TraceReading& reading, Diagnosis&
     parts.push_back(count_of(static_cast<size_t>(example.fp32_matmuls), static_cast<size_t>(example.matmuls)) +
                     " matmuls per " + reading.judged_unit() + " read fp32 weights (" +
                     format_bytes(example.fp32_weight_bytes) + " per " + reading.judged_unit() + ", twice their " +
-                    dtype + " size)");
+                    dtype + " size; e.g. " + example.fp32_matmul_example + ")");
   }
-  if (norms) {
+  if (example.fp32_norms > 0) {
     parts.push_back(count_of(static_cast<size_t>(example.fp32_norms), static_cast<size_t>(example.norms)) +
-                    " norms run in fp32");
+                    " norms run in fp32 (e.g. " + example.fp32_norm_example + ")");
+  }
+  if (example.fp32_softmaxes > 0) {
+    parts.push_back(count_of(static_cast<size_t>(example.fp32_softmaxes), static_cast<size_t>(example.softmaxes)) +
+                    " attention softmaxes run in fp32");
   }
   parts.push_back(plural(example.casts, "cast op") + " per " + reading.judged_unit() +
-                  " convert activations to fp32 and back");
+                  " convert activations to fp32 and back" +
+                  (example.cast_example.empty() ? "" : " (e.g. " + example.cast_example + ")"));
   for (size_t i = 0; i < parts.size(); ++i) evidence += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
   diagnosis.bugs.push_back(Finding{"fp32_ops", variant, evidence, example.casts > 0 ? 0.97 : 0.9});
 }
@@ -311,7 +330,8 @@ void check_batching(const TraceReading& reading, Diagnosis& diagnosis) {
   }
   Finding finding{"sequential_generation", "", "", requests >= 3 ? 0.9 : 0.8};
   finding.evidence = std::to_string(requests) + " requests served one at a time: " + plural(groups, "group") +
-                     " of 1 sequence, one after another, with " + plural(uploads, "prompt upload") + " and " +
+                     " of 1 sequence, one after another, with " +
+                     (uploads > 0 ? plural(uploads, "prompt upload") + " and " : std::string()) +
                      plural(prefills, "prefill") + ", then " + std::to_string(steps_per_group) +
                      " batch-1 decode steps each (" + std::to_string(groups * steps_per_group) +
                      " steps where one batch would take " + std::to_string(steps_per_group) +
@@ -323,24 +343,26 @@ void check_batching(const TraceReading& reading, Diagnosis& diagnosis) {
 
 }  // namespace
 
-Diagnosis diagnose(const Trace& trace) {
-  const TraceReading reading = read_trace(trace);
+Diagnosis diagnose(const TraceReading& reading) {
   const TraceOutline& outline = reading.outline;
+  const TraceFacts& facts = reading.facts;
 
   Diagnosis diagnosis;
   DiagnosedShape& shape = diagnosis.shape;
-  const TraceMetadata& meta = trace.metadata();
-  shape.backend = meta.backend;
-  shape.device = meta.device;
-  shape.dtype = model_dtype(trace);
-  shape.model = meta.model.name;
+  shape.source = facts.source;
+  shape.backend = facts.backend;
+  shape.device = facts.device;
+  shape.dtype = facts.dtype;
+  shape.model = facts.model;
   shape.runs = static_cast<int>(outline.runs.size());
   shape.decode_steps = static_cast<int>(outline.decode_steps());
-  shape.layers = meta.model.num_hidden_layers;
+  shape.layers = facts.layers;
   if (!reading.runs.empty()) {
     shape.groups_per_run = static_cast<int>(reading.runs.front().size());
     for (const GroupReading& group : reading.runs.front()) shape.requests_per_run += static_cast<int>(group.sequences());
   }
+  if (!facts.shapes) shape.requests_per_run = 0;  // sequences per pass are not recorded
+  diagnosis.limits = facts.limits;
   if (reading.steps.empty() && reading.prefills.empty()) {
     diagnosis.limits.push_back("the trace holds no prefill or decode step ranges: nothing to diagnose");
     return diagnosis;
@@ -351,12 +373,25 @@ Diagnosis diagnose(const Trace& trace) {
                                "and precision were read from the prefills, which run the same kernels on the same "
                                "cache");
   }
+  if (!facts.shapes) {  // names and times only: where the device reads sit is all that shows
+    diagnosis.limits.push_back("the trace records no tensor shapes or dtypes: no_kv_cache (rows per sequence), "
+                               "non_contiguous (what a copy copies), fp32_ops (dtypes) and sequential_generation "
+                               "(sequences per pass) were not checked");
+    check_host_reads(reading, diagnosis);
+    return diagnosis;
+  }
+  if (!facts.strides) {
+    diagnosis.limits.push_back("the trace records no strides: attention reading a strided K/V view in place (no "
+                               "copy) could not be checked; copies of the cache could");
+  }
   check_kv_cache(reading, diagnosis);
   check_layout(reading, diagnosis);
   check_host_reads(reading, diagnosis);
-  check_precision(trace, reading, diagnosis);
+  check_precision(reading, diagnosis);
   check_batching(reading, diagnosis);
   return diagnosis;
 }
+
+Diagnosis diagnose(const Trace& trace) { return diagnose(read_trace(trace)); }
 
 }  // namespace decodelab

@@ -35,6 +35,7 @@ struct Finding {
 
 // What the trace held, in the terms diagnosis reads it.
 struct DiagnosedShape {
+  std::string source;  // "decodelab" | "torch.profiler"
   std::string backend, device, dtype, model;
   int runs = 0;                 // timed repeats (run ranges)
   int requests_per_run = 0;     // sequences the first run generated
@@ -52,6 +53,10 @@ struct Diagnosis {
   const Finding* find(const std::string& name) const;
 };
 
+struct TraceReading;
+// The checks run on a reading (profiling/pass_reading.h): decodelab's own trace read by
+// read_trace(), a torch.profiler trace by read_torch_trace().
+Diagnosis diagnose(const TraceReading& reading);
 Diagnosis diagnose(const Trace& trace);
 
 // {"schema": "decodelab-diagnosis", "schema_version", "trace": {...}, "bugs": [{name, variant,

@@ -17,7 +17,8 @@ nlohmann::json to_json(const Diagnosis& diagnosis) {
   return {{"schema", "decodelab-diagnosis"},
           {"schema_version", kDiagnosisSchemaVersion},
           {"trace",
-           {{"backend", shape.backend},
+           {{"source", shape.source},
+            {"backend", shape.backend},
             {"device", shape.device},
             {"dtype", shape.dtype},
             {"model", shape.model},
@@ -34,9 +35,12 @@ nlohmann::json to_json(const Diagnosis& diagnosis) {
 std::string format_diagnosis(const Diagnosis& diagnosis) {
   const DiagnosedShape& shape = diagnosis.shape;
   auto counted = [](int count, const char* noun) { return std::to_string(count) + " " + noun + (count == 1 ? "" : "s"); };
-  std::string text = "trace: " + (shape.model.empty() ? std::string("model ?") : shape.model) + " " + shape.dtype +
+  const std::string source = shape.source.empty() || shape.source == "decodelab" ? "" : " (" + shape.source + ")";
+  std::string text = "trace" + source + ": " + (shape.model.empty() ? std::string("model ?") : shape.model) +
+                     (shape.dtype.empty() ? "" : " " + shape.dtype) +
                      " on " + (shape.backend.empty() ? std::string("?") : shape.backend) + "; " +
-                     counted(shape.runs, "run") + " of " + counted(shape.requests_per_run, "request") + " in " +
+                     counted(shape.runs, "run") + " of " +
+                     (shape.requests_per_run > 0 ? counted(shape.requests_per_run, "request") : std::string("? requests")) + " in " +
                      counted(shape.groups_per_run, "group") + "; " + counted(shape.decode_steps, "decode step") +
                      " in all\n";
   if (diagnosis.bugs.empty()) {

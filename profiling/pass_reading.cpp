@@ -35,9 +35,26 @@ bool contiguous(const TensorInfo& tensor) {
   return true;
 }
 
-int64_t innermost_stride(const TensorInfo& tensor) {
-  if (tensor.rank == 0 || tensor.shape[static_cast<size_t>(tensor.rank - 1)] <= 1) return 1;
-  return tensor.strides[static_cast<size_t>(tensor.rank - 1)];
+std::string shape_list(const std::array<int64_t, 4>& values, int rank) {
+  std::string text = "[";
+  for (int axis = 0; axis < rank; ++axis) text.append(axis ? ", " : "").append(std::to_string(values[static_cast<size_t>(axis)]));
+  return text + "]";
+}
+
+// Whether a K or V view keeps each head's [position, head_dim] block dense: its elements
+// 1 apart, its positions head_dim apart (size-1 axes aside). The batch and head axes may
+// stride as they like (a preallocated cache is read through such a slice).
+bool dense_rows(const TensorInfo& tensor) {
+  if (tensor.rank < 2) return true;
+  const size_t last = static_cast<size_t>(tensor.rank - 1);
+  if (tensor.shape[last] > 1 && tensor.strides[last] != 1) return false;
+  return tensor.shape[last - 1] <= 1 || tensor.strides[last - 1] == tensor.shape[last];
+}
+
+std::string inputs_text(const OpDesc& op) {
+  std::vector<std::string> inputs;
+  for (const TensorInfo& input : op.inputs) inputs.push_back(tensor_text(input));
+  return op_text(std::string(op.name) + (op.label[0] ? std::string(" ") + op.label : std::string()), inputs);
 }
 
 PassReading read_pass(const Trace& trace, const PassOutline& pass) {
@@ -68,9 +85,12 @@ PassReading read_pass(const Trace& trace, const PassOutline& pass) {
       case OpCategory::Matmul:
         if (op.inputs.size() < 2) break;
         ++reading.matmuls;
-        reading.rows = std::max(reading.rows, op.inputs[0].rank > 0 ? op.inputs[0].shape[0] : 0);
+        if (const int64_t rows = op.inputs[0].rank > 0 ? op.inputs[0].shape[0] : 0; rows > reading.rows) {
+          reading.rows = rows;
+          reading.rows_example = inputs_text(op);
+        }
         if (op.inputs[1].dtype == DType::F32 || op.inputs[0].dtype == DType::F32) {
-          ++reading.fp32_matmuls;
+          if (reading.fp32_matmuls++ == 0) reading.fp32_matmul_example = inputs_text(op);
           reading.fp32_weight_bytes += tensor_bytes(op.inputs[1]);
         }
         if (traced.has_device_time()) {
@@ -80,19 +100,23 @@ PassReading read_pass(const Trace& trace, const PassOutline& pass) {
         break;
       case OpCategory::Norm:
         ++reading.norms;
-        if (!op.inputs.empty() && op.inputs[0].dtype == DType::F32) ++reading.fp32_norms;
+        if (!op.inputs.empty() && op.inputs[0].dtype == DType::F32 && reading.fp32_norms++ == 0) {
+          reading.fp32_norm_example = inputs_text(op);
+        }
         break;
-      case OpCategory::Cast: ++reading.casts; break;
+      case OpCategory::Cast:
+        if (reading.casts++ == 0) reading.cast_example = inputs_text(op);
+        break;
       case OpCategory::Sampling:
         if (!op.inputs.empty() && op.inputs[0].rank > 0) reading.sequences = op.inputs[0].shape[0];
         break;
       case OpCategory::Attention: {
         ++reading.attention_ops;
         if (op.inputs.size() >= 3) {
-          const int64_t stride = std::max(innermost_stride(op.inputs[1]), innermost_stride(op.inputs[2]));
-          if (stride != 1) {
+          const bool keys_dense = dense_rows(op.inputs[1]);
+          if (!keys_dense || !dense_rows(op.inputs[2])) {
             ++reading.strided_attention_ops;
-            reading.head_dim_stride = stride;
+            reading.strided_view = (keys_dense ? "V " : "K ") + tensor_text(op.inputs[keys_dense ? 2 : 1], true);
           }
         }
         reading.key_positions = std::max(reading.key_positions, op.attention.key_positions_read);
@@ -113,7 +137,7 @@ PassReading read_pass(const Trace& trace, const PassOutline& pass) {
           return input.first == layer && same_view(*input.second, result);
         });
         if (feeds_attention) {
-          ++reading.cache_copies;
+          if (reading.cache_copies++ == 0) reading.copy_example = inputs_text(op);
           reading.cache_copy_bytes += cost.bytes();
         }
         break;
@@ -128,6 +152,7 @@ PassReading read_pass(const Trace& trace, const PassOutline& pass) {
     const HostCall& call = calls[pass.calls[k]];
     if (call.kind != HostCallKind::DeviceToHost && call.kind != HostCallKind::Synchronize) continue;
     (call.kind == HostCallKind::DeviceToHost ? reading.device_reads : reading.syncs) += 1;
+    if (reading.read_example.empty()) reading.read_example = call.name;
     if (pass.call_layers[k] >= 0) ++reading.reads_in_layers;
     reading.wait_seconds += static_cast<double>(call.end_ns - call.begin_ns) * 1e-9;
   }
@@ -136,8 +161,46 @@ PassReading read_pass(const Trace& trace, const PassOutline& pass) {
 
 }  // namespace
 
+std::string tensor_text(const TensorInfo& tensor, bool with_strides) {
+  std::string text = std::string(dtype_name(tensor.dtype)) + " " + shape_list(tensor.shape, tensor.rank);
+  if (with_strides) text += " strides " + shape_list(tensor.strides, tensor.rank);
+  return text;
+}
+
+std::string op_text(const std::string& name, const std::vector<std::string>& inputs) {
+  std::string text = name + " (";
+  for (size_t i = 0; i < inputs.size(); ++i) text.append(i ? ", " : "").append(inputs[i]);
+  return text + ")";
+}
+
+void TraceReading::index_passes() {
+  prefills.clear(), steps.clear(), visible_steps.clear();
+  for (const auto& groups : runs)
+    for (const GroupReading& group : groups) {
+      for (const PassReading& pass : group.prefills) prefills.push_back(&pass);
+      for (const PassReading& pass : group.steps) {
+        steps.push_back(&pass);
+        if (pass.shows_layers()) visible_steps.push_back(&pass);
+      }
+    }
+}
+
 TraceReading read_trace(const Trace& trace) {
   TraceReading reading;
+  const TraceMetadata& meta = trace.metadata();
+  reading.facts.backend = meta.backend;
+  reading.facts.device = meta.device;
+  reading.facts.model = meta.model.name;
+  reading.facts.layers = meta.model.num_hidden_layers;
+  reading.facts.dtype = meta.dtype;
+  if (reading.facts.dtype.empty()) {  // the embedding table's
+    for (const TraceOp& op : trace.ops()) {
+      if (op.desc.category == OpCategory::Embedding && !op.desc.inputs.empty()) {
+        reading.facts.dtype = dtype_name(op.desc.inputs[0].dtype);
+        break;
+      }
+    }
+  }
   reading.outline = outline_trace(trace);
   for (const RunOutline& run : reading.outline.runs) {
     std::vector<GroupReading>& groups = reading.runs.emplace_back();
@@ -148,15 +211,7 @@ TraceReading read_trace(const Trace& trace) {
       for (size_t call : group.calls) read.uploads += trace.host_calls()[call].kind == HostCallKind::HostToDevice;
     }
   }
-  // Pointers only after every vector stopped growing.
-  for (const auto& groups : reading.runs)
-    for (const GroupReading& group : groups) {
-      for (const PassReading& pass : group.prefills) reading.prefills.push_back(&pass);
-      for (const PassReading& pass : group.steps) {
-        reading.steps.push_back(&pass);
-        if (pass.shows_layers()) reading.visible_steps.push_back(&pass);
-      }
-    }
+  reading.index_passes();
   return reading;
 }
 

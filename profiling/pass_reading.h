@@ -2,7 +2,9 @@
 // for the prefill and each decode step, the rows it pushes through the layers per sequence
 // it samples, what attention reads and through which strides, copies that feed attention,
 // device-to-host reads and where they sit, and fp32 work — grouped as the outline is
-// (runs → groups → passes).
+// (runs → groups → passes). Two readers fill it: read_trace() for decodelab's own traces
+// (here) and read_torch_trace() for torch.profiler traces (torch_pass_reading.h); the
+// diagnosis judges both with the same checks.
 // Non-obvious choice: a copy counts as a cache copy only when its result is exactly the
 // view attention reads in the same layer (same dtype, shape and strides) and its source is
 // a strided view of the same shape — a .contiguous() feeding attention. Copies whose bytes
@@ -11,6 +13,7 @@
 
 #include <cstdint>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "profiling/trace.h"
@@ -27,11 +30,15 @@ struct PassReading {
   double flops = 0;
   double bytes = 0;
 
+  std::string rows_example;          // the matmul that ran `rows`: its name and operands
+
   int attention_ops = 0;
-  int strided_attention_ops = 0;    // K or V read through a view whose last stride is not 1
-  int64_t head_dim_stride = 1;      // that stride, when strided
+  int strided_attention_ops = 0;    // K or V read through a view whose [position, head_dim]
+                                    // block is not dense (strides not {head_dim, 1})
+  std::string strided_view;         // that view: "K fp16 [4, 2, 256, 64] strides [...]"
   int cache_copies = 0;             // copies of a strided view whose result attention reads
   double cache_copy_bytes = 0;
+  std::string copy_example;
   double attention_seconds = 0, attention_bytes = 0;  // device time and declared bytes
   double matmul_seconds = 0, matmul_bytes = 0;
 
@@ -39,19 +46,24 @@ struct PassReading {
   int reads_in_layers = 0;
   int syncs = 0;          // Synchronize host calls
   double wait_seconds = 0;  // host time blocked in those calls
+  std::string read_example;  // the call (or op chain) that read
   std::set<int> layers;
 
   int opaque_ops = 0;     // ops with no tensors (a captured graph replayed): work the trace cannot see into
 
   int matmuls = 0, fp32_matmuls = 0;
   int norms = 0, fp32_norms = 0;
-  int casts = 0;
+  int softmaxes = 0, fp32_softmaxes = 0;  // a separate attention softmax (torch traces; decodelab's is fused)
+  int casts = 0;                          // fp32 <-> half conversions of tensors (not scalars)
   double fp32_weight_bytes = 0;
+  std::string fp32_matmul_example, fp32_norm_example, cast_example;
 
   double rows_per_sequence() const { return sequences > 0 ? static_cast<double>(rows) / sequences : 0.0; }
   bool multi_row() const { return sequences > 0 && rows > sequences; }
   bool reads_device() const { return device_reads + syncs > 0; }
-  bool fp32_work() const { return fp32_matmuls + fp32_norms + casts > 0; }
+  // fp32 compute: matmuls, norms or softmax on fp32 input. Cast ops alone are not fp32 work
+  // (a correct half model may convert a RoPE table or the logits); they size the evidence.
+  bool fp32_work() const { return fp32_matmuls + fp32_norms + fp32_softmaxes > 0; }
   // Whether the layers' ops are in the trace (not hidden in a replayed graph).
   bool shows_layers() const { return matmuls > 0; }
 };
@@ -71,7 +83,20 @@ struct GroupReading {
   }
 };
 
+// What the recording is and holds, beside its passes: the trace's kind and model, and what
+// its recorder could not record (a torch.profiler trace without strides or shapes).
+struct TraceFacts {
+  std::string source = "decodelab";  // "decodelab" | "torch.profiler"
+  std::string backend, device, dtype, model;
+  int layers = 0;
+  bool shapes = true;        // tensor shapes and dtypes are recorded
+  bool strides = true;       // strides are recorded
+  bool reads_block = true;   // a device read waits for a device (false: a torch trace of a CPU run)
+  std::vector<std::string> limits;  // the reader's own notes: what it could not see, how it found passes
+};
+
 struct TraceReading {
+  TraceFacts facts;
   TraceOutline outline;  // the readings point into it
   std::vector<std::vector<GroupReading>> runs;
   std::vector<const PassReading*> steps;          // every decode step, in order
@@ -88,6 +113,10 @@ struct TraceReading {
   const char* judged_name() const { return judges_steps() ? "decode steps" : "prefills"; }
   const char* judged_unit() const { return judges_steps() ? "step" : "prefill"; }
 
+  // Lists every prefill and decode step (steps, visible_steps, prefills): once `runs` stopped
+  // growing, since the lists point into it.
+  void index_passes();
+
   TraceReading() = default;
   TraceReading(TraceReading&&) = default;  // moving keeps every vector's buffer, so the pointers hold
   TraceReading(const TraceReading&) = delete;
@@ -95,5 +124,10 @@ struct TraceReading {
 };
 
 TraceReading read_trace(const Trace& trace);
+
+// "fp16 [4, 64]"; with strides "fp16 [4, 2, 256, 64] strides [32768, 16384, 64, 1]".
+std::string tensor_text(const TensorInfo& tensor, bool with_strides = false);
+// "name (fp16 [1, 64], fp16 [64, 64])": an op and its inputs, as evidence quotes it.
+std::string op_text(const std::string& name, const std::vector<std::string>& inputs);
 
 }  // namespace decodelab

@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-5}"
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(fuzz_scenario fuzz_safetensors fuzz_chrome_trace fuzz_ncu_csv)
+((${#targets[@]})) || targets=(fuzz_scenario fuzz_safetensors fuzz_chrome_trace fuzz_ncu_csv fuzz_torch_trace)
 jobs="${FUZZ_JOBS:-1}"
 
 cmake --preset fuzz >/dev/null

@@ -2,12 +2,18 @@
 # Installs decodelab's build dependencies from Debian's packages (idempotent: packages
 # already present are skipped). Needs root or sudo. The CUDA Toolkit is not installed
 # here: when /usr/local/cuda/bin/nvcc exists the CUDA backend is built as well.
+# DECODELAB_SETUP_EXTRAS adds optional packages (any of them, e.g. "clang slurm"): chromium (report
+# screenshots), clang (fuzzing), torch (python3-torch, large: the PyTorch example in examples/pytorch/
+# and the script that regenerates the PyTorch traces in tests/data/torch/), slurm.
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config libcli11-dev libyaml-cpp-dev catch2 nlohmann-json3-dev
-          libomp-dev libopenblas-dev)
+          libomp-dev libopenblas-dev zlib1g-dev)
 if [[ "${DECODELAB_SETUP_EXTRAS:-}" == *chromium* ]]; then packages+=(chromium); fi
 if [[ "${DECODELAB_SETUP_EXTRAS:-}" == *clang* ]]; then packages+=(clang libclang-rt-14-dev); fi
+if [[ "${DECODELAB_SETUP_EXTRAS:-}" == *torch* ]]; then packages+=(python3-torch); fi
+# slurm: a one-node Slurm for `sweep/lab --slurm` (scripts/slurm-local.sh; the ctest slurm_cluster).
+if [[ "${DECODELAB_SETUP_EXTRAS:-}" == *slurm* ]]; then packages+=(slurm-wlm munge); fi
 
 missing=()
 for package in "${packages[@]}"; do

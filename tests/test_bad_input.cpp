@@ -371,10 +371,17 @@ std::vector<BadInput> catalogue() {
        }},
       {"trace: a Chrome trace from another tool",
        [](const TempDir& dir) {
+         const fs::path trace = dir.write("browser.json",
+                                          "{\"traceEvents\": [{\"name\": \"Layout\", \"cat\": \"blink\", \"ph\": "
+                                          "\"X\", \"ts\": 1, \"dur\": 2, \"pid\": 1, \"tid\": 1}]}\n");
+         return diagnose_file(trace, {"otherData", "a trace written by decodelab", "or by torch.profiler"});
+       }},
+      {"trace: a torch.profiler event of the wrong shape",
+       [](const TempDir& dir) {
          const fs::path trace = dir.write("torch.json",
                                           "{\"traceEvents\": [{\"name\": \"aten::mm\", \"cat\": \"cpu_op\", \"ph\": "
-                                          "\"X\", \"ts\": 1, \"dur\": 2, \"pid\": 1, \"tid\": 1}]}\n");
-         return diagnose_file(trace, {"otherData", "a trace written by decodelab"});
+                                          "\"X\", \"ts\": 1, \"dur\": \"2\", \"pid\": 1, \"tid\": 1}]}\n");
+         return diagnose_file(trace, {"traceEvents[0].dur: expected a number"});
        }},
       {"trace: not a trace at all",
        [](const TempDir& dir) {

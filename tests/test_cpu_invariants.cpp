@@ -57,8 +57,10 @@ TEST_CASE("cpu matmul rows do not depend on the batch they are in", "[cpu][invar
 TEST_CASE("cpu matmul in fp32 of widened half values equals the half matmul", "[cpu][invariants]") {
   const DType half = GENERATE(DType::F16, DType::BF16);
   const int64_t m = GENERATE(1, 6);
+  // K = 1029: fp32 rows of 4 KiB or more take the AVX2 wide-row decode path, half rows do not.
+  const int64_t k = GENERATE(203, 1029);
   CpuFixture fixture;
-  const int64_t k = 203, n = 45;
+  const int64_t n = 45;
   const std::vector<float> x_values = random_values(static_cast<size_t>(m * k), half, 111);
   const std::vector<float> w_values = random_values(static_cast<size_t>(n * k), half, 112);
   const Tensor x_half = fixture.upload(half, {m, k}, x_values);
@@ -77,7 +79,8 @@ TEST_CASE("cpu matmul in fp32 of widened half values equals the half matmul", "[
       const std::string report =
           compare_bitwise(fixture.read(out), expected,
                           std::string("matmul x ") + dtype_name(x.dtype) + " · W " + dtype_name(w.dtype) + " -> " +
-                              dtype_name(out_dtype) + " vs all " + dtype_name(half) + ", M=" + std::to_string(m));
+                              dtype_name(out_dtype) + " vs all " + dtype_name(half) + ", M=" + std::to_string(m) +
+                              " K=" + std::to_string(k));
       INFO(report);
       CHECK(report.empty());
     }

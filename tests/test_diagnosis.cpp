@@ -192,7 +192,7 @@ TEST_CASE("diagnosis: an outline fills in the run and group a hand-made trace la
   CHECK(passes[1].op_layers == std::vector<int>{-1});
 }
 
-TEST_CASE("diagnosis: all 32 combinations of the five bugs, default variants", "[diagnosis]") {
+TEST_CASE("diagnosis: all 32 combinations of the five bugs, default variants", "[diagnosis][slow]") {
   for (unsigned mask = 0; mask < 32; ++mask) {
     DiagnosisCase test_case;
     test_case.bugs = bugs_from_mask(mask);
@@ -241,7 +241,7 @@ TEST_CASE("diagnosis: each variant is named by the form its signal takes", "[dia
 
 // DECODELAB_DIAGNOSIS_SOAK=N runs N samples at the full lengths (8..256 tokens, no step
 // budget) instead of the quick sample: minutes, for a change to the checks.
-TEST_CASE("diagnosis: a seeded random sample of workloads, variants and dtypes", "[diagnosis]") {
+TEST_CASE("diagnosis: a seeded random sample of workloads, variants and dtypes", "[diagnosis][slow]") {
   const char* soak = std::getenv("DECODELAB_DIAGNOSIS_SOAK");
   const int samples = soak ? std::atoi(soak) : 16;
   const int longest = soak ? 256 : 64;

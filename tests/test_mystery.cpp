@@ -83,7 +83,7 @@ TEST_CASE("mystery: the briefing names no bug, the answer names exactly the hidd
   }
 }
 
-TEST_CASE("mystery: lab-tiny cases run and diagnosed blind match their answers", "[mystery]") {
+TEST_CASE("mystery: lab-tiny cases run and diagnosed blind match their answers", "[mystery][slow]") {
   const std::unique_ptr<Backend> backend = make_backend(BackendKind::Cpu, {});
   int diagnosed = 0;
   for (uint64_t seed = 0; diagnosed < 3 && seed < 200; ++seed) {

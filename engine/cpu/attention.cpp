@@ -23,6 +23,7 @@ namespace {
 constexpr int64_t kParallelWork = 1 << 15;  // multiply-adds below which one thread is faster
 constexpr int kHeadBlock = 8;               // query heads whose dot products share a key load
 constexpr int kMaxChunks = 512 / kLanes;    // head_dim up to 512
+constexpr int kKeyBlock = 4;                // keys whose score chains run interleaved
 
 struct CacheView {
   const char* base;  // this item's (sequence, kv head) slice
@@ -160,6 +161,65 @@ void accumulate_values(VectorSource<D>& values, const float* scores, int64_t pad
   }
 }
 
+// The common layout — unit-stride head_dim, a whole number of chunks — read in place with
+// nothing but full-width loads: VectorSource's general loads (partial chunks, gathered
+// tiles) keep its chunks in memory, and every FMA then waits on a store. The arithmetic
+// is compute_scores' and accumulate_values' exactly (each dot product and each output
+// element the same FMAs in the same order), so results are bitwise the same. Scores run
+// kKeyBlock keys at a time so that their FMA chains (C FMAs in a row each) overlap.
+template <DType D, int C>
+void direct_scores(const CacheView& keys, const float* queries, int64_t group, int64_t n, float scale, float* scores,
+                   int64_t padded_n, int64_t padded_dim) {
+  const int64_t stride = keys.position_stride * static_cast<int64_t>(dtype_size(D));
+  for (int64_t g = 0; g < group; ++g) {
+    const float* query = queries + g * padded_dim;
+    float* row = scores + g * padded_n;
+    int64_t j = 0;
+    for (; j + kKeyBlock <= n; j += kKeyBlock) {
+      VFloat dots[kKeyBlock];
+#pragma GCC unroll 8
+      for (int key = 0; key < kKeyBlock; ++key) dots[key] = vzero();
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) {
+        VFloat query_chunk = vload(query + static_cast<int64_t>(c) * kLanes);
+        keep_in_register(query_chunk);
+#pragma GCC unroll 8
+        for (int key = 0; key < kKeyBlock; ++key)
+          dots[key] = vfma(query_chunk, vload_as<D>(keys.base + (j + key) * stride, c * kLanes), dots[key]);
+      }
+#pragma GCC unroll 8
+      for (int key = 0; key < kKeyBlock; ++key) row[j + key] = vsum(dots[key]) * scale;
+    }
+    for (; j < n; ++j) {
+      VFloat dot = vzero();
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c)
+        dot = vfma(vload(query + static_cast<int64_t>(c) * kLanes), vload_as<D>(keys.base + j * stride, c * kLanes), dot);
+      row[j] = vsum(dot) * scale;
+    }
+  }
+}
+
+template <DType D, int C>
+void direct_values(const CacheView& values, const float* scores, int64_t padded_n, int64_t group, int64_t n,
+                   float* accumulators, int64_t padded_dim) {
+  const int64_t stride = values.position_stride * static_cast<int64_t>(dtype_size(D));
+  for (int64_t g = 0; g < group; ++g) {
+    const float* weights = scores + g * padded_n;
+    VFloat acc[C];
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[c] = vzero();
+    for (int64_t j = 0; j < n; ++j) {
+      const char* vector = values.base + j * stride;
+      const VFloat weight = vbroadcast(weights[j]);
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) acc[c] = vfma(weight, vload_as<D>(vector, c * kLanes), acc[c]);
+    }
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) vstore(accumulators + g * padded_dim + static_cast<int64_t>(c) * kLanes, acc[c]);
+  }
+}
+
 // Calls f.template operator()<C>() with C = chunk_count when it is 1, 2, 4 or 8 (head_dim
 // up to 128 with AVX-512, 64 with AVX2) and returns true; false for other counts.
 template <typename F>
@@ -179,6 +239,22 @@ bool with_register_chunks(int chunk_count, F&& f) {
       return true;
     default:
       return false;
+  }
+}
+
+// out's heads of this (row, KV head) item, each rounded once to out's dtype.
+void store_outputs(const Tensor& out, const float* accumulators, int64_t m, int64_t kv_head, int64_t group,
+                   int64_t head_dim, int64_t padded_dim, int chunk_count) {
+  const size_t out_element = dtype_size(out.dtype);
+  for (int64_t g = 0; g < group; ++g) {
+    const int64_t head = kv_head * group + g;
+    char* out_head =
+        static_cast<char*>(out.data) + (m * out.strides[0] + head * head_dim) * static_cast<int64_t>(out_element);
+    for (int c = 0; c < chunk_count; ++c) {
+      const int64_t d = static_cast<int64_t>(c) * kLanes;
+      vstore_n(out.dtype, out_head, d, vload(accumulators + g * padded_dim + d),
+               static_cast<int>(std::min<int64_t>(kLanes, head_dim - d)));
+    }
   }
 }
 
@@ -209,6 +285,15 @@ void attend(const Tensor& q, const CacheView& keys, const CacheView& values, int
   }
 
   VFloat chunks[kMaxChunks];
+  const bool direct = keys.dim_stride == 1 && values.dim_stride == 1 && head_dim == padded_dim;
+  if (direct && with_register_chunks(chunk_count, [&]<int C>() {
+        direct_scores<D, C>(keys, queries, group, n, scale, scores, padded_n, padded_dim);
+        for (int64_t g = 0; g < group; ++g) softmax_in_place(scores + g * padded_n, n);
+        direct_values<D, C>(values, scores, padded_n, group, n, accumulators, padded_dim);
+      })) {
+    store_outputs(out, accumulators, m, kv_head, group, head_dim, padded_dim, chunk_count);
+    return;
+  }
   VectorSource<D> key_source(keys, head_dim, padded_dim, tile);
   // Key chunks in registers for the common head sizes.
   const bool scored = with_register_chunks(chunk_count, [&]<int C>() {
@@ -236,17 +321,7 @@ void attend(const Tensor& q, const CacheView& keys, const CacheView& values, int
     }
   }
 
-  const size_t out_element = dtype_size(out.dtype);
-  for (int64_t g = 0; g < group; ++g) {
-    const int64_t head = kv_head * group + g;
-    char* out_head =
-        static_cast<char*>(out.data) + (m * out.strides[0] + head * head_dim) * static_cast<int64_t>(out_element);
-    for (int c = 0; c < chunk_count; ++c) {
-      const int64_t d = static_cast<int64_t>(c) * kLanes;
-      vstore_n(out.dtype, out_head, d, vload(accumulators + g * padded_dim + d),
-               static_cast<int>(std::min<int64_t>(kLanes, head_dim - d)));
-    }
-  }
+  store_outputs(out, accumulators, m, kv_head, group, head_dim, padded_dim, chunk_count);
 }
 
 template <DType D>

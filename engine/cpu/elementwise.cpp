@@ -96,12 +96,38 @@ void store_lanes(DType dtype, char* base, int64_t index, int64_t stride, VFloat 
   for (int i = 0; i < count; ++i) store_from_float(base, dtype, (index + i) * stride, lanes[i]);
 }
 
+// The whole chunks of a run whose operands are all unit-stride and of dtype D, with the
+// loads and stores inlined (the general path below dispatches on dtype and stride per
+// vector); returns the elements done. The same lanes go through the same op.
+template <DType D, size_t N, typename VectorOp>
+int64_t map_unit_stride_chunks(const std::array<char*, N>& pointers, int64_t count, VectorOp& op) {
+  const int64_t full = count / kLanes * kLanes;
+  for (int64_t i = 0; i < full; i += kLanes) {
+    VFloat inputs[N - 1];
+    for (size_t k = 0; k + 1 < N; ++k) inputs[k] = vload_as<D>(pointers[k], i);
+    vstore_as<D>(pointers[N - 1], i, op(inputs));
+  }
+  return full;
+}
+
 // out = op(inputs) lane-wise for float operands [inputs..., out]; op takes VFloat[N - 1].
 template <size_t N, typename VectorOp>
 void map_lanes(const std::array<const Tensor*, N>& tensors, VectorOp&& op) {
   const Walk<N> walk = make_walk(tensors);
+  bool one_dtype = true;
+  for (const Operand& operand : walk.operands) one_dtype = one_dtype && operand.dtype == walk.operands[0].dtype;
   for_each_run(walk, [&](const std::array<char*, N>& pointers, const std::array<int64_t, N>& strides, int64_t count) {
-    for (int64_t i = 0; i < count; i += kLanes) {
+    bool unit_stride = true;
+    for (int64_t stride : strides) unit_stride = unit_stride && stride == 1;
+    int64_t first = 0;
+    if (one_dtype && unit_stride) {
+      switch (walk.operands[0].dtype) {
+        case DType::F16: first = map_unit_stride_chunks<DType::F16>(pointers, count, op); break;
+        case DType::BF16: first = map_unit_stride_chunks<DType::BF16>(pointers, count, op); break;
+        default: first = map_unit_stride_chunks<DType::F32>(pointers, count, op); break;
+      }
+    }
+    for (int64_t i = first; i < count; i += kLanes) {
       const int lanes = static_cast<int>(std::min<int64_t>(kLanes, count - i));
       VFloat inputs[N - 1];
       for (size_t k = 0; k + 1 < N; ++k)

@@ -36,6 +36,14 @@ constexpr int64_t kParallelMacs = 1 << 16;    // below this, a parallel region c
 // How far ahead of its read position the first x group prefetches W: about the
 // bandwidth-delay product of one core's DRAM stream, measured best among 16-128 KiB.
 constexpr int64_t kPrefetchAheadBytes = 32 * 1024;
+// AVX2 (measured on Zen 3, 32 KiB L1): a single x row over W rows of 4 KiB or more reads
+// kWideRows rows at a time with no software prefetch — the hardware prefetcher follows
+// page-long rows well, and prefetching into the small L1 evicted what was about to be
+// read: fp32 lab-small matvecs 23-24 -> 30-34 GB/s on 2 threads, 12-13 -> 16-19 on one;
+// fp16 down_proj 21 -> 24-25. Shorter rows keep the prefetched 4-row blocks (fp16 rows of
+// 2 KiB measured no better wide). AVX-512 builds keep the path measured on Zen 5.
+constexpr int kWideRows = 8;
+constexpr int64_t kWideRowBytes = 4096;
 
 // Rows of x widened to fp32, each zero-padded to `padded_k` (a multiple of kLanes).
 void widen_rows(const Tensor& x, float* destination, int64_t padded_k) {
@@ -154,6 +162,71 @@ void store_tile(const Tensor& out, int64_t m0, int64_t n0, int mr, int nr,
     for (int n = 0; n < nr; ++n) store_from_float(out.data, out.dtype, (m0 + m) * out.strides[0] + n0 + n, dots[m][n]);
 }
 
+// One x row against kWideRows W rows: the same per-element arithmetic as register_tile
+// (one accumulator per row from zero, one FMA per kLanes chunk in order, the zero-padded
+// tail chunk last, vsum), with each W chunk used once and so loaded straight into its FMA.
+template <DType WD>
+void wide_row_tile(const float* x, const void* w, int64_t w_stride, int64_t k, float (&dots)[kWideRows]) {
+  const int64_t full = k / kLanes * kLanes;
+  alignas(64) float tail[kWideRows][kLanes] = {};  // widened before the loop, as in register_tile
+  if (full < k) {
+    for (int n = 0; n < kWideRows; ++n)
+      vstore(tail[n], vload_partial_as<WD>(w, n * w_stride + full, static_cast<int>(k - full)));
+  }
+  VFloat acc[kWideRows];
+#pragma GCC unroll 8
+  for (int n = 0; n < kWideRows; ++n) acc[n] = vzero();
+  for (int64_t column = 0; column < full; column += kLanes) {
+    VFloat x_chunk = vload(x + column);
+    keep_in_register(x_chunk);
+#pragma GCC unroll 8
+    for (int n = 0; n < kWideRows; ++n) acc[n] = vfma(x_chunk, vload_as<WD>(w, n * w_stride + column), acc[n]);
+  }
+  if (full < k) {
+    const VFloat x_chunk = vload(x + full);
+#pragma GCC unroll 8
+    for (int n = 0; n < kWideRows; ++n) acc[n] = vfma(x_chunk, vload(tail[n]), acc[n]);
+  }
+#pragma GCC unroll 8
+  for (int n = 0; n < kWideRows; ++n) dots[n] = vsum(acc[n]);
+}
+
+// One x row over W rows of kWideRowBytes or more (AVX2): kWideRows-row blocks, the last
+// rows (fewer than kWideRows) as register tiles. Returns false where the path does not apply.
+template <DType WD>
+bool matvec_wide_rows(const float* x, int64_t padded_k, const Tensor& weight, const Tensor& out) {
+#if defined(DECODELAB_SIMD_AVX512)
+  (void)x, (void)padded_k, (void)weight, (void)out;
+  return false;
+#else
+  const int64_t n_total = weight.shape[0];
+  const int64_t k = weight.shape[1];
+  const int64_t w_stride = weight.strides[0];
+  const int64_t element = static_cast<int64_t>(dtype_size(WD));
+  if (out.shape[0] != 1 || k * element < kWideRowBytes) return false;
+  const int64_t blocks = n_total / kWideRows;
+#pragma omp parallel for schedule(guided, 4) if (n_total * k > kParallelMacs)
+  for (int64_t block = 0; block <= blocks; ++block) {
+    const int64_t n0 = block * kWideRows;
+    const void* w = static_cast<const char*>(weight.data) + n0 * w_stride * element;
+    if (block < blocks) {
+      float dots[kWideRows];
+      wide_row_tile<WD>(x, w, w_stride, k, dots);
+      for (int n = 0; n < kWideRows; ++n) store_from_float(out.data, out.dtype, n0 + n, dots[n]);
+      continue;
+    }
+    for (int64_t first = n0; first < n_total; first += kWeightRows) {  // the last rows
+      const int nr = static_cast<int>(std::min<int64_t>(kWeightRows, n_total - first));
+      const void* rows = static_cast<const char*>(weight.data) + first * w_stride * element;
+      float dots[kBatchRows][kWeightRows];
+      dispatch_tile(1, nr, [&]<int MR, int NR>() { register_tile<WD, MR, NR, false>(x, padded_k, rows, w_stride, k, dots); });
+      store_tile(out, 0, first, 1, nr, dots);
+    }
+  }
+  return true;
+#endif
+}
+
 // One group of x rows (decode): W streamed once from memory in blocks of kWeightRows,
 // each widened in registers as it arrives, the blocks shared out so that both threads
 // finish together (guided: large contiguous runs first, small ones at the end).
@@ -220,6 +293,7 @@ void matmul_panels(const float* x, int64_t padded_k, const Tensor& weight, const
 
 template <DType WD>
 void matmul_rows(const float* x, int64_t padded_k, const Tensor& weight, const Tensor& out) {
+  if (matvec_wide_rows<WD>(x, padded_k, weight, out)) return;
   if (out.shape[0] <= kBatchRows)
     matmul_streaming<WD>(x, padded_k, weight, out);
   else

@@ -1,0 +1,18 @@
+// Telling the two trace kinds apart and reading either.
+#include "profiling/trace_file.h"
+
+#include "profiling/chrome_trace.h"
+#include "profiling/torch_pass_reading.h"
+#include "profiling/torch_trace.h"
+#include "profiling/trace_text.h"
+
+namespace decodelab {
+
+TraceReading read_trace_file(const std::filesystem::path& file) {
+  const std::string name = file.string();
+  const nlohmann::json root = parse_trace_json(read_trace_text(file), name);
+  if (is_torch_trace(root)) return read_torch_trace(parse_torch_trace(root, name));
+  return read_trace(chrome_trace_from_json(root, name));  // decodelab's, or an error saying what was expected
+}
+
+}  // namespace decodelab
