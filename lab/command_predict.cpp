@@ -19,6 +19,7 @@
 #include "lab/paths.h"
 #include "lab/predict.h"
 #include "lab/predict_check.h"
+#include "lab/row_prediction.h"
 #include "lab/sweep.h"
 #include "profiling/roof_measure.h"
 #include "profiling/text_table.h"
@@ -204,6 +205,17 @@ void add_predict_command(CLI::App& app) {
   command->add_flag("--row-header", arguments->row_header, "With --row: print the table's header first");
   command->add_flag("--quiet,-q", arguments->quiet, "Print nothing");
   command->callback([arguments] { execute_predict(*arguments); });
+}
+
+void add_predict_on_option(CLI::App& command, std::vector<std::string>& names) {
+  std::string defaults;
+  for (const std::string& name : default_reference_devices()) defaults += (defaults.empty() ? "" : ",") + name;
+  command
+      .add_option("--predict-on", names,
+                  "Also predict each slowdown on these devices (configs/devices names or YAML files, comma "
+                  "separated; default: " + defaults + ")")
+      ->delimiter(',')
+      ->allow_extra_args(false);
 }
 
 }  // namespace decodelab

@@ -139,6 +139,8 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
   comparison.attribution =
       attribute_slowdown(comparison.fixed.analysis, comparison.buggy.analysis, traced_delta_ms, tokens);
   comparison.same_tokens = comparison.fixed.result.tokens == comparison.buggy.result.tokens;
+  comparison.prediction = predict_row(buggy_scenario, spec, comparison.decode_slowdown, comparison.slowdown,
+                                      reference_devices(options.predict_on, "--predict-on"));
   return comparison;
 }
 
@@ -150,7 +152,7 @@ std::string comparison_table(const Comparison& comparison) {
   std::snprintf(line, sizeof line, "slowdown: %.2fx total generation time, %.2fx decode tokens/s%s\n\n",
                 comparison.slowdown, comparison.decode_slowdown,
                 comparison.same_tokens ? " (same tokens)" : " (TOKENS DIFFER)");
-  out << line;
+  out << line << prediction_summary(comparison.prediction, comparison.slowdown) << "\n";
   out << "| device time, last repeat | fixed ms | buggy ms | difference ms |\n| --- | ---: | ---: | ---: |\n";
   for (const CategoryDelta& delta : comparison.categories) {
     std::snprintf(line, sizeof line, "| %s | %.2f | %.2f | %+.2f |\n", delta.category.c_str(), delta.fixed_ms,
@@ -166,14 +168,16 @@ nlohmann::json comparison_json(const Comparison& comparison) {
   for (const CategoryDelta& delta : comparison.categories)
     categories.push_back({{"category", delta.category}, {"fixed_ms", delta.fixed_ms}, {"buggy_ms", delta.buggy_ms},
                           {"delta_ms", delta.delta_ms()}});
-  return {{"schema_version", 1},
-          {"fixed", run_result_json(comparison.fixed.scenario, comparison.fixed.result)},
-          {"buggy", run_result_json(comparison.buggy.scenario, comparison.buggy.result)},
-          {"slowdown", comparison.slowdown},
-          {"decode_slowdown", comparison.decode_slowdown},
-          {"same_tokens", comparison.same_tokens},
-          {"categories", categories},
-          {"attribution", to_json(comparison.attribution)}};
+  nlohmann::json json = {{"schema_version", 1},
+                         {"fixed", run_result_json(comparison.fixed.scenario, comparison.fixed.result)},
+                         {"buggy", run_result_json(comparison.buggy.scenario, comparison.buggy.result)},
+                         {"slowdown", comparison.slowdown},
+                         {"decode_slowdown", comparison.decode_slowdown},
+                         {"same_tokens", comparison.same_tokens},
+                         {"categories", categories},
+                         {"attribution", to_json(comparison.attribution)}};
+  add_row_prediction_json(json, comparison.prediction);
+  return json;
 }
 
 }  // namespace decodelab

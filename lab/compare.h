@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lab/row_prediction.h"
 #include "lab/runner.h"
 #include "lab/scenario.h"
 #include "profiling/analysis.h"
@@ -25,6 +26,7 @@ struct CompareOptions {
   std::optional<int64_t> max_memory_bytes;
   bool show_progress = false;
   std::string progress_label;  // prefix of the progress line ("[2/5] host_sync")
+  std::vector<std::string> predict_on = default_reference_devices();  // devices the slowdown is also predicted on
 };
 
 // Device time of one bucket of ops in each run (ms over the whole traced repeat).
@@ -50,6 +52,7 @@ struct Comparison {
   std::vector<CategoryDelta> categories;
   Attribution attribution;      // the traced repeats' difference, split into causes
   bool same_tokens = false;     // the bugs changed no generated token
+  RowPrediction prediction;     // the slowdown predicted here (the roofs above) and on options.predict_on
 };
 
 Comparison compare_with_fixed_twin(const Scenario& buggy, const CompareOptions& options);

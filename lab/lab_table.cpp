@@ -13,6 +13,26 @@ namespace decodelab {
 
 namespace {
 
+std::vector<const RowPrediction*> predictions_of(const std::vector<LabRow>& rows) {
+  std::vector<const RowPrediction*> predictions;
+  for (const LabRow& row : rows) predictions.push_back(row.prediction ? &*row.prediction : nullptr);
+  return predictions;
+}
+
+// Each row's prediction sentence (or why it has none), one per line.
+std::string prediction_sentences(const std::vector<LabRow>& rows, const char* before, const char* after,
+                                 bool html = false) {
+  std::string text;
+  for (const LabRow& row : rows) {
+    if (!row.prediction) continue;
+    const std::string sentence = row.prediction->unavailable.empty()
+                                     ? row.prediction->sentence
+                                     : row.bug + ": no prediction (" + row.prediction->unavailable + ")";
+    text += before + (html ? xml_escape(sentence) : sentence) + after;
+  }
+  return text;
+}
+
 std::string range_text(const LabRow& row) {
   if (row.expected_max <= 0) return "-";
   char text[64];
@@ -41,6 +61,7 @@ LabRow lab_row(const Comparison& comparison) {
   row.backend = comparison.buggy.result.backend;
   row.device = comparison.buggy.result.device;
   row.scenario = scenario_to_json(scenario);
+  row.prediction = comparison.prediction;
   return row;
 }
 
@@ -51,16 +72,19 @@ std::vector<LabRow> lab_rows(const std::vector<Comparison>& comparisons) {
 }
 
 std::string lab_table(const std::vector<LabRow>& rows) {
+  const std::vector<std::string> elsewhere = elsewhere_devices(predictions_of(rows));
   std::ostringstream out;
-  out << "| bug | switched on | fixed tok/s | buggy tok/s | slowdown | expected | verdict | same tokens |\n"
-      << "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |\n";
+  out << "| bug | switched on | fixed tok/s | buggy tok/s | slowdown | expected | verdict | same tokens |"
+      << prediction_columns_header(elsewhere) << "\n"
+      << "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |" << prediction_columns_rule(elsewhere) << "\n";
   char line[512];
   for (const LabRow& row : rows) {
-    std::snprintf(line, sizeof line, "| %s | %s | %.1f | %.1f | %.2fx | %s | %s | %s |\n", row.bug.c_str(),
+    std::snprintf(line, sizeof line, "| %s | %s | %.1f | %.1f | %.2fx | %s | %s | %s |", row.bug.c_str(),
                   row.bugs.c_str(), row.fixed_tokens_per_s, row.buggy_tokens_per_s, row.slowdown,
                   range_text(row).c_str(), row.verdict.c_str(), row.same_tokens ? "yes" : "NO");
-    out << line;
+    out << line << prediction_cells(row.prediction, elsewhere) << "\n";
   }
+  out << prediction_sentences(rows, "- ", "\n");
   return out.str();
 }
 
@@ -76,6 +100,7 @@ nlohmann::json lab_row_json(const LabRow& row) {
                           {"backend", row.backend},
                           {"device", row.device},
                           {"scenario", row.scenario}};
+  if (row.prediction) add_row_prediction_json(entry, *row.prediction);
   if (row.expected_max > 0) entry["expected_slowdown"] = {{"min", row.expected_min}, {"max", row.expected_max}};
   return entry;
 }
@@ -103,6 +128,7 @@ LabRow lab_row_from_json(const nlohmann::json& json, const std::string& file) {
     row.expected_min = expected.value("min", 0.0);
     row.expected_max = expected.value("max", 0.0);
   }
+  row.prediction = row_prediction_from_json(json, file);
   return row;
 }
 
@@ -120,6 +146,7 @@ void write_bug_report(const std::filesystem::path& directory, const LabRow& row,
                         "<!doctype html><html><head><meta charset=\"utf-8\"><title>why " + row.bug +
                             " is slower</title></head><body style=\"font:14px sans-serif;margin:2em\"><h1>" +
                             xml_escape(row.bug) + "</h1>" + attribution_html(comparison.attribution) +
+                            prediction_html(comparison.prediction) +
                             "</body></html>\n");
 }
 
@@ -133,7 +160,11 @@ void write_lab_index(const std::filesystem::path& directory, const std::vector<L
   if (!rows.empty())
     html << "<p>Device: " << xml_escape(rows.front().device) << " (" << xml_escape(rows.front().backend) << ")</p>";
   html << "<table><tr><th>bug</th><th>switched on</th><th>fixed tok/s</th><th>buggy tok/s</th><th>slowdown</th>"
-          "<th>expected</th><th>verdict</th><th>same tokens</th></tr>";
+          "<th>expected</th><th>verdict</th><th>same tokens</th>";
+  const std::vector<std::string> elsewhere = elsewhere_devices(predictions_of(rows));
+  html << "<th>predicted</th><th>error</th><th>vs prediction</th>";
+  for (const std::string& device : elsewhere) html << "<th>on " << xml_escape(device) << "</th>";
+  html << "</tr>";
   for (const LabRow& row : rows) {
     char numbers[256];
     std::snprintf(numbers, sizeof numbers, "<td>%.1f</td><td>%.1f</td><td>%.2fx</td>", row.fixed_tokens_per_s,
@@ -148,10 +179,12 @@ void write_lab_index(const std::filesystem::path& directory, const std::vector<L
     }
     html << "</td><td>" << xml_escape(row.bugs) << "</td>" << numbers << "<td>" << range_text(row)
          << "</td><td class=\"" << (row.verdict == "in range" ? "in" : "out") << "\">" << row.verdict << "</td><td>"
-         << (row.same_tokens ? "yes" : "NO") << "</td></tr>";
+         << (row.same_tokens ? "yes" : "NO") << "</td>" << prediction_html_cells(row.prediction, elsewhere) << "</tr>";
   }
   html << "</table><p>Slowdown: the buggy run's total generation time divided by its fixed twin's (median of the "
-          "repeats, alternated on one backend).</p>";
+          "repeats, alternated on one backend). Predicted: the same slowdown from the roofline model and this "
+          "device's roofs and fixed costs; error: measured / predicted - 1.</p><ul>"
+       << prediction_sentences(rows, "<li>", "</li>", true) << "</ul>";
   html << "<ul>";
   for (const LabRow& row : rows) {
     std::error_code error;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@ struct LabRow {
   bool same_tokens = false;
   std::string backend, device;
   nlohmann::json scenario;  // the buggy scenario as run (scenario_to_json): what a resumed lab matches
+  std::optional<RowPrediction> prediction;  // beside the measurement (lab/row_prediction.h); none in older rows
 };
 
 LabRow lab_row(const Comparison& comparison);

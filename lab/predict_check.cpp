@@ -108,14 +108,14 @@ std::string prediction_check_table(const PredictionCheck& check) {
   TextTable table({"figure", "measured", "predicted", "error"});
   auto add = [&](const CheckedFigure& figure) {
     table.add({figure.name, value(figure.measured, figure.unit), value(figure.predicted, figure.unit),
-               figure.measured > 0 ? signed_percent(figure.error()) : "-"});
+               figure.measured > 0 && figure.predicted > 0 ? signed_percent(figure.error()) : "-"});
   };
   for (const CheckedFigure& figure : check.figures) add(figure);
   if (check.decode_slowdown) add(*check.decode_slowdown);
   if (check.end_to_end_slowdown) add(*check.end_to_end_slowdown);
   std::ostringstream out;
   out << "check: " << check.scenario << " measured on this machine (median of " << check.repeats
-      << " repeats) against the prediction on " << check.device << "; error = predicted / measured - 1\n"
+      << " repeats) against the prediction on " << check.device << "; error = measured / predicted - 1\n"
       << table.str();
   return out.str();
 }

@@ -1,8 +1,9 @@
 // Holding a prediction to a measurement: the scenario (and, with bugs, its fixed twin,
 // repeats alternated on one backend as compare does) is run on this machine and each
 // figure a run reports is printed measured, predicted and the prediction's error
-// (predicted / measured - 1). The device the prediction is priced against must be this
-// machine's: its measured roofs and fixed costs (CPU), or the spec of the GPU it runs on.
+// (measured / predicted - 1, as compare and lab report it). The device the prediction is
+// priced against must be this machine's: its measured roofs and fixed costs (CPU), or the
+// spec of the GPU it runs on.
 #pragma once
 
 #include <optional>
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lab/predict.h"
+#include "lab/row_prediction.h"
 #include "lab/runner.h"
 
 namespace decodelab {
@@ -21,7 +23,7 @@ struct CheckedFigure {
   std::string unit;  // "ms", "tok/s", "x"
   double measured = 0;
   double predicted = 0;
-  double error() const { return measured > 0 ? predicted / measured - 1.0 : 0.0; }
+  double error() const { return prediction_error(measured, predicted); }  // measured / predicted - 1
 };
 
 struct PredictionCheck {

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "lab/row_prediction.h"
 #include "lab/run_report.h"
 #include "profiling/analysis.h"
 #include "profiling/trace.h"
@@ -38,6 +39,7 @@ SweepRow run_sweep_point(const SweepPoint& point, const Scenario& scenario, RunO
                                    {"roof_fraction", decode->point.roof_fraction()},
                                    {"ridge_point", analysis.roofs.ridge_point(Precision::Fp16)}};
   }
+  add_sweep_prediction_json(row.json, scenario, spec, row.result.metrics.decode_tokens_per_s.median);
   return row;
 }
 
@@ -52,11 +54,13 @@ std::string sweep_table_header(const SweepPoint& point) {
   std::string first = header.substr(0, first_line_end);
   std::string second = header.substr(first_line_end + 1);
   second = second.substr(0, second.find('\n'));
-  return prefix + first + " decode FLOP/B | limiter | % of roof |\n" + rule + second + " ---: | --- | ---: |\n";
+  return prefix + first + " decode FLOP/B | limiter | % of roof | predicted tok/s | error |\n" + rule + second +
+         " ---: | --- | ---: | ---: | ---: |\n";
 }
 
 std::string sweep_table_row(const SweepPoint& point, const Scenario& scenario, const RunResult& result,
-                            const nlohmann::json& decode_roofline) {
+                            const nlohmann::json& row) {
+  const nlohmann::json decode_roofline = row.value("decode_roofline", nlohmann::json());
   std::string swept;
   for (const auto& [key, value] : point.values) swept += "| " + value + " ";
   char reading[160] = "| - | - | - |";
@@ -68,11 +72,11 @@ std::string sweep_table_row(const SweepPoint& point, const Scenario& scenario, c
   std::string row_text = run_table_row(scenario, result);
   while (!row_text.empty() && row_text.back() == '\n') row_text.pop_back();
   if (!row_text.empty() && row_text.back() == '|') row_text.pop_back();
-  return swept + row_text + reading + "\n";
+  return swept + row_text + reading + sweep_prediction_cells(row) + "\n";
 }
 
 std::string sweep_table_row(const SweepPoint& point, const Scenario& scenario, const nlohmann::json& row) {
-  return sweep_table_row(point, scenario, run_summary_from_json(row), row.value("decode_roofline", nlohmann::json()));
+  return sweep_table_row(point, scenario, run_summary_from_json(row), row);
 }
 
 }  // namespace decodelab

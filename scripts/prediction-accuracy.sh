@@ -3,14 +3,26 @@
 # bugs at other batch sizes, prompt lengths and models, each run here (fixed twin and buggy,
 # repeats alternated) and predicted from this machine's measured roofs and fixed costs. One
 # markdown row per case: decode_slowdown and end_to_end_slowdown, measured, predicted and
-# the prediction's error. Take it on a QUIET machine (nothing else running): ~5 minutes on
-# 2 cores. Extra arguments go to every `decodelab predict` (e.g. --threads 1).
+# the prediction's error (measured / predicted - 1). Take it on a QUIET machine (nothing else
+# running): ~5 minutes on 2 cores. First this machine's roofs and fixed costs are measured
+# again (`roofline --measure`, which refreshes the cache every prediction here reads), so a
+# measurement taken under load earlier does not price the table; SKIP_ROOFS=1 keeps the cache.
+# Extra arguments go to every `decodelab predict` (e.g. --threads 1).
 #
 # usage: scripts/prediction-accuracy.sh [DECODELAB_ARGS...] > accuracy.md
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 decodelab="${DECODELAB:-$repo/build/decodelab}"
 extra=("$@")
+
+threads=()
+for ((i = 0; i < ${#extra[@]}; ++i)); do
+  if [[ "${extra[i]}" == --threads ]]; then threads=(--threads "${extra[i + 1]:-0}"); fi
+  if [[ "${extra[i]}" == --threads=* ]]; then threads=("${extra[i]}"); fi
+done
+if [[ "${SKIP_ROOFS:-0}" != 1 ]]; then
+  "$decodelab" roofline --measure --backend cpu "${threads[@]}" >&2
+fi
 
 row() {  # scenario variant [--set ...]
   local scenario="$1" variant="$2"
