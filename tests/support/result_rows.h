@@ -43,6 +43,12 @@ inline nlohmann::json without_figures(nlohmann::json row) {
   // Lab rows: the comparison's figures.
   for (const char* measured : {"fixed_tokens_per_s", "buggy_tokens_per_s", "slowdown", "decode_slowdown", "verdict"})
     row.erase(measured);
+  // The prediction stays (the same model and roofs wherever the row ran); its errors and
+  // verdict are the measurement's.
+  for (const char* measured : {"decode_tokens_per_s_prediction_error", "decode_slowdown_prediction_error",
+                               "end_to_end_slowdown_prediction_error"})
+    row.erase(measured);
+  if (row.contains("prediction") && row["prediction"].is_object()) row["prediction"].erase("verdict");
   return row;
 }
 
