@@ -52,6 +52,11 @@ std::string prediction_table(const SlowdownPrediction& prediction, const DeviceS
 // variant, device, decode_slowdown, end_to_end_slowdown, what bounds fixed and buggy decode.
 std::string prediction_row_header();
 std::string prediction_row(const SlowdownPrediction& prediction, const DeviceSpec& device, const std::string& variant);
+// The printers' number formats: a slowdown ("1.90x", "12.3x"; "-" when not positive), an
+// error or change ("+13%"), a count per step ("16", "2.50").
+std::string ratio_text(double value);
+std::string signed_percent(double fraction);
+std::string count_text(double count);
 nlohmann::json prediction_json(const ScenarioPrediction& prediction);
 nlohmann::json prediction_json(const SlowdownPrediction& prediction, const DeviceSpec& device);
 nlohmann::json prediction_json(const ScenarioPrediction& prediction, const DeviceSpec& device);

@@ -52,19 +52,9 @@ void add_figures(std::vector<CheckedFigure>& figures, const std::string& prefix,
 }
 
 std::string value(double number, const std::string& unit) {
-  if (unit == "x") {
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.2fx", number);
-    return buffer;
-  }
+  if (unit == "x") return ratio_text(number);
   if (unit == "ms") return format_seconds(number * 1e-3);
   return format_number(number, 4) + " " + unit;
-}
-
-std::string signed_percent(double fraction) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%+.0f%%", fraction * 100.0);
-  return buffer;
 }
 
 nlohmann::json figure_json(const CheckedFigure& figure) {

@@ -2,6 +2,7 @@
 // origin), the figures a run reports under the same names, what bounds each phase, and
 // the decode step per op category. JSON carries the same figures plus every input.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -12,14 +13,25 @@
 
 namespace decodelab {
 
-namespace {
-
-std::string ratio(double value) {
+std::string ratio_text(double value) {
   if (!(value > 0)) return "-";
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, value < 10 ? "%.2fx" : "%.1fx", value);
   return buffer;
 }
+
+std::string signed_percent(double fraction) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%+.0f%%", fraction * 100.0);
+  return buffer;
+}
+
+std::string count_text(double count) {
+  if (std::fabs(count - std::round(count)) < 1e-9) return std::to_string(static_cast<int64_t>(std::round(count)));
+  return format_number(count);
+}
+
+namespace {
 
 std::string rate(double tokens_per_s) { return tokens_per_s > 0 ? format_number(tokens_per_s, 4) : "-"; }
 
@@ -46,11 +58,6 @@ double per_step(double total, const PhasePrediction* decode) {
   return decode && decode->passes > 0 ? total / static_cast<double>(decode->passes) : 0.0;
 }
 
-// A count per step: whole numbers as such ("35"), others with three digits ("2.50").
-std::string count_text(double count) {
-  if (count == static_cast<double>(static_cast<int64_t>(count))) return std::to_string(static_cast<int64_t>(count));
-  return format_number(count);
-}
 
 }  // namespace
 
@@ -141,7 +148,7 @@ std::string prediction_table(const SlowdownPrediction& prediction, const DeviceS
   auto reads_per_step = [](const PhasePrediction* decode) {
     return count_text(per_step(decode ? static_cast<double>(decode->device_to_host_reads) : 0, decode));
   };
-  auto times = [](double buggy_value, double fixed_value) { return ratio(fixed_value > 0 ? buggy_value / fixed_value : 0); };
+  auto times = [](double buggy_value, double fixed_value) { return ratio_text(fixed_value > 0 ? buggy_value / fixed_value : 0); };
   TextTable table({"figure", "fixed", "buggy", "buggy/fixed"});
   table.add({"TTFT", milliseconds(fixed.timing.ttft_ms), milliseconds(buggy.timing.ttft_ms),
              times(buggy.timing.ttft_ms, fixed.timing.ttft_ms)});
@@ -158,8 +165,8 @@ std::string prediction_table(const SlowdownPrediction& prediction, const DeviceS
   out << table.str() << "\n";
   out << "  fixed decode bound by: " << bound_text(fixed_decode) << "\n";
   out << "  buggy decode bound by: " << bound_text(buggy_decode) << "\n\n";
-  out << "  predicted slowdown: decode " << ratio(prediction.decode_slowdown)
-      << " (decode_slowdown: fixed tok/s / buggy tok/s), end to end " << ratio(prediction.end_to_end_slowdown)
+  out << "  predicted slowdown: decode " << ratio_text(prediction.decode_slowdown)
+      << " (decode_slowdown: fixed tok/s / buggy tok/s), end to end " << ratio_text(prediction.end_to_end_slowdown)
       << " (end_to_end_slowdown: buggy total / fixed total)\n\n";
   out << category_table(prediction.fixed, "fixed decode, per step") << "\n"
       << category_table(prediction.buggy, "buggy decode, per step");
@@ -177,7 +184,7 @@ std::string prediction_row(const SlowdownPrediction& prediction, const DeviceSpe
     return decode ? std::string(predicted_bound_name(decode->bound)) : std::string("-");
   };
   return "| " + prediction.buggy.scenario.name + " | " + (variant.empty() ? "as shipped" : variant) + " | " + device.name +
-         " | " + ratio(prediction.decode_slowdown) + " | " + ratio(prediction.end_to_end_slowdown) + " | " +
+         " | " + ratio_text(prediction.decode_slowdown) + " | " + ratio_text(prediction.end_to_end_slowdown) + " | " +
          bound(prediction.fixed) + " | " + bound(prediction.buggy) + " |\n";
 }
 

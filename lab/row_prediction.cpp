@@ -14,26 +14,7 @@ namespace decodelab {
 
 namespace {
 
-std::string ratio(double value) {
-  if (!(value > 0)) return "-";
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, value < 10 ? "%.2fx" : "%.1fx", value);
-  return buffer;
-}
-
-std::string signed_percent(double fraction) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%+.0f%%", fraction * 100.0);
-  return buffer;
-}
-
 std::string signed_time(double ms) { return (ms < 0 ? "-" : "+") + format_seconds(std::fabs(ms) * 1e-3); }
-
-// A count per unit: whole numbers as such ("16"), others with three digits ("2.50").
-std::string count_text(double count) {
-  if (std::fabs(count - std::round(count)) < 1e-9) return std::to_string(static_cast<int64_t>(std::round(count)));
-  return format_number(count);
-}
 
 // A prediction's decode phase, summed: what the sentence's differences are taken from.
 struct DecodeTotals {
@@ -108,7 +89,7 @@ std::string mechanism_text(const DecodeTotals& fixed, const DecodeTotals& buggy,
   std::string text;
   if (buggy.passes > fixed.passes && fixed.passes > 0) {
     const double buggy_per_step = static_cast<double>(buggy.tokens) / static_cast<double>(buggy.passes);
-    text = ratio(static_cast<double>(buggy.passes) / static_cast<double>(fixed.passes)) + " the decode steps (" +
+    text = ratio_text(static_cast<double>(buggy.passes) / static_cast<double>(fixed.passes)) + " the decode steps (" +
            count_text(buggy_per_step) + (buggy_per_step == 1 ? " token" : " tokens") + " per step instead of " +
            count_text(static_cast<double>(fixed.tokens) / static_cast<double>(fixed.passes)) + ")";
   }
@@ -121,7 +102,7 @@ std::string mechanism_text(const DecodeTotals& fixed, const DecodeTotals& buggy,
 
 std::string elsewhere_clause(const DeviceSlowdown& device) {
   return "on " + device.device + " the same costs " + signed_time(device.added_ms_per_unit) + " against a " +
-         format_seconds(device.fixed_ms_per_unit * 1e-3) + " " + device.unit + " (" + ratio(device.decode_slowdown) +
+         format_seconds(device.fixed_ms_per_unit * 1e-3) + " " + device.unit + " (" + ratio_text(device.decode_slowdown) +
          ")";
 }
 
@@ -219,7 +200,7 @@ RowPrediction predict_row(const Scenario& buggy, const DeviceSpec& here, double 
   row.verdict = verdict_of(row.end_to_end_slowdown_error);
   row.sentence = buggy.name + ": " + (row.here.mechanism.empty() ? "" : row.here.mechanism + ": ") + "predicted " +
                  signed_time(row.here.added_ms_per_unit) + " per " + row.here.unit + " here (" +
-                 ratio(row.here.decode_slowdown) + " decode, " + ratio(row.here.end_to_end_slowdown) + " end to end)";
+                 ratio_text(row.here.decode_slowdown) + " decode, " + ratio_text(row.here.end_to_end_slowdown) + " end to end)";
   for (const DeviceSlowdown& device : row.elsewhere) row.sentence += "; " + elsewhere_clause(device);
   return row;
 }
@@ -285,14 +266,14 @@ std::vector<std::string> cell_texts(const std::optional<RowPrediction>& predicti
                                     const std::vector<std::string>& elsewhere) {
   std::vector<std::string> cells;
   const bool present = prediction && prediction->unavailable.empty();
-  cells.push_back(present ? ratio(prediction->here.end_to_end_slowdown) : "-");
+  cells.push_back(present ? ratio_text(prediction->here.end_to_end_slowdown) : "-");
   cells.push_back(present ? signed_percent(prediction->end_to_end_slowdown_error) : "-");
   cells.push_back(present ? prediction->verdict : "-");
   for (const std::string& name : elsewhere) {
     std::string cell = "-";
     if (present)
       for (const DeviceSlowdown& device : prediction->elsewhere)
-        if (device.device == name) cell = ratio(device.end_to_end_slowdown);
+        if (device.device == name) cell = ratio_text(device.end_to_end_slowdown);
     cells.push_back(cell);
   }
   return cells;
@@ -330,11 +311,11 @@ std::string prediction_summary(const RowPrediction& prediction, double measured_
                 "predicted on %s: %s total generation time, %s decode tokens/s; prediction error (measured / "
                 "predicted - 1): %s end to end, %s decode\n"
                 "verdict against the prediction (end to end, within ±%.0f%%): %s (measured %s)\n",
-                prediction.here.device.c_str(), ratio(prediction.here.end_to_end_slowdown).c_str(),
-                ratio(prediction.here.decode_slowdown).c_str(),
+                prediction.here.device.c_str(), ratio_text(prediction.here.end_to_end_slowdown).c_str(),
+                ratio_text(prediction.here.decode_slowdown).c_str(),
                 signed_percent(prediction.end_to_end_slowdown_error).c_str(),
                 signed_percent(prediction.decode_slowdown_error).c_str(), kPredictionTolerance * 100,
-                prediction.verdict.c_str(), ratio(measured_end_to_end_slowdown).c_str());
+                prediction.verdict.c_str(), ratio_text(measured_end_to_end_slowdown).c_str());
   return std::string(line) + prediction.sentence + "\n";
 }
 
@@ -342,9 +323,9 @@ std::string prediction_html(const RowPrediction& prediction) {
   if (!prediction.unavailable.empty())
     return "<p>No prediction: " + xml_escape(prediction.unavailable) + "</p>";
   return "<h2>Predicted</h2><p>On " + xml_escape(prediction.here.device) + ": " +
-         ratio(prediction.here.end_to_end_slowdown) + " end to end (prediction error " +
+         ratio_text(prediction.here.end_to_end_slowdown) + " end to end (prediction error " +
          signed_percent(prediction.end_to_end_slowdown_error) + ": " + prediction.verdict + "), " +
-         ratio(prediction.here.decode_slowdown) + " decode (error " + signed_percent(prediction.decode_slowdown_error) +
+         ratio_text(prediction.here.decode_slowdown) + " decode (error " + signed_percent(prediction.decode_slowdown_error) +
          ").</p><p>" + xml_escape(prediction.sentence) + "</p>";
 }
 

@@ -12,6 +12,7 @@
 #include "lab/paths.h"
 #include "profiling/device_spec.h"
 #include "profiling/roof_measure.h"
+#include "tests/support/cached_roofs.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/temp_dir.h"
 
@@ -92,21 +93,7 @@ TEST_CASE("predict: a bug's table shows both sides and names the slowdowns", "[c
 TEST_CASE("predict --device measured reads this machine's cached roofs and fixed costs", "[command_predict]") {
   // prepare: a cache for this machine at one thread, so nothing is measured here
   const TempDir cache;
-  DeviceSpec spec;
-  spec.name = "measured-test";
-  spec.description = "test CPU";
-  Roofs roofs;
-  roofs.bandwidth = 40e9;
-  roofs.fp32_flops = roofs.fp16_flops = roofs.bf16_flops = 200e9;
-  roofs.source = "test";
-  spec.measured = roofs;
-  spec.measured_fixed_costs = FixedCosts{0.05e-6, 1e-6, 2e-6, 0, "test stream costs"};
-  spec.measured_cache = CacheLevel{32.0 * 1024 * 1024, 150e9, "test cache"};
-  spec.machine = this_machine(1);
-  const std::string environment = "DECODELAB_CACHE_DIR='" + cache.path().string() + "' ";
-  ::setenv("DECODELAB_CACHE_DIR", cache.path().c_str(), 1);
-  save_device_spec(spec, roof_cache_path(*spec.machine));
-  ::unsetenv("DECODELAB_CACHE_DIR");
+  const std::string environment = cache_roofs(round_measured_spec("measured-test"), cache.path(), 1);
 
   // run
   const CommandResult result =

@@ -18,8 +18,8 @@
 #include "lab/scenario.h"
 #include "lab/sweep.h"
 #include "lab/sweep_report.h"
-#include "profiling/roof_measure.h"
 #include "profiling/units.h"
+#include "tests/support/cached_roofs.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/temp_dir.h"
 
@@ -29,29 +29,18 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-// A CPU-like device with round numbers: the ridge point sits at 4 FLOP/B in fp16.
+// A device with round numbers: 100 GB/s and 400 GFLOP/s put the ridge point at 4 FLOP/B in fp16.
 DeviceSpec round_device() {
-  DeviceSpec spec;
-  spec.name = "round-test";
-  spec.description = "test device";
-  Roofs roofs;
-  roofs.bandwidth = 100e9;
-  roofs.fp32_flops = roofs.fp16_flops = roofs.bf16_flops = 400e9;
-  roofs.source = "test";
-  spec.measured = roofs;
+  DeviceSpec spec = round_measured_spec("round-test");
+  spec.measured->bandwidth = 100e9;
+  spec.measured->fp32_flops = spec.measured->fp16_flops = spec.measured->bf16_flops = 400e9;
   spec.measured_fixed_costs = FixedCosts{0.1e-6, 0.5e-6, 7e-6, 0, "test stream costs"};
+  spec.measured_cache.reset();
   return spec;
 }
 
-// A cached measurement for this machine at one thread, so compare and lab measure nothing.
-std::string cached_roofs_environment(const TempDir& cache) {
-  DeviceSpec spec = round_device();
-  spec.machine = this_machine(1);
-  ::setenv("DECODELAB_CACHE_DIR", cache.path().c_str(), 1);
-  save_device_spec(spec, roof_cache_path(*spec.machine));
-  ::unsetenv("DECODELAB_CACHE_DIR");
-  return "DECODELAB_CACHE_DIR='" + cache.path().string() + "' ";
-}
+// Cached roofs for this machine at one thread, so compare, lab and sweep measure nothing.
+std::string cached_roofs_environment(const TempDir& cache) { return cache_roofs(round_device(), cache.path(), 1); }
 
 // A short lab-tiny run of a lab scenario: seconds, not minutes.
 const std::vector<std::string>& small_run() {
