@@ -1,7 +1,8 @@
 // Fixed vs buggy: a scenario and its fixed twin (every bug off, all else equal) loaded on
 // one backend, their repeats alternated so that drift on a shared machine hits both, and
 // the last repeat of each traced and analysed. The slowdown is the ratio of median total
-// generation times; the per-category table says where the device time went.
+// generation times; the per-category table says where the device time went; the prediction
+// of the same slowdown (lab/row_prediction.h) sits beside it.
 #pragma once
 
 #include <memory>

@@ -1,6 +1,7 @@
 // The lab's results: one row per bug (fixed and buggy tokens/s, the slowdown, the range
-// the lesson documents, whether it fell in it), as a console table, JSON, and a report
-// page linking each bug's own report.
+// the lesson documents, whether it fell in it, and beside them the slowdown predicted for
+// the device with its error, verdict and sentence — lab/row_prediction.h), as a console
+// table, JSON, and a report page linking each bug's own report.
 #pragma once
 
 #include <filesystem>
@@ -34,7 +35,7 @@ std::vector<LabRow> lab_rows(const std::vector<Comparison>& comparisons);
 std::string lab_table(const std::vector<LabRow>& rows);
 // One row as the lab's JSON holds it (bug, bugs, fixed_tokens_per_s, buggy_tokens_per_s,
 // slowdown, decode_slowdown, verdict, same_tokens, backend, device, expected_slowdown,
-// scenario), and back (InputError naming `file` when a field is missing or mistyped).
+// scenario, and the prediction's fields), and back (InputError naming `file` when a field is missing or mistyped).
 nlohmann::json lab_row_json(const LabRow& row);
 LabRow lab_row_from_json(const nlohmann::json& json, const std::string& file);
 nlohmann::json lab_json(const std::vector<LabRow>& rows);
