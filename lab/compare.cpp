@@ -139,8 +139,8 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
   comparison.attribution =
       attribute_slowdown(comparison.fixed.analysis, comparison.buggy.analysis, traced_delta_ms, tokens);
   comparison.same_tokens = comparison.fixed.result.tokens == comparison.buggy.result.tokens;
-  comparison.prediction = predict_row(buggy_scenario, spec, comparison.decode_slowdown, comparison.slowdown,
-                                      reference_devices(options.predict_on, "--predict-on"));
+  comparison.prediction =
+      predict_row(buggy_scenario, spec, comparison.decode_slowdown, comparison.slowdown, options.predict_on);
   return comparison;
 }
 

@@ -186,11 +186,12 @@ double prediction_error(double measured, double predicted) {
 }
 
 RowPrediction predict_row(const Scenario& buggy, const DeviceSpec& here, double measured_decode_slowdown,
-                          double measured_end_to_end_slowdown, const std::vector<DeviceSpec>& elsewhere) {
+                          double measured_end_to_end_slowdown, const std::vector<std::string>& elsewhere) {
   RowPrediction row;
   try {
     row.here = predict_device_slowdown(buggy, here);
-    for (const DeviceSpec& device : elsewhere) row.elsewhere.push_back(predict_device_slowdown(buggy, device));
+    for (const DeviceSpec& device : reference_devices(elsewhere, "--predict-on"))
+      row.elsewhere.push_back(predict_device_slowdown(buggy, device));
   } catch (const InputError& error) {  // a device the model cannot price: the measurement stands alone
     row.unavailable = error.what();
     return row;

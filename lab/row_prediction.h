@@ -64,9 +64,11 @@ struct RowPrediction {
 };
 
 // The prediction of `buggy` on `here` set beside its measured slowdowns, and on each
-// reference device. A device the model cannot price (no fixed costs) gives `unavailable`.
+// reference device (names as for reference_devices). A device the model cannot price (no
+// fixed costs, or a reference file that cannot be read) gives `unavailable`: the
+// measurement stands without it rather than failing after the runs.
 RowPrediction predict_row(const Scenario& buggy, const DeviceSpec& here, double measured_decode_slowdown,
-                          double measured_end_to_end_slowdown, const std::vector<DeviceSpec>& elsewhere);
+                          double measured_end_to_end_slowdown, const std::vector<std::string>& elsewhere);
 
 // Into a row's JSON: predicted_decode_slowdown, predicted_end_to_end_slowdown,
 // decode_slowdown_prediction_error, end_to_end_slowdown_prediction_error, and

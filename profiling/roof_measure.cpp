@@ -388,7 +388,9 @@ DeviceSpec default_device_spec(Backend& backend, int threads, std::ostream* prog
   } catch (const std::exception& error) {
     if (progress) *progress << "could not cache the roofs: " << error.what() << "\n";
   }
-  return spec;
+  // The figures as the cache holds them (rounded in YAML), so the run that measured reads,
+  // prices and predicts with exactly what every later run reads back.
+  return parse_device_spec(device_spec_to_yaml(spec), cache.string());
 }
 
 }  // namespace decodelab
