@@ -72,6 +72,7 @@ int run_cli(int argc, char** argv) {
   add_ncu_command(app);
   add_nsys_command(app);
   add_predict_command(app);
+  add_diff_logits_command(app);
   try {
     app.parse(argc, argv);
     return 0;

@@ -19,6 +19,7 @@
 #include "lab/output_files.h"
 #include "lab/paths.h"
 #include "lab/results_file.h"
+#include "lab/run_report.h"
 #include "lab/runner.h"
 #include "lab/scenario.h"
 #include "lab/slurm_submit.h"
@@ -70,9 +71,10 @@ void execute_sweep(const SweepArguments& arguments) {
   options.threads = arguments.threads;
   options.check_numerics = arguments.check_numerics;
   const bool progress = !arguments.quiet && ::isatty(::fileno(stderr));
-  // One backend for every point, and the roofs each point's decode phase is read against.
+  // One backend for every point; the machine checked once, before the first point is timed;
+  // then the roofs each point's decode phase is read against.
   std::unique_ptr<Backend> backend = open_backend(scenarios.front(), options);
-  const DeviceSpec spec = default_device_spec(*backend, arguments.threads);
+  SweepContext context;
 
   ResultsFile results(arguments.json_file, "sweep");
   if (arguments.resume) results.load_existing();
@@ -88,13 +90,14 @@ void execute_sweep(const SweepArguments& arguments) {
       continue;
     }
     if (progress) std::fprintf(stderr, "\r\033[K[%zu/%zu] %s", i + 1, scenarios.size(), points[i].label.c_str());
-    SweepRow row = run_sweep_point(points[i], scenarios[i], options, *backend, spec);
+    if (progress && !context.machine) std::fputs("\r\033[K", stderr);  // a warning starts on its own line
+    SweepRow row = run_sweep_point(points[i], scenarios[i], options, *backend, context);
     table += sweep_table_row(points[i], scenarios[i], row.result, row.json);
     results.add(std::move(row.json));
   }
   if (progress) std::fputs("\r\033[K", stderr);
   if (!arguments.quiet) {
-    std::fputs(table.c_str(), stdout);
+    std::fputs((table + run_table_legend(scenarios.front().repeats.target_ci)).c_str(), stdout);
     std::fflush(stdout);
   }
   if (results.rows().size() < scenarios.size()) {
@@ -108,9 +111,11 @@ void execute_sweep(const SweepArguments& arguments) {
   }
   results.finish();
   if (!arguments.report_dir.empty()) {
+    // The curve from the roofs the points were read against (every row reused: the cached ones).
+    if (!context.spec) context.spec = default_device_spec(*backend, arguments.threads);
     write_sweep_report(arguments.report_dir, "decodelab sweep: " + file.stem().string(), table,
                        points.front().values.empty() ? "" : points.front().values.front().first,
-                       sweep_series(points, scenarios, results.rows(), spec), spec);
+                       sweep_series(points, scenarios, results.rows(), *context.spec), *context.spec);
   }
   if (reused > 0 && !arguments.quiet) {
     std::fprintf(stderr, "decodelab: %zu of %zu rows reused from %s\n", reused, scenarios.size(),

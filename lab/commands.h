@@ -26,5 +26,6 @@ void add_nsys_command(CLI::App& app);
 void add_predict_command(CLI::App& app);
 // --predict-on DEVICE,...: compare's and lab's reference devices (lab/row_prediction.h).
 void add_predict_on_option(CLI::App& command, std::vector<std::string>& names);
+void add_diff_logits_command(CLI::App& app);
 
 }  // namespace decodelab

@@ -3,6 +3,7 @@
 // predicted ones come from the same formulas applied to the predicted clocks.
 #include "lab/predict_check.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -14,18 +15,22 @@ namespace decodelab {
 
 namespace {
 
+// A fixed number of repeats, the scenario's least (`run.repeats: N` sets it to N).
+int check_repeats(const Scenario& scenario) { return std::max(scenario.repeats.min_repeats, 1); }
+
 // Warm-ups, then repeats alternated between the loaded scenarios (one alone without bugs).
 std::vector<RunResult> measure(const std::vector<Scenario>& scenarios, Backend& backend, const RunOptions& options) {
   std::vector<std::unique_ptr<LoadedScenario>> loaded;
   for (const Scenario& scenario : scenarios)
     loaded.push_back(std::make_unique<LoadedScenario>(backend, scenario, options.max_memory_bytes));
   const Scenario& first = scenarios.front();
+  const int repeats = check_repeats(first);
   std::vector<std::vector<GenerationResult>> runs(scenarios.size());
   for (int i = 0; i < std::max(first.warmup, 0); ++i)
     for (auto& scenario : loaded) scenario->generate(nullptr);
-  for (int i = 0; i < std::max(first.repeats, 1); ++i) {
+  for (int i = 0; i < repeats; ++i) {
     if (options.show_progress) {
-      std::fprintf(stderr, "\r\033[K%s: measuring, repeat %d/%d", first.name.c_str(), i + 1, first.repeats);
+      std::fprintf(stderr, "\r\033[K%s: measuring, repeat %d/%d", first.name.c_str(), i + 1, repeats);
       std::fflush(stderr);
     }
     for (size_t k = 0; k < loaded.size(); ++k) {
@@ -44,11 +49,11 @@ void add_figures(std::vector<CheckedFigure>& figures, const std::string& prefix,
                  const ScenarioPrediction& predicted) {
   const Prediction& p = predicted.prediction;
   figures.push_back({prefix + "TTFT", "ms", measured.ttft_ms.median, p.timing.ttft_ms});
-  figures.push_back({prefix + "decode wall time per step", "ms", measured.decode_ms_per_step.median,
+  figures.push_back({prefix + "decode wall time per step", "ms", measured.decode_wall_ms_per_step.median,
                      p.decode_step_wall_ms()});
   figures.push_back({prefix + "decode tok/s", "tok/s", measured.decode_tokens_per_s.median,
                      predicted.metrics.decode_tokens_per_s});
-  figures.push_back({prefix + "total", "ms", measured.total_s.median * 1e3, p.timing.total_ms});
+  figures.push_back({prefix + "end-to-end", "ms", measured.end_to_end_s.median * 1e3, p.timing.total_ms});
 }
 
 std::string value(double number, const std::string& unit) {
@@ -72,7 +77,7 @@ PredictionCheck check_prediction(const Scenario& scenario, const DeviceSpec& dev
   PredictionCheck check;
   check.scenario = scenario.name;
   check.device = device.name;
-  check.repeats = std::max(scenario.repeats, 1);
+  check.repeats = check_repeats(scenario);
   if (!scenario.bugs.any()) {
     const ScenarioPrediction predicted = predict_scenario(scenario, device);
     const std::vector<RunResult> measured = measure({scenario}, backend, options);
@@ -88,7 +93,7 @@ PredictionCheck check_prediction(const Scenario& scenario, const DeviceSpec& dev
   const double decode = buggy.decode_tokens_per_s.median > 0
                             ? fixed.decode_tokens_per_s.median / buggy.decode_tokens_per_s.median
                             : 0.0;
-  const double end_to_end = fixed.total_s.median > 0 ? buggy.total_s.median / fixed.total_s.median : 0.0;
+  const double end_to_end = fixed.end_to_end_s.median > 0 ? buggy.end_to_end_s.median / fixed.end_to_end_s.median : 0.0;
   check.decode_slowdown = CheckedFigure{"decode_slowdown", "x", decode, predicted.decode_slowdown};
   check.end_to_end_slowdown = CheckedFigure{"end_to_end_slowdown", "x", end_to_end, predicted.end_to_end_slowdown};
   return check;

@@ -109,8 +109,8 @@ nlohmann::json metrics_json(const ScenarioPrediction& scenario) {
   const Prediction& p = scenario.prediction;
   nlohmann::json json = to_json(p);
   json["decode_tokens_per_s"] = scenario.metrics.decode_tokens_per_s;
-  json["achieved_bandwidth_gbps"] = scenario.metrics.achieved_bandwidth_gbps;
-  json["total_s"] = scenario.metrics.total_s;
+  json["decode_bandwidth_gbps"] = scenario.metrics.decode_bandwidth_gbps;
+  json["end_to_end_s"] = scenario.metrics.end_to_end_s;
   json["scenario"] = scenario_to_json(scenario.scenario);
   return json;
 }

@@ -7,6 +7,7 @@
 
 #include "engine/errors.h"
 #include "lab/predict.h"
+#include "lab/slowdown.h"
 #include "profiling/report.h"
 #include "profiling/units.h"
 
@@ -185,9 +186,22 @@ double prediction_error(double measured, double predicted) {
   return predicted > 0 && measured > 0 ? measured / predicted - 1.0 : 0.0;
 }
 
-RowPrediction predict_row(const Scenario& buggy, const DeviceSpec& here, double measured_decode_slowdown,
-                          double measured_end_to_end_slowdown, const std::vector<std::string>& elsewhere) {
+double predicted_slowdown(const DeviceSlowdown& device, SlowdownMetric metric) {
+  return metric == SlowdownMetric::Decode ? device.decode_slowdown : device.end_to_end_slowdown;
+}
+
+double RowPrediction::predicted() const { return predicted_slowdown(here, of); }
+
+double RowPrediction::error() const {
+  return of == SlowdownMetric::Decode ? decode_slowdown_error : end_to_end_slowdown_error;
+}
+
+RowPrediction predict_row(const Scenario& buggy, const DeviceSpec& here, const Estimate& measured_decode_slowdown,
+                          const Estimate& measured_end_to_end_slowdown, SlowdownMetric of,
+                          const std::vector<std::string>& elsewhere) {
   RowPrediction row;
+  row.of = of;
+  row.measured = of == SlowdownMetric::Decode ? measured_decode_slowdown : measured_end_to_end_slowdown;
   try {
     row.here = predict_device_slowdown(buggy, here);
     for (const DeviceSpec& device : reference_devices(elsewhere, "--predict-on"))
@@ -196,9 +210,10 @@ RowPrediction predict_row(const Scenario& buggy, const DeviceSpec& here, double 
     row.unavailable = error.what();
     return row;
   }
-  row.decode_slowdown_error = prediction_error(measured_decode_slowdown, row.here.decode_slowdown);
-  row.end_to_end_slowdown_error = prediction_error(measured_end_to_end_slowdown, row.here.end_to_end_slowdown);
-  row.verdict = verdict_of(row.end_to_end_slowdown_error);
+  row.decode_slowdown_error = prediction_error(measured_decode_slowdown.median, row.here.decode_slowdown);
+  row.end_to_end_slowdown_error = prediction_error(measured_end_to_end_slowdown.median, row.here.end_to_end_slowdown);
+  row.within_interval = row.measured.samples > 0 && row.measured.contains(row.predicted());
+  row.verdict = verdict_of(row.error());
   row.sentence = buggy.name + ": " + (row.here.mechanism.empty() ? "" : row.here.mechanism + ": ") + "predicted " +
                  signed_time(row.here.added_ms_per_unit) + " per " + row.here.unit + " here (" +
                  ratio_text(row.here.decode_slowdown) + " decode, " + ratio_text(row.here.end_to_end_slowdown) + " end to end)";
@@ -218,7 +233,8 @@ void add_row_prediction_json(nlohmann::json& row, const RowPrediction& predictio
   nlohmann::json details = device_slowdown_json(prediction.here);
   for (const char* flat : {"predicted_decode_slowdown", "predicted_end_to_end_slowdown"}) details.erase(flat);
   details["verdict"] = prediction.verdict;
-  details["of"] = prediction.of;
+  details["of"] = to_string(prediction.of);
+  details["within_interval"] = prediction.within_interval;
   details["tolerance"] = kPredictionTolerance;
   details["sentence"] = prediction.sentence;
   details["elsewhere"] = nlohmann::json::array();
@@ -241,7 +257,13 @@ std::optional<RowPrediction> row_prediction_from_json(const nlohmann::json& row,
   prediction.decode_slowdown_error = row.value("decode_slowdown_prediction_error", 0.0);
   prediction.end_to_end_slowdown_error = row.value("end_to_end_slowdown_prediction_error", 0.0);
   prediction.verdict = details.value("verdict", std::string("-"));
-  prediction.of = details.value("of", std::string("end_to_end"));
+  prediction.of = details.value("of", std::string("decode")) == "end_to_end" ? SlowdownMetric::EndToEnd
+                                                                            : SlowdownMetric::Decode;
+  prediction.within_interval = details.value("within_interval", false);
+  // A lab row keeps the measured figure's interval beside it.
+  const std::string measured_key = std::string(to_string(prediction.of)) + "_slowdown";
+  if (row.contains("intervals") && row["intervals"].is_object() && row["intervals"].contains(measured_key))
+    prediction.measured = estimate_from_json(row["intervals"][measured_key]);
   prediction.sentence = details.value("sentence", std::string());
   if (details.contains("elsewhere") && details["elsewhere"].is_array())
     for (const nlohmann::json& device : details["elsewhere"])
@@ -267,14 +289,14 @@ std::vector<std::string> cell_texts(const std::optional<RowPrediction>& predicti
                                     const std::vector<std::string>& elsewhere) {
   std::vector<std::string> cells;
   const bool present = prediction && prediction->unavailable.empty();
-  cells.push_back(present ? ratio_text(prediction->here.end_to_end_slowdown) : "-");
-  cells.push_back(present ? signed_percent(prediction->end_to_end_slowdown_error) : "-");
+  cells.push_back(present ? ratio_text(prediction->predicted()) : "-");
+  cells.push_back(present ? signed_percent(prediction->error()) + (prediction->within_interval ? " (in 95% CI)" : "") : "-");
   cells.push_back(present ? prediction->verdict : "-");
   for (const std::string& name : elsewhere) {
     std::string cell = "-";
     if (present)
       for (const DeviceSlowdown& device : prediction->elsewhere)
-        if (device.device == name) cell = ratio_text(device.end_to_end_slowdown);
+        if (device.device == name) cell = ratio_text(predicted_slowdown(device, prediction->of));
     cells.push_back(cell);
   }
   return cells;
@@ -305,28 +327,52 @@ std::vector<std::string> elsewhere_devices(const std::vector<const RowPrediction
   return names;
 }
 
-std::string prediction_summary(const RowPrediction& prediction, double measured_end_to_end_slowdown) {
+namespace {
+
+// "predicted 1.90x, measured 2.04x ±1.8% (error +7%, inside the measured 95% interval)"
+std::string beside_measured(double predicted, const Estimate& measured, double error, bool judged,
+                            bool within_interval) {
+  std::string text = "predicted " + ratio_text(predicted);
+  if (measured.samples == 0) return text;
+  text += ", measured " + format_slowdown(measured) + " (error " + signed_percent(error);
+  if (judged) text += within_interval ? ", inside the measured 95% interval" : ", outside the measured 95% interval";
+  return text + ")";
+}
+
+}  // namespace
+
+std::string prediction_summary(const RowPrediction& prediction, const Estimate& measured_decode_slowdown,
+                               const Estimate& measured_end_to_end_slowdown) {
   if (!prediction.unavailable.empty()) return "predicted: none (" + prediction.unavailable + ")\n";
-  char line[512];
-  std::snprintf(line, sizeof line,
-                "predicted on %s: %s total generation time, %s decode tokens/s; prediction error (measured / "
-                "predicted - 1): %s end to end, %s decode\n"
-                "verdict against the prediction (end to end, within ±%.0f%%): %s (measured %s)\n",
-                prediction.here.device.c_str(), ratio_text(prediction.here.end_to_end_slowdown).c_str(),
-                ratio_text(prediction.here.decode_slowdown).c_str(),
-                signed_percent(prediction.end_to_end_slowdown_error).c_str(),
-                signed_percent(prediction.decode_slowdown_error).c_str(), kPredictionTolerance * 100,
-                prediction.verdict.c_str(), ratio_text(measured_end_to_end_slowdown).c_str());
-  return std::string(line) + prediction.sentence + "\n";
+  const bool decode = prediction.of == SlowdownMetric::Decode;
+  char tolerance[16];
+  std::snprintf(tolerance, sizeof tolerance, "%.0f%%", kPredictionTolerance * 100);
+  std::string text = "predicted on " + prediction.here.device + " (error = measured / predicted - 1):\n";
+  text += "  decode_slowdown:     " +
+          beside_measured(prediction.here.decode_slowdown, measured_decode_slowdown, prediction.decode_slowdown_error,
+                          decode, prediction.within_interval) + "\n";
+  text += "  end_to_end_slowdown: " +
+          beside_measured(prediction.here.end_to_end_slowdown, measured_end_to_end_slowdown,
+                          prediction.end_to_end_slowdown_error, !decode, prediction.within_interval) + "\n";
+  text += "verdict against the prediction (" + std::string(to_string(prediction.of)) + "_slowdown, within ±" +
+          tolerance + "): " + prediction.verdict + "\n";
+  return text + prediction.sentence + "\n";
 }
 
 std::string prediction_html(const RowPrediction& prediction) {
   if (!prediction.unavailable.empty())
     return "<p>No prediction: " + xml_escape(prediction.unavailable) + "</p>";
-  return "<h2>Predicted</h2><p>On " + xml_escape(prediction.here.device) + ": " +
-         ratio_text(prediction.here.end_to_end_slowdown) + " end to end (prediction error " +
-         signed_percent(prediction.end_to_end_slowdown_error) + ": " + prediction.verdict + "), " +
-         ratio_text(prediction.here.decode_slowdown) + " decode (error " + signed_percent(prediction.decode_slowdown_error) +
+  const std::string judged = std::string(to_string(prediction.of)) + "_slowdown";
+  std::string measured;
+  if (prediction.measured.samples > 0)
+    measured = ", measured " + format_slowdown(prediction.measured) + " (" +
+               (prediction.within_interval ? "the prediction lies inside" : "the prediction lies outside") +
+               " its 95% interval)";
+  return "<h2>Predicted</h2><p>On " + xml_escape(prediction.here.device) + ": " + judged + " " +
+         ratio_text(prediction.predicted()) + measured + "; prediction error " + signed_percent(prediction.error()) + ": " +
+         prediction.verdict + ". Decode " + ratio_text(prediction.here.decode_slowdown) + " (error " +
+         signed_percent(prediction.decode_slowdown_error) + "), end to end " +
+         ratio_text(prediction.here.end_to_end_slowdown) + " (error " + signed_percent(prediction.end_to_end_slowdown_error) +
          ").</p><p>" + xml_escape(prediction.sentence) + "</p>";
 }
 

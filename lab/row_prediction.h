@@ -3,8 +3,10 @@
 // (lab/predict.h) predicts for this device — this machine's measured roofs and fixed costs
 // on the CPU, the matching device file for a GPU — and for reference devices (`--predict-on`),
 // the error of the prediction (measured / predicted - 1, so +0.13 reads "the run was 13%
-// slower than predicted"), a verdict against it, and one sentence naming the numbers the
-// model used. For a sweep point, its predicted decode tok/s.
+// slower than predicted"), a verdict against it on the slowdown the range verdict judges
+// (the scenario's expected_slowdown.of), whether the prediction lies inside that measured
+// figure's 95% interval, and one sentence naming the numbers the model used. For a sweep
+// point, its predicted decode tok/s.
 //
 // Non-obvious choice: the sentence is built from the difference between the buggy and the
 // fixed prediction, per decode step where both take the same steps and per token where they
@@ -19,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lab/scenario.h"
+#include "profiling/statistics.h"
 #include "profiling/device_spec.h"
 
 namespace decodelab {
@@ -57,27 +60,39 @@ struct RowPrediction {
   DeviceSlowdown here;
   double decode_slowdown_error = 0;      // measured decode_slowdown / predicted - 1
   double end_to_end_slowdown_error = 0;  // measured end-to-end slowdown / predicted - 1
-  std::string of = "end_to_end";         // the figure the verdict judges (as the range verdict does)
+  SlowdownMetric of = SlowdownMetric::Decode;  // the figure the verdict judges: the range verdict's (headline's)
+  Estimate measured;                     // that figure as measured, with its 95% interval
+  bool within_interval = false;          // the predicted figure lies inside that interval
   std::string verdict;                   // "as predicted", "above prediction", "below prediction"
   std::vector<DeviceSlowdown> elsewhere; // --predict-on
   std::string sentence;                  // "host_sync: 16 reads per step × ...: predicted +0.9 ms per step here (1.9x); on h200 ..."
+
+  double predicted() const;  // here, of `of`
+  double error() const;      // of `of`
 };
 
+// A device's predicted slowdown of one metric.
+double predicted_slowdown(const DeviceSlowdown& device, SlowdownMetric metric);
+
 // The prediction of `buggy` on `here` set beside its measured slowdowns, and on each
-// reference device (names as for reference_devices). A device the model cannot price (no
-// fixed costs, or a reference file that cannot be read) gives `unavailable`: the
-// measurement stands without it rather than failing after the runs.
-RowPrediction predict_row(const Scenario& buggy, const DeviceSpec& here, double measured_decode_slowdown,
-                          double measured_end_to_end_slowdown, const std::vector<std::string>& elsewhere);
+// reference device (names as for reference_devices); the verdict judges the slowdown `of`
+// (the one the scenario's range names, as the range verdict does). A device the model
+// cannot price (no fixed costs, or a reference file that cannot be read) gives
+// `unavailable`: the measurement stands without it rather than failing after the runs.
+RowPrediction predict_row(const Scenario& buggy, const DeviceSpec& here, const Estimate& measured_decode_slowdown,
+                          const Estimate& measured_end_to_end_slowdown, SlowdownMetric of,
+                          const std::vector<std::string>& elsewhere);
 
 // Into a row's JSON: predicted_decode_slowdown, predicted_end_to_end_slowdown,
 // decode_slowdown_prediction_error, end_to_end_slowdown_prediction_error, and
-// "prediction": {device, bound, verdict, of, tolerance, sentence, elsewhere: [...]}.
+// "prediction": {device, bound, unit, fixed_ms_per_unit, added_ms_per_unit, mechanism,
+// verdict, of, within_interval, tolerance, sentence, elsewhere: [...]}.
 void add_row_prediction_json(nlohmann::json& row, const RowPrediction& prediction);
 // Back from a row (a resumed or collected lab row); nullopt for a row written without one.
 std::optional<RowPrediction> row_prediction_from_json(const nlohmann::json& row, const std::string& file);
 
-// Table cells: "| predicted | error | vs prediction |" then one "| on DEVICE |" per reference device.
+// Table cells, all of the judged slowdown (`of`): "| predicted | error | vs prediction |" then
+// one "| on DEVICE |" per reference device.
 std::string prediction_columns_header(const std::vector<std::string>& elsewhere);
 std::string prediction_columns_rule(const std::vector<std::string>& elsewhere);
 std::string prediction_cells(const std::optional<RowPrediction>& prediction, const std::vector<std::string>& elsewhere);
@@ -85,8 +100,10 @@ std::string prediction_html_cells(const std::optional<RowPrediction>& prediction
                                   const std::vector<std::string>& elsewhere);
 // The reference devices named in any of the rows, in first-seen order.
 std::vector<std::string> elsewhere_devices(const std::vector<const RowPrediction*>& predictions);
-// compare's lines: the predicted slowdowns, their errors, the verdict and the sentence.
-std::string prediction_summary(const RowPrediction& prediction, double measured_end_to_end_slowdown);
+// compare's lines: the predicted slowdowns beside the measured ones, their errors, the
+// verdict and the sentence.
+std::string prediction_summary(const RowPrediction& prediction, const Estimate& measured_decode_slowdown,
+                               const Estimate& measured_end_to_end_slowdown);
 // A paragraph for a report page.
 std::string prediction_html(const RowPrediction& prediction);
 

@@ -7,14 +7,63 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <iostream>
 
+#include "engine/clock.h"
 #include "engine/errors.h"
 #include "engine/hf_checkpoint.h"
 #include "engine/saturating.h"
 #include "engine/weights.h"
 #include "lab/byte_size.h"
+#include "profiling/roof_measure.h"
 
 namespace decodelab {
+
+const char* describe(RepeatStop stop) {
+  switch (stop) {
+    case RepeatStop::TargetReached: return "target_ci reached";
+    case RepeatStop::MaxRepeats: return "max_repeats reached";
+    case RepeatStop::MaxSeconds: return "max_seconds reached";
+  }
+  return "";
+}
+
+bool want_another_repeat(const RepeatPolicy& policy, int done, double elapsed_seconds, const Estimate& primary,
+                         RepeatStop& stop) {
+  if (done < policy.min_repeats) return true;
+  if (!primary.noisy) {
+    stop = RepeatStop::TargetReached;
+    return false;
+  }
+  if (done >= policy.max_repeats) {
+    stop = RepeatStop::MaxRepeats;
+    return false;
+  }
+  if (elapsed_seconds >= policy.max_seconds) {
+    stop = RepeatStop::MaxSeconds;
+    return false;
+  }
+  return true;
+}
+
+MachineState check_machine_for_timing(Backend& backend, int threads, bool warn) {
+  const std::optional<DeviceSpec> cached = cached_device_spec(backend, threads);
+  const double quiet = cached && !cached->measured->noisy ? cached->measured->probe_bandwidth : 0.0;
+  MachineState state = check_machine(backend, threads, quiet);
+  if (warn && state.contended) {
+    std::fputs(state.warning().c_str(), stderr);
+    std::fflush(stderr);
+  }
+  return state;
+}
+
+RunAnalysis analyze_checking_roofs(const Trace& trace, DeviceSpec& spec, Backend& backend, int threads,
+                                   const MachineState& machine) {
+  RunAnalysis analysis = analyze(trace, &spec);
+  if (!analysis.roofs_suspect() || machine.contended || !spec.measured || spec.measured->measured_at <= 0) return analysis;
+  spec = remeasure_device_spec(backend, threads, spec, &std::cerr, &machine);
+  return analyze(trace, &spec);
+}
 
 void warn_if_unoptimised_build() {
   static std::atomic<bool> warned{false};
@@ -45,7 +94,8 @@ BackendKind choose_backend(BackendChoice choice, std::optional<BackendKind> over
         throw ResourceError(
             "backend cuda: this build of decodelab has no CUDA backend (configure with DECODELAB_CUDA=ON)");
       }
-      if (!cuda_device_available()) throw ResourceError("backend cuda: no CUDA device is available on this machine");
+      if (!cuda_device_available())
+        throw ResourceError("backend cuda: no CUDA device is usable on this machine: " + cuda_unavailable_reason());
       return BackendKind::Cuda;
   }
   return BackendKind::Cpu;
@@ -150,7 +200,8 @@ RunResult summarize_run(const Scenario& scenario, const Backend& backend, const 
   result.device = backend.device_description();
   result.memory = memory;
   for (const GenerationResult& generation : timed) result.repeats.push_back(generation.timing);
-  result.metrics = summarize_repeats(result.repeats, scenario.model_config, scenario.dtype, scenario.workload);
+  result.metrics = summarize_repeats(result.repeats, scenario.model_config, scenario.dtype, scenario.workload,
+                                     scenario.repeats.target_ci);
   if (!timed.empty()) {
     result.tokens = std::move(timed.back().tokens);
     result.last_logits = std::move(timed.back().last_logits);
@@ -174,20 +225,36 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options, Back
   std::unique_ptr<Backend> owned = open ? nullptr : open_backend(scenario, options);
   Backend* backend = open ? open : owned.get();
   LoadedScenario loaded(*backend, scenario, options.max_memory_bytes);
+  std::optional<MachineState> machine;
+  if (options.check_machine) machine = check_machine_for_timing(*backend, options.threads);
   std::vector<GenerationResult> timed;
+  std::string stopped_because;
   try {
     for (int i = 0; i < scenario.warmup; ++i) {
       show_progress(options.show_progress, scenario, "warm-up", i + 1, scenario.warmup);
       loaded.generate(nullptr);
     }
-    for (int i = 0; i < scenario.repeats; ++i) {
-      show_progress(options.show_progress, scenario, "repeat", i + 1, scenario.repeats);
+    // Repeats until the decode wall time per step (the run's primary figure) is known to
+    // ±target_ci, or the policy's count or time budget ends them.
+    const RepeatPolicy& policy = scenario.repeats;
+    const int64_t timed_begin = now_ns();
+    std::vector<GenerationTiming> timings;
+    RepeatStop stop = RepeatStop::MaxRepeats;
+    for (int i = 0;; ++i) {
+      if (i > 0) {
+        const RunMetrics so_far = summarize_repeats(timings, scenario.model_config, scenario.dtype,
+                                                    scenario.workload, policy.target_ci);
+        if (!want_another_repeat(policy, i, (now_ns() - timed_begin) / 1e9, so_far.primary(), stop)) break;
+      }
+      show_progress(options.show_progress, scenario, "repeat", i + 1, policy.max_repeats);
       timed.push_back(loaded.generate(options.sink));
+      timings.push_back(timed.back().timing);
       if (timed.size() > 1) {  // only the last repeat's outputs are reported
         timed[timed.size() - 2].tokens.clear();
         timed[timed.size() - 2].last_logits.clear();
       }
     }
+    stopped_because = describe(stop);
   } catch (const NumericalError&) {
     if (options.show_progress) std::fprintf(stderr, "\r\033[K");
     if (options.check_numerics) loaded.check_numerics();  // names the op when it finds one
@@ -198,7 +265,10 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options, Back
     loaded.check_numerics();
   }
   if (options.show_progress) std::fprintf(stderr, "\r\033[K");
-  return summarize_run(scenario, *backend, loaded.memory(), std::move(timed));
+  RunResult result = summarize_run(scenario, *backend, loaded.memory(), std::move(timed));
+  result.stopped_because = stopped_because;
+  result.machine = machine;
+  return result;
 }
 
 }  // namespace decodelab

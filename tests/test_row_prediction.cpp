@@ -16,6 +16,7 @@
 #include "lab/predict.h"
 #include "lab/row_prediction.h"
 #include "lab/scenario.h"
+#include "lab/slowdown.h"
 #include "lab/sweep.h"
 #include "lab/sweep_report.h"
 #include "profiling/units.h"
@@ -57,22 +58,45 @@ std::vector<std::string> with(std::vector<std::string> arguments, const std::vec
 
 nlohmann::json read_json(const std::filesystem::path& file) { return nlohmann::json::parse(read_text_file(file)); }
 
+// A measured slowdown with a 95% interval of ±`half` around it.
+Estimate measured(double median, double half = 0.0) {
+  Estimate estimate;
+  estimate.median = median;
+  estimate.low = median - half;
+  estimate.high = median + half;
+  estimate.confidence = 0.969;
+  estimate.samples = 6;
+  return estimate;
+}
+
+// A slowdown's median as a compare result (an interval object) or a lab row (a number) holds it.
+double median_in(const nlohmann::json& row, const std::string& key) {
+  const nlohmann::json& value = row.at(key);
+  return value.is_object() ? value.at("median").get<double>() : value.get<double>();
+}
+
 // The side by side a compare or lab row must hold: both slowdowns measured and predicted,
-// each error measured / predicted - 1, the verdict and the sentence.
-void check_side_by_side(const nlohmann::json& row, const std::string& end_to_end_key) {
+// each error measured / predicted - 1, and the verdict on the slowdown the range verdict
+// judges (the headline's), whether the prediction lies in its interval, and the sentence.
+void check_side_by_side(const nlohmann::json& row) {
   const double predicted_decode = row.at("predicted_decode_slowdown").get<double>();
   const double predicted_end_to_end = row.at("predicted_end_to_end_slowdown").get<double>();
   REQUIRE(predicted_decode > 0);
   REQUIRE(predicted_end_to_end > 0);
   CHECK(row.at("decode_slowdown_prediction_error").get<double>() ==
-        Approx(row.at("decode_slowdown").get<double>() / predicted_decode - 1.0));
+        Approx(median_in(row, "decode_slowdown") / predicted_decode - 1.0));
   CHECK(row.at("end_to_end_slowdown_prediction_error").get<double>() ==
-        Approx(row.at(end_to_end_key).get<double>() / predicted_end_to_end - 1.0));
+        Approx(median_in(row, "end_to_end_slowdown") / predicted_end_to_end - 1.0));
   const nlohmann::json& prediction = row.at("prediction");
   CHECK(prediction.at("device") == "round-test");
-  CHECK(prediction.at("of") == "end_to_end");
-  const double error = row.at("end_to_end_slowdown_prediction_error").get<double>();
+  const std::string of = row.at("headline").at("metric").get<std::string>();
+  CHECK(prediction.at("of") == of);
+  const double error = row.at(of + "_slowdown_prediction_error").get<double>();
   CHECK(prediction.at("verdict") == (error > 0.2 ? "above prediction" : error < -0.2 ? "below prediction" : "as predicted"));
+  const nlohmann::json& interval = row.at("headline").at("measured");
+  const double predicted = row.at("predicted_" + of + "_slowdown").get<double>();
+  CHECK(prediction.at("within_interval") ==
+        (interval.at("low").get<double>() <= predicted && predicted <= interval.at("high").get<double>()));
   CHECK_THAT(prediction.at("sentence").get<std::string>(), Contains("host_sync: ") && Contains("round trip"));
 }
 
@@ -83,7 +107,7 @@ TEST_CASE("row prediction: the sentence names the numbers the model priced", "[r
   const DeviceSpec here = round_device();
   const DeviceSpec h200 = find_device_spec("h200");
 
-  const RowPrediction row = predict_row(scenario, here, 2.0, 1.5, {"h200"});
+  const RowPrediction row = predict_row(scenario, here, measured(2.0), measured(1.5), SlowdownMetric::Decode, {"h200"});
 
   // The same model, asked directly: reads per step, the slowdowns here and on the H200.
   const SlowdownPrediction direct = predict_slowdown(scenario, here);
@@ -121,18 +145,50 @@ TEST_CASE("row prediction: the sentence names the numbers the model priced", "[r
 
 TEST_CASE("row prediction: sequential generation is priced per token, its steps multiplied", "[row_prediction]") {
   const Scenario scenario = load_scenario(scenarios_dir() / "bugs" / "sequential_generation.yaml");
-  const RowPrediction row = predict_row(scenario, round_device(), 1.0, 1.0, {});
+  const RowPrediction row =
+      predict_row(scenario, round_device(), measured(1.0), measured(1.0), SlowdownMetric::Decode, {});
   INFO(row.sentence);
   CHECK(row.here.unit == "token");
   CHECK_THAT(row.sentence, Contains("the decode steps (1 token per step instead of " +
                                     std::to_string(scenario.workload.batch_size) + ")"));
 }
 
+TEST_CASE("row prediction: the verdict judges the slowdown the range names, beside its interval", "[row_prediction]") {
+  const Scenario scenario = load_scenario(scenarios_dir() / "bugs" / "host_sync.yaml");
+  const DeviceSpec here = round_device();
+  const SlowdownPrediction direct = predict_slowdown(scenario, here);
+  // Decode measured as predicted, end to end twice the prediction: the verdict follows `of`.
+  const Estimate decode = measured(direct.decode_slowdown, 0.05 * direct.decode_slowdown);
+  const Estimate end_to_end = measured(2 * direct.end_to_end_slowdown, 0.01);
+
+  const RowPrediction by_decode = predict_row(scenario, here, decode, end_to_end, SlowdownMetric::Decode, {});
+  CHECK(by_decode.verdict == "as predicted");
+  CHECK(by_decode.predicted() == Approx(direct.decode_slowdown));
+  CHECK(by_decode.error() == Approx(0.0).margin(1e-12));
+  CHECK(by_decode.within_interval);
+  CHECK(by_decode.measured.high == Approx(decode.high));
+  CHECK(prediction_cells(by_decode, {}) == " " + ratio_text(direct.decode_slowdown) + " | +0% (in 95% CI) | as predicted |");
+
+  const RowPrediction by_end = predict_row(scenario, here, decode, end_to_end, SlowdownMetric::EndToEnd, {});
+  CHECK(by_end.verdict == "above prediction");
+  CHECK(by_end.error() == Approx(1.0));
+  CHECK_FALSE(by_end.within_interval);
+  nlohmann::json json = nlohmann::json::object();
+  add_row_prediction_json(json, by_end);
+  CHECK(json.at("prediction").at("of") == "end_to_end");
+  CHECK(json.at("prediction").at("within_interval") == false);
+  const std::string summary = prediction_summary(by_end, decode, end_to_end);
+  INFO(summary);
+  CHECK_THAT(summary, Contains("verdict against the prediction (end_to_end_slowdown, within ±20%): above prediction"));
+  CHECK_THAT(summary, Contains("measured " + format_slowdown(end_to_end)) &&
+                          Contains("outside the measured 95% interval"));
+}
+
 TEST_CASE("row prediction: a device it cannot price gives no prediction, and says why", "[row_prediction]") {
   const Scenario scenario = load_scenario(scenarios_dir() / "bugs" / "host_sync.yaml");
   DeviceSpec bare = round_device();
   bare.measured_fixed_costs.reset();
-  const RowPrediction row = predict_row(scenario, bare, 2.0, 2.0, {});
+  const RowPrediction row = predict_row(scenario, bare, measured(2.0), measured(2.0), SlowdownMetric::Decode, {});
   CHECK_FALSE(row.unavailable.empty());
   nlohmann::json json = nlohmann::json::object();
   add_row_prediction_json(json, row);
@@ -140,18 +196,22 @@ TEST_CASE("row prediction: a device it cannot price gives no prediction, and say
   CHECK(json.at("prediction").contains("unavailable"));
   CHECK(prediction_cells(row, {}) == " - | - | - |");
   // A reference device file that cannot be read after the runs: the same, not a failure.
-  CHECK_FALSE(predict_row(scenario, round_device(), 2.0, 2.0, {"/nonexistent/device.yaml"}).unavailable.empty());
+  CHECK_FALSE(predict_row(scenario, round_device(), measured(2.0), measured(2.0), SlowdownMetric::Decode,
+                          {"/nonexistent/device.yaml"})
+                  .unavailable.empty());
 }
 
 TEST_CASE("row prediction: a lab row's prediction survives its JSON", "[row_prediction]") {
   const Scenario scenario = load_scenario(scenarios_dir() / "bugs" / "fp32_ops.yaml");
   LabRow row;
   row.bug = "fp32_ops";
-  row.slowdown = 1.8;
-  row.decode_slowdown = 1.9;
-  row.verdict = "below";
+  row.fixed = row.buggy = nlohmann::json::object();
+  row.decode_slowdown = measured(1.9, 0.1);
+  row.end_to_end_slowdown = measured(1.8, 0.1);
+  row.headline = read_slowdown(scenario, row.decode_slowdown, row.end_to_end_slowdown);
   row.scenario = scenario_to_json(scenario);
-  row.prediction = predict_row(scenario, round_device(), 1.9, 1.8, {"l4"});
+  row.prediction =
+      predict_row(scenario, round_device(), row.decode_slowdown, row.end_to_end_slowdown, row.headline.metric, {"l4"});
 
   const LabRow back = lab_row_from_json(lab_row_json(row), "rows.json");
 
@@ -159,6 +219,9 @@ TEST_CASE("row prediction: a lab row's prediction survives its JSON", "[row_pred
   CHECK(back.prediction->here.decode_slowdown == Approx(row.prediction->here.decode_slowdown));
   CHECK(back.prediction->end_to_end_slowdown_error == Approx(row.prediction->end_to_end_slowdown_error));
   CHECK(back.prediction->sentence == row.prediction->sentence);
+  CHECK(back.prediction->of == SlowdownMetric::Decode);  // fp32_ops' range is about decode
+  CHECK(back.prediction->within_interval == row.prediction->within_interval);
+  CHECK(back.prediction->measured.high == Approx(2.0));  // the measured interval, from the row
   REQUIRE(back.prediction->elsewhere.size() == 1);
   CHECK(back.prediction->elsewhere[0].device == "l4");
   CHECK(lab_table({back}) == lab_table({row}));
@@ -175,7 +238,7 @@ TEST_CASE("compare and lab: predicted and measured slowdowns side by side", "[ro
   INFO(compare.err);
   REQUIRE(compare.exit_code == 0);
   const nlohmann::json comparison = read_json(compare_json);
-  check_side_by_side(comparison, "slowdown");
+  check_side_by_side(comparison);
   CHECK(comparison.at("prediction").at("elsewhere").size() == 2);
   CHECK_THAT(compare.out, Contains("predicted on round-test") && Contains("on a100-80gb the same costs") &&
                               Contains("on l4 the same costs"));
@@ -189,7 +252,7 @@ TEST_CASE("compare and lab: predicted and measured slowdowns side by side", "[ro
   REQUIRE(lab.exit_code == 0);
   const nlohmann::json rows = read_json(lab_json);
   REQUIRE(rows.size() == 1);
-  check_side_by_side(rows[0], "slowdown");
+  check_side_by_side(rows[0]);
   CHECK(rows[0].at("prediction").at("elsewhere").at(0).at("device") == "h200");  // the default reference GPU
   CHECK_THAT(lab.out, Contains("| predicted | error | vs prediction | on h200 |") && Contains("- host_sync: "));
   const std::string index = read_text_file(report / "index.html");
