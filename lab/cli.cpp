@@ -71,6 +71,7 @@ int run_cli(int argc, char** argv) {
   add_diagnose_command(app);
   add_ncu_command(app);
   add_nsys_command(app);
+  add_predict_command(app);
   add_diff_logits_command(app);
   try {
     app.parse(argc, argv);

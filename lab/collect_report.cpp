@@ -36,8 +36,9 @@ std::string number(const char* format, double value) {
   return text;
 }
 
-// A markdown table as an HTML table (the side-by-side page of a multi-partition lab report).
-std::string html_table(const std::string& markdown) {
+}  // namespace
+
+std::string markdown_table_html(const std::string& markdown) {
   std::string html = "<table>";
   size_t start = 0;
   for (int line_number = 0; start < markdown.size(); ++line_number) {
@@ -62,8 +63,6 @@ std::string html_table(const std::string& markdown) {
   }
   return html + "</table>";
 }
-
-}  // namespace
 
 CollectedPoints collected_points(const RunManifest& manifest) {
   std::vector<ScenarioOverride> overrides;
@@ -213,7 +212,7 @@ void write_collected_lab_report(const fs::path& directory, const RunFolder& fold
                        "side</title><style>body{font:14px/1.4 sans-serif;margin:2em}table{border-collapse:collapse}"
                        "td,th{border:1px solid #ccc;padding:4px 8px}</style></head><body><h1>The five-bug lab, "
                        "device by device</h1><ul>" +
-                           links + "</ul>" + html_table(side_by_side) + "</body></html>\n");
+                           links + "</ul>" + markdown_table_html(side_by_side) + "</body></html>\n");
 }
 
 }  // namespace decodelab

@@ -43,6 +43,9 @@ std::string set_table(const RunManifest& manifest, const CollectedPoints& points
 std::string side_by_side_table(const RunManifest& manifest, const CollectedPoints& points,
                                const std::vector<CollectedSet>& sets);
 
+// A markdown table (the tables above) as an HTML table; the rule under the header is dropped.
+std::string markdown_table_html(const std::string& markdown);
+
 // A lab run's report in `directory`: each set's bug reports (copied from the run folder,
 // where the tasks wrote them) and its index page; with several sets one folder per set and
 // an index.html with the side-by-side table.

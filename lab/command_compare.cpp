@@ -30,6 +30,7 @@ struct CompareArguments {
   std::string report_dir;
   std::string trace_prefix;
   std::string max_memory;
+  std::vector<std::string> predict_on = default_reference_devices();
   bool quiet = false;
 };
 
@@ -56,6 +57,8 @@ void execute_compare(const CompareArguments& arguments) {
   }
   options.show_progress = !arguments.quiet && ::isatty(::fileno(stderr));
   options.progress_label = scenario.name;
+  options.predict_on = arguments.predict_on;
+  reference_devices(options.predict_on, "--predict-on");  // an unknown name fails before any run
 
   const Comparison comparison = compare_with_fixed_twin(scenario, options);
 
@@ -72,7 +75,8 @@ void execute_compare(const CompareArguments& arguments) {
     save_file_atomically(std::filesystem::path(arguments.report_dir) / "attribution.html",
                           "<!doctype html><html><head><meta charset=\"utf-8\"><title>why slower: " + scenario.name +
                               "</title></head><body style=\"font:14px sans-serif;margin:2em\">" +
-                              attribution_html(comparison.attribution) + "</body></html>\n");
+                              attribution_html(comparison.attribution) + prediction_html(comparison.prediction) +
+                              "</body></html>\n");
   }
   outputs.commit();
   if (!arguments.quiet) {
@@ -98,6 +102,7 @@ void add_compare_command(CLI::App& app) {
   command->add_option("--trace", arguments->trace_prefix,
                       "Write Chrome traces PREFIXfixed.trace.json and PREFIXbuggy.trace.json");
   command->add_option("--max-memory", arguments->max_memory, "Refuse to run when the plan needs more (e.g. 8GiB)");
+  add_predict_on_option(*command, arguments->predict_on);
   command->add_flag("--quiet,-q", arguments->quiet, "Print nothing");
   command->callback([arguments] { execute_compare(*arguments); });
 }

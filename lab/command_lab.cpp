@@ -55,6 +55,7 @@ struct LabArguments {
   bool has_seed = false;
   uint64_t seed = 0;
   std::string trace_file;
+  std::vector<std::string> predict_on = default_reference_devices();
   SlurmRequest slurm;
 };
 
@@ -84,6 +85,7 @@ void execute_lab(const LabArguments& arguments) {
   std::vector<Scenario> scenarios;
   for (const fs::path& file : lab_scenarios(arguments.only))
     scenarios.push_back(load_scenario(file, arguments.assignments));
+  reference_devices(arguments.predict_on, "--predict-on");  // an unknown name fails before any run
   if (arguments.slurm.enabled) {
     const RunSettings settings{arguments.backend, arguments.threads, false};
     submit_run(lab_run_plan(lab_scenarios(arguments.only), arguments.assignments, settings), arguments.slurm);
@@ -98,6 +100,7 @@ void execute_lab(const LabArguments& arguments) {
   if (!arguments.backend.empty()) options.backend = arguments.backend == "cuda" ? BackendKind::Cuda : BackendKind::Cpu;
   options.threads = arguments.threads;
   options.show_progress = !arguments.quiet && ::isatty(::fileno(stderr));
+  options.predict_on = arguments.predict_on;
 
   ResultsFile results(arguments.json_file, "lab");
   if (arguments.resume) results.load_existing();
@@ -205,6 +208,7 @@ void add_lab_command(CLI::App& app) {
   command->add_option("--only", arguments->only, "Run only these lab scenarios (by name)")->allow_extra_args(false);
   command->add_option("--set", arguments->assignments, "Override a key in every lab scenario: key.path=value")
       ->allow_extra_args(false);
+  add_predict_on_option(*command, arguments->predict_on);
   command->add_flag("--quiet,-q", arguments->quiet, "Print nothing");
   CLI::Option* mystery = command->add_flag(
       "--mystery", arguments->mystery, "Practice: run a seeded random case with hidden bugs; write its trace, name none");
@@ -215,14 +219,14 @@ void add_lab_command(CLI::App& app) {
                                            "Where --mystery writes its trace (default: mystery-<seed>.trace.json)");
   mystery->excludes(reveal);
   trace->needs(mystery);
-  for (const char* normal_only : {"--json", "--only", "--set", "--resume"}) {
+  for (const char* normal_only : {"--json", "--only", "--set", "--resume", "--predict-on"}) {
     mystery->excludes(command->get_option(normal_only));
     reveal->excludes(command->get_option(normal_only));
   }
   reveal->excludes(command->get_option("--report"));
   add_slurm_options(*command, arguments->slurm);
   CLI::Option* slurm = command->get_option("--slurm");
-  for (const char* here_only : {"--json", "--resume", "--report"})
+  for (const char* here_only : {"--json", "--resume", "--report", "--predict-on"})
     slurm->excludes(command->get_option(here_only));  // collect writes the rows and the report
   slurm->excludes(mystery);
   slurm->excludes(reveal);

@@ -85,6 +85,7 @@ void run_roofline(const RooflineOptions& options) {
     // A known GPU keeps its datasheet beside the new measurement, so both can be shown.
     if (std::optional<DeviceSpec> known = match_device_spec(backend->device_description())) {
       known->measured = spec.measured;
+      known->measured_fixed_costs = spec.measured_fixed_costs;
       spec = *known;
     }
   }

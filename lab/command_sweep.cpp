@@ -2,7 +2,8 @@
 // combination is validated first, then run, one table row each (the swept values first,
 // the decode phase's roofline reading last). The --json file is rewritten after every
 // row; Ctrl-C stops after the run in progress (every completed row kept, "complete":
-// false) and --resume runs only what is missing. With --slurm the points go to a Slurm
+// false) and --resume runs only what is missing; --report draws the measured points over the
+// predicted curve (lab/sweep_report.h). With --slurm the points go to a Slurm
 // job array instead (lab/slurm_submit.h) and `decodelab collect` gathers their rows.
 #include <unistd.h>
 
@@ -23,7 +24,9 @@
 #include "lab/scenario.h"
 #include "lab/slurm_submit.h"
 #include "lab/sweep.h"
+#include "lab/sweep_report.h"
 #include "lab/sweep_row.h"
+#include "profiling/roof_measure.h"
 
 namespace decodelab {
 
@@ -35,6 +38,7 @@ struct SweepArguments {
   std::string backend;
   int threads = 0;
   std::string json_file;
+  std::string report_dir;
   bool resume = false;
   bool check_numerics = false;
   bool quiet = false;
@@ -60,6 +64,7 @@ void execute_sweep(const SweepArguments& arguments) {
   if (arguments.resume && arguments.json_file.empty())
     throw InputError("--resume", 0, "", "needs --json FILE: the results file to resume");
   if (!arguments.json_file.empty()) check_output_path(arguments.json_file, "--json");
+  if (!arguments.report_dir.empty()) check_output_directory(arguments.report_dir, "--report");
 
   RunOptions options;
   if (!arguments.backend.empty()) options.backend = arguments.backend == "cuda" ? BackendKind::Cuda : BackendKind::Cpu;
@@ -87,7 +92,7 @@ void execute_sweep(const SweepArguments& arguments) {
     if (progress) std::fprintf(stderr, "\r\033[K[%zu/%zu] %s", i + 1, scenarios.size(), points[i].label.c_str());
     if (progress && !context.machine) std::fputs("\r\033[K", stderr);  // a warning starts on its own line
     SweepRow row = run_sweep_point(points[i], scenarios[i], options, *backend, context);
-    table += sweep_table_row(points[i], scenarios[i], row.result, row.json.value("decode_roofline", nlohmann::json()));
+    table += sweep_table_row(points[i], scenarios[i], row.result, row.json);
     results.add(std::move(row.json));
   }
   if (progress) std::fputs("\r\033[K", stderr);
@@ -105,6 +110,13 @@ void execute_sweep(const SweepArguments& arguments) {
     throw Interrupted(stop.signal_number(), message);
   }
   results.finish();
+  if (!arguments.report_dir.empty()) {
+    // The curve from the roofs the points were read against (every row reused: the cached ones).
+    if (!context.spec) context.spec = default_device_spec(*backend, arguments.threads);
+    write_sweep_report(arguments.report_dir, "decodelab sweep: " + file.stem().string(), table,
+                       points.front().values.empty() ? "" : points.front().values.front().first,
+                       sweep_series(points, scenarios, results.rows(), *context.spec), *context.spec);
+  }
   if (reused > 0 && !arguments.quiet) {
     std::fprintf(stderr, "decodelab: %zu of %zu rows reused from %s\n", reused, scenarios.size(),
                  arguments.json_file.c_str());
@@ -129,11 +141,13 @@ void add_sweep_command(CLI::App& app) {
   command->add_flag("--resume", arguments->resume,
                     "Reuse the rows the --json file already holds for the same scenario, swept values and backend; "
                     "run only the rest");
+  command->add_option("--report", arguments->report_dir,
+                      "Write the sweep's page: the table, and measured decode tok/s over the predicted curve");
   command->add_flag("--check-numerics", arguments->check_numerics,
                     "After each run's repeats, one more generation checking every op's output for NaN/Inf");
   command->add_flag("--quiet,-q", arguments->quiet, "Print nothing");
   add_slurm_options(*command, arguments->slurm);
-  for (const char* here_only : {"--json", "--resume"})
+  for (const char* here_only : {"--json", "--resume", "--report"})
     command->get_option("--slurm")->excludes(command->get_option(here_only));  // collect writes the rows
   command->callback([arguments] {
     arguments->slurm.quiet = arguments->quiet;

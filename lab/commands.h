@@ -5,6 +5,9 @@
 // lab/command_<name>.cpp with add_<name>_command() and call it from lab/cli.cpp.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include <CLI/CLI.hpp>
 
 namespace decodelab {
@@ -20,6 +23,9 @@ void add_roofline_command(CLI::App& app);
 void add_diagnose_command(CLI::App& app);
 void add_ncu_command(CLI::App& app);
 void add_nsys_command(CLI::App& app);
+void add_predict_command(CLI::App& app);
+// --predict-on DEVICE,...: compare's and lab's reference devices (lab/row_prediction.h).
+void add_predict_on_option(CLI::App& command, std::vector<std::string>& names);
 void add_diff_logits_command(CLI::App& app);
 
 }  // namespace decodelab

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "engine/clock.h"
+#include "lab/predict.h"
 #include "lab/run_report.h"
 #include "profiling/roof_measure.h"
 
@@ -234,6 +235,9 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
   // The attribution explains the difference of the medians the headline compares.
   comparison.attribution = median_attribution(pair_attributions, median_of(buggy_times) - median_of(fixed_times));
   comparison.same_tokens = comparison.fixed.result.tokens == comparison.buggy.result.tokens;
+  comparison.prediction =
+      predict_row(buggy_scenario, spec, comparison.decode_slowdown, comparison.end_to_end_slowdown,
+                  comparison.headline.metric, options.predict_on);
   return comparison;
 }
 
@@ -256,6 +260,14 @@ ReportSummary comparison_summary(const Comparison& comparison) {
   summary.sentences.push_back("The lesson is about the " + std::string(to_string(headline.metric)) + "_slowdown" +
                               (headline.expected ? ", expected " + format_range(*headline.expected) : "") +
                               ". Verdict: " + to_string(headline.verdict.kind) + ": " + headline.verdict.sentence + ".");
+  const RowPrediction& prediction = comparison.prediction;
+  if (prediction.unavailable.empty()) {
+    summary.sentences.push_back("Predicted on " + prediction.here.device + ": " + to_string(prediction.of) +
+                                "_slowdown " + ratio_text(prediction.predicted()) + ", prediction error " +
+                                signed_percent(prediction.error()) + " (" + prediction.verdict +
+                                (prediction.within_interval ? ", inside the measured 95% interval" : "") + "). " +
+                                prediction.sentence + ".");
+  }
   summary.sentences.push_back("Why slower: " + comparison.attribution.headline + " (attribution.html)");
   return summary;
 }
@@ -275,6 +287,7 @@ std::string comparison_table(const Comparison& comparison) {
       << (comparison.same_tokens ? "same tokens" : "TOKENS DIFFER") << "\n";
   out << run_table_legend(comparison.buggy.scenario.repeats.target_ci) << "\n";
   char line[256];
+  out << prediction_summary(comparison.prediction, comparison.decode_slowdown, comparison.end_to_end_slowdown) << "\n";
   out << "| device time of the median repeat | fixed ms | buggy ms | difference ms |\n| --- | ---: | ---: | ---: |\n";
   for (const CategoryDelta& delta : comparison.categories) {
     std::snprintf(line, sizeof line, "| %s | %.2f | %.2f | %+.2f |\n", delta.category.c_str(), delta.fixed_ms,
@@ -302,6 +315,7 @@ nlohmann::json comparison_json(const Comparison& comparison) {
                          {"categories", categories},
                          {"attribution", to_json(comparison.attribution)}};
   json["decode_slowdown"] = comparison.decode_slowdown.samples > 0 ? to_json(comparison.decode_slowdown) : nlohmann::json();
+  add_row_prediction_json(json, comparison.prediction);
   return json;
 }
 

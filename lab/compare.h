@@ -6,7 +6,8 @@
 // medians the rows show, each with a 95% interval from resampling the pairs; every
 // repeat is traced, and the attribution explains the difference of the medians the
 // headline compares (each cause's median over the pairs). The report shows, per side, the
-// traced repeat closest to that side's median.
+// traced repeat closest to that side's median. The prediction of both slowdowns
+// (lab/row_prediction.h), from the roofs the analysis used, sits beside them.
 #pragma once
 
 #include <memory>
@@ -16,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lab/row_prediction.h"
 #include "lab/runner.h"
 #include "lab/scenario.h"
 #include "lab/slowdown.h"
@@ -32,6 +34,7 @@ struct CompareOptions {
   std::optional<int64_t> max_memory_bytes;
   bool show_progress = false;
   std::string progress_label;  // prefix of the progress line ("[2/5] host_sync")
+  std::vector<std::string> predict_on = default_reference_devices();  // devices the slowdown is also predicted on
   // Checked before timing when given; otherwise compare checks the machine itself.
   std::optional<MachineState> machine;
 };
@@ -63,6 +66,7 @@ struct Comparison {
   int pairs = 0;
   std::string stopped_because;
   MachineState machine;          // the check taken before timing
+  RowPrediction prediction;      // both slowdowns predicted here (the analysis's roofs) and on options.predict_on
 };
 
 Comparison compare_with_fixed_twin(const Scenario& buggy, const CompareOptions& options);

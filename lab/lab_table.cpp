@@ -14,6 +14,26 @@ namespace decodelab {
 
 namespace {
 
+std::vector<const RowPrediction*> predictions_of(const std::vector<LabRow>& rows) {
+  std::vector<const RowPrediction*> predictions;
+  for (const LabRow& row : rows) predictions.push_back(row.prediction ? &*row.prediction : nullptr);
+  return predictions;
+}
+
+// Each row's prediction sentence (or why it has none), one per line.
+std::string prediction_sentences(const std::vector<LabRow>& rows, const char* before, const char* after,
+                                 bool html = false) {
+  std::string text;
+  for (const LabRow& row : rows) {
+    if (!row.prediction) continue;
+    const std::string sentence = row.prediction->unavailable.empty()
+                                     ? row.prediction->sentence
+                                     : row.bug + ": no prediction (" + row.prediction->unavailable + ")";
+    text += before + (html ? xml_escape(sentence) : sentence) + after;
+  }
+  return text;
+}
+
 std::string expected_text(const LabRow& row) {
   return row.headline.expected ? format_range(*row.headline.expected) : "-";
 }
@@ -40,6 +60,7 @@ LabRow lab_row(const Comparison& comparison) {
   row.device = comparison.buggy.result.device;
   row.machine = to_json(comparison.machine);
   row.scenario = scenario_to_json(scenario);
+  row.prediction = comparison.prediction;
   return row;
 }
 
@@ -50,20 +71,28 @@ std::vector<LabRow> lab_rows(const std::vector<Comparison>& comparisons) {
 }
 
 std::string lab_table(const std::vector<LabRow>& rows) {
+  const std::vector<std::string> elsewhere = elsewhere_devices(predictions_of(rows));
   std::ostringstream out;
   out << "| bug | switched on | fixed decode tok/s | buggy decode tok/s | decode_slowdown | end_to_end_slowdown | "
-         "expected | verdict | pairs | same tokens |\n"
-      << "| --- | --- | ---: | ---: | ---: | ---: | --- | --- | ---: | --- |\n";
+         "expected | verdict | pairs | same tokens |"
+      << prediction_columns_header(elsewhere) << "\n"
+      << "| --- | --- | ---: | ---: | ---: | ---: | --- | --- | ---: | --- |" << prediction_columns_rule(elsewhere) << "\n";
   for (const LabRow& row : rows) {
     out << "| " << row.bug << " | " << row.bugs << " | " << tokens_text(row.fixed_tokens_per_s) << " | "
         << tokens_text(row.buggy_tokens_per_s) << " | " << format_slowdown(row.decode_slowdown) << " | "
         << format_slowdown(row.end_to_end_slowdown) << " | " << expected_text(row) << " | "
-        << to_string(row.headline.verdict.kind) << " | " << row.pairs << " | " << (row.same_tokens ? "yes" : "NO") << " |\n";
+        << to_string(row.headline.verdict.kind) << " | " << row.pairs << " | " << (row.same_tokens ? "yes" : "NO") << " |"
+        << prediction_cells(row.prediction, elsewhere) << "\n";
   }
   out << "\n";
   for (const LabRow& row : rows) out << row.bug << ": " << row.headline.verdict.sentence << "\n";
+  out << prediction_sentences(rows, "- ", "\n");
   out << "\nSlowdowns are ratios of the medians over alternated pairs of repeats, ± the 95% interval from "
-         "resampling the pairs; the verdict judges the slowdown the expected range names (docs/metrics.md).\n";
+         "resampling the pairs; the verdict judges the slowdown the expected range names (docs/metrics.md). "
+         "predicted: that slowdown from the roofline model with this device's roofs and fixed costs; error: "
+         "measured / predicted - 1 (\"in 95% CI\": the prediction lies inside the measured interval); vs prediction: "
+         "within ±"
+      << kPredictionTolerance * 100 << "% of it or not.\n";
   return out.str();
 }
 
@@ -87,6 +116,7 @@ nlohmann::json lab_row_json(const LabRow& row) {
                           {"device", row.device},
                           {"machine", row.machine},
                           {"scenario", row.scenario}};
+  if (row.prediction) add_row_prediction_json(entry, *row.prediction);
   if (row.decode_slowdown.samples > 0) {
     entry["decode_slowdown"] = row.decode_slowdown.median;
     entry["intervals"]["decode_slowdown"] = to_json(row.decode_slowdown);
@@ -121,6 +151,7 @@ LabRow lab_row_from_json(const nlohmann::json& json, const std::string& file) {
   row.device = field("device", &nlohmann::json::is_string).get<std::string>();
   row.machine = json.value("machine", nlohmann::json::object());
   row.scenario = field("scenario", &nlohmann::json::is_object);
+  row.prediction = row_prediction_from_json(json, file);
   return row;
 }
 
@@ -137,6 +168,7 @@ void write_bug_report(const std::filesystem::path& directory, const LabRow& row,
                         "<!doctype html><html><head><meta charset=\"utf-8\"><title>why " + row.bug +
                             " is slower</title></head><body style=\"font:14px sans-serif;margin:2em\"><h1>" +
                             xml_escape(row.bug) + "</h1>" + attribution_html(comparison.attribution) +
+                            prediction_html(comparison.prediction) +
                             "</body></html>\n");
 }
 
@@ -152,7 +184,11 @@ void write_lab_index(const std::filesystem::path& directory, const std::vector<L
     html << "<p>Device: " << xml_escape(rows.front().device) << " (" << xml_escape(rows.front().backend) << ")</p>";
   html << "<table><tr><th>bug</th><th>switched on</th><th>fixed decode tok/s</th><th>buggy decode tok/s</th>"
           "<th>decode_slowdown</th><th>end_to_end_slowdown</th><th>expected</th><th>verdict</th><th>why</th>"
-          "<th>pairs</th><th>same tokens</th></tr>";
+          "<th>pairs</th><th>same tokens</th>";
+  const std::vector<std::string> elsewhere = elsewhere_devices(predictions_of(rows));
+  html << "<th>predicted</th><th>error</th><th>vs prediction</th>";
+  for (const std::string& device : elsewhere) html << "<th>on " << xml_escape(device) << "</th>";
+  html << "</tr>";
   for (const LabRow& row : rows) {
     std::error_code error;
     const bool has_report = std::filesystem::is_regular_file(directory / row.bug / "report.html", error);
@@ -169,12 +205,15 @@ void write_lab_index(const std::filesystem::path& directory, const std::vector<L
          << xml_escape(format_slowdown(row.end_to_end_slowdown)) << "</td><td>" << xml_escape(expected_text(row))
          << "</td><td class=\"" << (kind == VerdictKind::InRange ? "in" : "out") << "\">" << to_string(kind)
          << "</td><td class=\"why\">" << xml_escape(row.headline.verdict.sentence) << "</td><td>" << row.pairs
-         << "</td><td>" << (row.same_tokens ? "yes" : "NO") << "</td></tr>";
+         << "</td><td>" << (row.same_tokens ? "yes" : "NO") << "</td>" << prediction_html_cells(row.prediction, elsewhere)
+         << "</tr>";
   }
   html << "</table><p>decode_slowdown: the fixed run's decode tok/s over the buggy run's; end_to_end_slowdown: the "
           "buggy run's whole generation time over the fixed run's. Each is the ratio of the medians over alternated "
           "pairs of repeats on one backend, ± the 95% interval from resampling the pairs; the verdict judges the one the "
-          "expected range names (docs/metrics.md).</p>";
+          "expected range names (docs/metrics.md). Predicted: that same slowdown from the roofline model with this "
+          "device's roofs and fixed costs; error: measured / predicted - 1.</p><ul>"
+       << prediction_sentences(rows, "<li>", "</li>", true) << "</ul>";
   html << "<ul>";
   for (const LabRow& row : rows) {
     std::error_code error;

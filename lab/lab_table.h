@@ -1,7 +1,9 @@
 // The lab's results: one row per bug — the fixed and buggy decode tok/s, both slowdowns
 // with their intervals, the one the lesson is about with its expected range and verdict,
-// and the sentence saying why — as a console table, JSON, and a report page linking each
-// bug's own report. Every figure is the one compare computed (lab/compare.h).
+// the sentence saying why, and beside them the same slowdown predicted for the device with
+// its error, verdict and sentence (lab/row_prediction.h) — as a console table, JSON, and a
+// report page linking each bug's own report. Every figure is the one compare computed
+// (lab/compare.h).
 #pragma once
 
 #include <filesystem>
@@ -30,6 +32,7 @@ struct LabRow {
   std::string backend, device;
   nlohmann::json machine;   // the machine check before the comparison
   nlohmann::json scenario;  // the buggy scenario as run (scenario_to_json): what a resumed lab matches
+  std::optional<RowPrediction> prediction;  // beside the measurement (lab/row_prediction.h); none in older rows
 };
 
 LabRow lab_row(const Comparison& comparison);
@@ -38,8 +41,8 @@ std::vector<LabRow> lab_rows(const std::vector<Comparison>& comparisons);
 std::string lab_table(const std::vector<LabRow>& rows);
 // One row as the lab's JSON holds it (bug, bugs, fixed, buggy, fixed_tokens_per_s,
 // buggy_tokens_per_s, decode_slowdown, end_to_end_slowdown, intervals, headline, pairs,
-// same_tokens, backend, device, machine, scenario), and back (InputError naming `file`
-// when a field is missing or mistyped).
+// same_tokens, backend, device, machine, scenario, and the prediction's fields), and back
+// (InputError naming `file` when a field is missing or mistyped).
 nlohmann::json lab_row_json(const LabRow& row);
 LabRow lab_row_from_json(const nlohmann::json& json, const std::string& file);
 nlohmann::json lab_json(const std::vector<LabRow>& rows);

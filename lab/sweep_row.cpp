@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "lab/row_prediction.h"
 #include "lab/run_report.h"
 #include "profiling/analysis.h"
 #include "profiling/roof_measure.h"
@@ -38,6 +39,8 @@ SweepRow run_sweep_point(const SweepPoint& point, const Scenario& scenario, RunO
   row.json = run_result_json(scenario, row.result);
   row.json["swept"] = swept_values_json(point);
   if (nlohmann::json decode = decode_roofline_json(analysis); !decode.is_null()) row.json["decode_roofline"] = decode;
+  // The prediction prices the point with the roofs its analysis read it against.
+  add_sweep_prediction_json(row.json, scenario, analysis.device_spec, row.result.metrics.decode_tokens_per_s.median);
   return row;
 }
 
@@ -84,11 +87,13 @@ std::string sweep_table_header(const SweepPoint& point) {
   std::string first = header.substr(0, first_line_end);
   std::string second = header.substr(first_line_end + 1);
   second = second.substr(0, second.find('\n'));
-  return prefix + first + " decode FLOP/B | limiter | % of roof |\n" + rule + second + " ---: | --- | ---: |\n";
+  return prefix + first + " decode FLOP/B | limiter | % of roof | predicted tok/s | error |\n" + rule + second +
+         " ---: | --- | ---: | ---: | ---: |\n";
 }
 
 std::string sweep_table_row(const SweepPoint& point, const Scenario& scenario, const RunResult& result,
-                            const nlohmann::json& decode_roofline) {
+                            const nlohmann::json& row) {
+  const nlohmann::json decode_roofline = row.value("decode_roofline", nlohmann::json());
   std::string swept;
   for (const auto& [key, value] : point.values) swept += "| " + value + " ";
   std::string reading = "| - | - | - |";
@@ -101,11 +106,11 @@ std::string sweep_table_row(const SweepPoint& point, const Scenario& scenario, c
   std::string row_text = run_table_row(scenario, result);
   while (!row_text.empty() && row_text.back() == '\n') row_text.pop_back();
   if (!row_text.empty() && row_text.back() == '|') row_text.pop_back();
-  return swept + row_text + reading + "\n";
+  return swept + row_text + reading + sweep_prediction_cells(row) + "\n";
 }
 
 std::string sweep_table_row(const SweepPoint& point, const Scenario& scenario, const nlohmann::json& row) {
-  return sweep_table_row(point, scenario, run_summary_from_json(row), row.value("decode_roofline", nlohmann::json()));
+  return sweep_table_row(point, scenario, run_summary_from_json(row), row);
 }
 
 }  // namespace decodelab

@@ -27,7 +27,8 @@ nlohmann::json sweep_row_key(const SweepPoint& point, const Scenario& scenario, 
 
 struct SweepRow {
   RunResult result;
-  nlohmann::json json;  // run_result_json + "swept" + "decode_roofline" (absent: no decode phase)
+  nlohmann::json json;  // run_result_json + "swept" + "decode_roofline" (absent: no decode phase) + the prediction
+                        // (lab/row_prediction.h: predicted_decode_tokens_per_s, ...)
 };
 
 // What a sweep's points share: the machine, checked before the first point is timed and
@@ -55,11 +56,11 @@ nlohmann::json decode_roofline_json(const RunAnalysis& analysis);
 std::string decode_limiter_cell(const nlohmann::json& decode_roofline);
 std::string decode_roof_fraction_cell(const nlohmann::json& decode_roofline);
 
-// The table: the swept keys' columns, run_table_header()'s, then the decode phase's
-// roofline reading; one line per row.
+// The table: the swept keys' columns, run_table_header()'s, the decode phase's roofline
+// reading, then the predicted decode tok/s and its error; one line per row.
 std::string sweep_table_header(const SweepPoint& point);
 std::string sweep_table_row(const SweepPoint& point, const Scenario& scenario, const RunResult& result,
-                            const nlohmann::json& decode_roofline);
+                            const nlohmann::json& row);
 // The same line from a row read back from a results file (a resumed or collected row).
 std::string sweep_table_row(const SweepPoint& point, const Scenario& scenario, const nlohmann::json& row);
 

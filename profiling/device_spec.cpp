@@ -50,6 +50,17 @@ double Roofs::flops(Precision precision) const {
   return figure > 0 ? figure : fp32_flops;
 }
 
+double Roofs::matmul_flops(Precision precision) const {
+  double ceiling = 0;
+  switch (precision) {
+    case Precision::Fp32:
+    case Precision::Tf32: ceiling = matmul_fp32_flops; break;
+    case Precision::Fp16: ceiling = matmul_fp16_flops > 0 ? matmul_fp16_flops : matmul_bf16_flops; break;
+    case Precision::Bf16: ceiling = matmul_bf16_flops > 0 ? matmul_bf16_flops : matmul_fp16_flops; break;
+  }
+  return ceiling > 0 ? ceiling : flops(precision);
+}
+
 double Roofs::ridge_point(Precision precision) const {
   return bandwidth > 0 ? flops(precision) / bandwidth : 0.0;
 }
@@ -88,6 +99,9 @@ Roofs DeviceSpec::effective_roofs() const {
   // fp16 and bf16 share the tensor units: one measured figure stands for both.
   take(merged.fp16_flops, real.fp16_flops > 0 ? real.fp16_flops : real.bf16_flops);
   take(merged.bf16_flops, real.bf16_flops > 0 ? real.bf16_flops : real.fp16_flops);
+  take(merged.matmul_fp32_flops, real.matmul_fp32_flops);
+  take(merged.matmul_fp16_flops, real.matmul_fp16_flops);
+  take(merged.matmul_bf16_flops, real.matmul_bf16_flops);
   merged.source = "measured where measured (" + real.source + "), datasheet otherwise (" + datasheet->source + ")";
   merged.measured_at = real.measured_at;
   merged.spread = real.spread;
@@ -106,6 +120,12 @@ std::string DeviceSpec::roofs_origin() const {
   if (measured && datasheet) return "measured + datasheet";
   return measured ? "measured" : "datasheet";
 }
+
+std::optional<FixedCosts> DeviceSpec::effective_fixed_costs() const {
+  return measured_fixed_costs ? measured_fixed_costs : fixed_costs;
+}
+
+std::optional<CacheLevel> DeviceSpec::effective_cache() const { return measured_cache ? measured_cache : cache; }
 
 // ---------------------------------------------------------------------------------------
 // YAML reading
@@ -153,6 +173,19 @@ class SpecReader {
     return value;
   }
 
+  // A time or rate that may be zero (a measured cost below the clock's resolution).
+  double non_negative(const YAML::Node& node, const std::string& path) const {
+    if (!node.IsScalar()) fail(node, path, "expected a number >= 0");
+    double value = -1;
+    try {
+      value = node.as<double>();
+    } catch (const YAML::Exception&) {
+      fail(node, path, "expected a number >= 0, got '" + node.as<std::string>() + "'");
+    }
+    if (!(value >= 0)) fail(node, path, "expected a number >= 0, got " + node.as<std::string>());
+    return value;
+  }
+
   int count(const YAML::Node& node, const std::string& path) const {
     if (!node.IsScalar()) fail(node, path, "expected a whole number");
     try {
@@ -192,10 +225,68 @@ class SpecReader {
         }
       }
     }
+    const YAML::Node matmul_tflops = map["matmul_tflops"];
+    const YAML::Node matmul_gflops = map["matmul_gflops"];
+    if (matmul_tflops.IsDefined() && matmul_gflops.IsDefined())
+      fail(matmul_gflops, path("matmul_gflops"), "give the matmul ceilings once (TFLOP/s or GFLOP/s)");
+    const YAML::Node ceilings = matmul_tflops.IsDefined() ? matmul_tflops : matmul_gflops;
+    const std::string ceilings_key = path(matmul_tflops.IsDefined() ? "matmul_tflops" : "matmul_gflops");
+    if (ceilings.IsDefined()) {
+      only_keys(ceilings, ceilings_key, {"fp32", "fp16", "bf16"});
+      const double unit = matmul_tflops.IsDefined() ? 1e12 : 1e9;
+      for (const auto& entry : ceilings) {
+        const std::string key = entry.first.as<std::string>();
+        const double value = positive(entry.second, ceilings_key + "." + key) * unit;
+        (key == "fp32" ? result.matmul_fp32_flops : key == "fp16" ? result.matmul_fp16_flops : result.matmul_bf16_flops) =
+            value;
+      }
+    }
     if (result.bandwidth <= 0 && !result.has_any_flops()) {
       fail(map, prefix.empty() ? "memory_bandwidth_tb_s" : prefix, "expected a bandwidth and/or peak FLOP/s");
     }
     return result;
+  }
+
+  // fixed_costs: {source, host_launch_us, op_overhead_us, sync_round_trip_us, host_link_gb_s?}
+  FixedCosts fixed_costs(const YAML::Node& map, const std::string& path) const {
+    only_keys(map, path, {"source", "host_launch_us", "op_overhead_us", "sync_round_trip_us", "host_link_gb_s"});
+    FixedCosts costs;
+    costs.source = text(map, "source", path + ".source", true);
+    auto microseconds = [&](const char* key) {
+      const YAML::Node node = map[key];
+      if (!node.IsDefined()) fail(map, path + "." + key, "missing; expected a time in microseconds");
+      return non_negative(node, path + "." + key) * 1e-6;
+    };
+    costs.host_launch = microseconds("host_launch_us");
+    costs.op_overhead = microseconds("op_overhead_us");
+    costs.sync_round_trip = microseconds("sync_round_trip_us");
+    // (written with six significant digits: a round trip equal to the sum may read back a hair below it)
+    if (costs.sync_round_trip < (costs.host_launch + costs.op_overhead) * (1 - 1e-5)) {
+      fail(map["sync_round_trip_us"], path + ".sync_round_trip_us",
+           "expected at least host_launch_us + op_overhead_us: a round trip includes issuing the read");
+    }
+    if (const YAML::Node link = map["host_link_gb_s"]; link.IsDefined()) {
+      costs.host_link_bandwidth = positive(link, path + ".host_link_gb_s") * 1e9;
+    }
+    return costs;
+  }
+
+  // cache: {source, size_mib, bandwidth_tb_s | bandwidth_gb_s}
+  CacheLevel cache(const YAML::Node& map, const std::string& path) const {
+    only_keys(map, path, {"source", "size_mib", "bandwidth_tb_s", "bandwidth_gb_s"});
+    CacheLevel level;
+    level.source = text(map, "source", path + ".source", true);
+    if (!map["size_mib"].IsDefined()) fail(map, path + ".size_mib", "missing; expected the capacity in MiB");
+    level.bytes = positive(map["size_mib"], path + ".size_mib") * 1024.0 * 1024.0;
+    const YAML::Node tb = map["bandwidth_tb_s"];
+    const YAML::Node gb = map["bandwidth_gb_s"];
+    if (tb.IsDefined() == gb.IsDefined()) {
+      fail(tb.IsDefined() ? gb : map, path + ".bandwidth_gb_s",
+           "expected the read bandwidth once: bandwidth_tb_s or bandwidth_gb_s");
+    }
+    level.bandwidth = tb.IsDefined() ? positive(tb, path + ".bandwidth_tb_s") * 1e12
+                                     : positive(gb, path + ".bandwidth_gb_s") * 1e9;
+    return level;
   }
 
   // measured_at (ISO 8601 UTC), spread, noisy, probe_bandwidth_gb_s: all optional.
@@ -246,7 +337,8 @@ DeviceSpec parse_device_spec(std::string_view yaml_text, const std::string& file
   if (!root.IsMap()) throw InputError(file_name, 0, "", "expected a mapping of device fields");
   reader.only_keys(root, "",
                    {"name", "description", "source", "sm_count", "match", "memory_bandwidth_tb_s",
-                    "memory_bandwidth_gb_s", "peak_tflops", "peak_gflops", "cache_mb", "measured", "machine"});
+                    "memory_bandwidth_gb_s", "peak_tflops", "peak_gflops", "matmul_tflops", "matmul_gflops", "cache_mb",
+                    "measured", "machine", "fixed_costs", "cache"});
   DeviceSpec spec;
   spec.name = reader.text(root, "name", "name", true);
   spec.description = reader.text(root, "description", "description", false);
@@ -263,12 +355,19 @@ DeviceSpec parse_device_spec(std::string_view yaml_text, const std::string& file
                              root["memory_bandwidth_gb_s"].IsDefined() || root["peak_tflops"].IsDefined() ||
                              root["peak_gflops"].IsDefined();
   if (has_datasheet) spec.datasheet = reader.roofs(root, "");
+  if (const YAML::Node costs = root["fixed_costs"]; costs.IsDefined()) spec.fixed_costs = reader.fixed_costs(costs, "fixed_costs");
+  if (const YAML::Node cache = root["cache"]; cache.IsDefined()) spec.cache = reader.cache(cache, "cache");
   if (const YAML::Node measured = root["measured"]; measured.IsDefined()) {
     reader.only_keys(measured, "measured",
                      {"source", "memory_bandwidth_tb_s", "memory_bandwidth_gb_s", "peak_tflops", "peak_gflops",
-                      "measured_at", "spread", "noisy", "probe_bandwidth_gb_s"});
+                      "matmul_tflops", "matmul_gflops", "fixed_costs", "cache", "measured_at", "spread", "noisy",
+                      "probe_bandwidth_gb_s"});
     spec.measured = reader.roofs(measured, "measured");
     reader.quality(measured, *spec.measured);
+    if (const YAML::Node costs = measured["fixed_costs"]; costs.IsDefined())
+      spec.measured_fixed_costs = reader.fixed_costs(costs, "measured.fixed_costs");
+    if (const YAML::Node cache = measured["cache"]; cache.IsDefined())
+      spec.measured_cache = reader.cache(cache, "measured.cache");
   }
   if (const YAML::Node machine = root["machine"]; machine.IsDefined()) {
     reader.only_keys(machine, "machine", {"hostname", "cpu_model", "threads"});
@@ -333,6 +432,31 @@ void write_roofs(std::ostringstream& out, const Roofs& roofs, const std::string&
   add("fp16", roofs.fp16_flops);
   add("bf16", roofs.bf16_flops);
   out << indent << (tera ? "peak_tflops: {" : "peak_gflops: {") << peaks << "}\n";
+  if (!roofs.has_matmul_ceiling()) return;
+  std::string ceilings;
+  auto add_ceiling = [&](const char* key, double value) {
+    if (value > 0) ceilings += std::string(ceilings.empty() ? "" : ", ") + key + ": " + number(value / scale);
+  };
+  add_ceiling("fp32", roofs.matmul_fp32_flops);
+  add_ceiling("fp16", roofs.matmul_fp16_flops);
+  add_ceiling("bf16", roofs.matmul_bf16_flops);
+  out << indent << (tera ? "matmul_tflops: {" : "matmul_gflops: {") << ceilings << "}\n";
+}
+
+void write_fixed_costs(std::ostringstream& out, const FixedCosts& costs, const std::string& indent) {
+  out << indent << "fixed_costs:\n";
+  out << indent << "  source: " << quoted(costs.source) << "\n";
+  out << indent << "  host_launch_us: " << number(costs.host_launch * 1e6) << "\n";
+  out << indent << "  op_overhead_us: " << number(costs.op_overhead * 1e6) << "\n";
+  out << indent << "  sync_round_trip_us: " << number(costs.sync_round_trip * 1e6) << "\n";
+  if (costs.host_link_bandwidth > 0) out << indent << "  host_link_gb_s: " << number(costs.host_link_bandwidth / 1e9) << "\n";
+}
+
+void write_cache(std::ostringstream& out, const CacheLevel& cache, const std::string& indent) {
+  out << indent << "cache:\n";
+  out << indent << "  source: " << quoted(cache.source) << "\n";
+  out << indent << "  size_mib: " << number(cache.bytes / (1024.0 * 1024.0)) << "\n";
+  out << indent << "  bandwidth_gb_s: " << number(cache.bandwidth / 1e9) << "\n";
 }
 
 void write_quality(std::ostringstream& out, const Roofs& roofs, const std::string& indent) {
@@ -363,6 +487,8 @@ std::string device_spec_to_yaml(const DeviceSpec& spec) {
     out << "]\n";
   }
   if (spec.datasheet) write_roofs(out, *spec.datasheet, "");
+  if (spec.fixed_costs) write_fixed_costs(out, *spec.fixed_costs, "");
+  if (spec.cache) write_cache(out, *spec.cache, "");
   if (spec.machine) {
     out << "machine:\n  hostname: " << quoted(spec.machine->hostname) << "\n  cpu_model: "
         << quoted(spec.machine->cpu_model) << "\n  threads: " << spec.machine->threads << "\n";
@@ -372,6 +498,8 @@ std::string device_spec_to_yaml(const DeviceSpec& spec) {
     out << "measured:\n";
     write_roofs(out, *spec.measured, "  ");
     write_quality(out, *spec.measured, "  ");
+    if (spec.measured_fixed_costs) write_fixed_costs(out, *spec.measured_fixed_costs, "  ");
+    if (spec.measured_cache) write_cache(out, *spec.measured_cache, "  ");
   }
   return out.str();
 }
@@ -447,6 +575,10 @@ nlohmann::json to_json(const Roofs& roofs) {
                          {"bandwidth_bytes_per_s", roofs.bandwidth},
                          {"flops_per_s", {{"fp32", roofs.fp32_flops}, {"tf32", roofs.tf32_flops},
                                           {"fp16", roofs.fp16_flops}, {"bf16", roofs.bf16_flops}}}};
+  if (roofs.has_matmul_ceiling()) {
+    json["matmul_flops_per_s"] = {
+        {"fp32", roofs.matmul_fp32_flops}, {"fp16", roofs.matmul_fp16_flops}, {"bf16", roofs.matmul_bf16_flops}};
+  }
   if (roofs.measured_at > 0) {
     json["measured_at"] = roofs.measured_at;
     json["spread"] = roofs.spread;
@@ -456,12 +588,28 @@ nlohmann::json to_json(const Roofs& roofs) {
   return json;
 }
 
+nlohmann::json to_json(const FixedCosts& costs) {
+  return {{"source", costs.source},
+          {"host_launch_s", costs.host_launch},
+          {"op_overhead_s", costs.op_overhead},
+          {"sync_round_trip_s", costs.sync_round_trip},
+          {"host_link_bytes_per_s", costs.host_link_bandwidth}};
+}
+
+nlohmann::json to_json(const CacheLevel& cache) {
+  return {{"source", cache.source}, {"bytes", cache.bytes}, {"bandwidth_bytes_per_s", cache.bandwidth}};
+}
+
 nlohmann::json to_json(const DeviceSpec& spec) {
   nlohmann::json json = {{"name", spec.name}, {"description", spec.description}, {"sm_count", spec.sm_count},
                          {"match", spec.match}};
   if (spec.cache_bytes > 0) json["cache_bytes"] = spec.cache_bytes;
   if (spec.datasheet) json["datasheet"] = to_json(*spec.datasheet);
   if (spec.measured) json["measured"] = to_json(*spec.measured);
+  if (spec.fixed_costs) json["fixed_costs"] = to_json(*spec.fixed_costs);
+  if (spec.cache) json["cache"] = to_json(*spec.cache);
+  if (spec.measured_fixed_costs) json["measured_fixed_costs"] = to_json(*spec.measured_fixed_costs);
+  if (spec.measured_cache) json["measured_cache"] = to_json(*spec.measured_cache);
   if (spec.machine) {
     json["machine"] = {{"hostname", spec.machine->hostname},
                        {"cpu_model", spec.machine->cpu_model},
@@ -482,6 +630,12 @@ Roofs roofs_from_json(const nlohmann::json& json, const std::string& where) {
     roofs.tf32_flops = flops.at("tf32").get<double>();
     roofs.fp16_flops = flops.at("fp16").get<double>();
     roofs.bf16_flops = flops.at("bf16").get<double>();
+    if (json.contains("matmul_flops_per_s")) {
+      const nlohmann::json& ceilings = json["matmul_flops_per_s"];
+      roofs.matmul_fp32_flops = ceilings.at("fp32").get<double>();
+      roofs.matmul_fp16_flops = ceilings.at("fp16").get<double>();
+      roofs.matmul_bf16_flops = ceilings.at("bf16").get<double>();
+    }
     roofs.measured_at = json.value("measured_at", int64_t{0});
     roofs.spread = json.value("spread", 0.0);
     roofs.noisy = json.value("noisy", false);
@@ -490,6 +644,21 @@ Roofs roofs_from_json(const nlohmann::json& json, const std::string& where) {
   } catch (const nlohmann::json::exception& error) {
     throw InputError(where, 0, "", std::string("malformed roofs: ") + error.what());
   }
+}
+
+FixedCosts fixed_costs_from_json(const nlohmann::json& json) {
+  FixedCosts costs;
+  costs.source = json.at("source").get<std::string>();
+  costs.host_launch = json.at("host_launch_s").get<double>();
+  costs.op_overhead = json.at("op_overhead_s").get<double>();
+  costs.sync_round_trip = json.at("sync_round_trip_s").get<double>();
+  costs.host_link_bandwidth = json.at("host_link_bytes_per_s").get<double>();
+  return costs;
+}
+
+CacheLevel cache_from_json(const nlohmann::json& json) {
+  return {json.at("bytes").get<double>(), json.at("bandwidth_bytes_per_s").get<double>(),
+          json.at("source").get<std::string>()};
 }
 
 }  // namespace
@@ -504,6 +673,10 @@ DeviceSpec device_spec_from_json(const nlohmann::json& json, const std::string& 
     spec.cache_bytes = json.value("cache_bytes", 0.0);
     if (json.contains("datasheet")) spec.datasheet = roofs_from_json(json["datasheet"], where + ".datasheet");
     if (json.contains("measured")) spec.measured = roofs_from_json(json["measured"], where + ".measured");
+    if (json.contains("fixed_costs")) spec.fixed_costs = fixed_costs_from_json(json["fixed_costs"]);
+    if (json.contains("cache")) spec.cache = cache_from_json(json["cache"]);
+    if (json.contains("measured_fixed_costs")) spec.measured_fixed_costs = fixed_costs_from_json(json["measured_fixed_costs"]);
+    if (json.contains("measured_cache")) spec.measured_cache = cache_from_json(json["measured_cache"]);
     if (json.contains("machine")) {
       const nlohmann::json& machine = json["machine"];
       spec.machine = MachineIdentity{machine.at("hostname").get<std::string>(),

@@ -29,6 +29,12 @@ struct Roofs {
   double fp16_flops = 0;
   double bf16_flops = 0;
   std::string source;     // where the figures come from
+  // What the matmul kernel measurably reaches, where a measurement puts it below the compute
+  // roof (the CPU: our matmul against the FMA probe); 0 = the compute roof. The prediction
+  // holds matmul ops to it; the analysis keeps reading them against the compute roof.
+  double matmul_fp32_flops = 0;
+  double matmul_fp16_flops = 0;
+  double matmul_bf16_flops = 0;
   // Measured roofs only (docs/metrics.md, "Roofs"): when, how steady, in what machine state.
   int64_t measured_at = 0;       // Unix seconds; 0 = not measured here (a datasheet, a quoted reference)
   double spread = 0;             // the largest (max - min) / median among the measured figures
@@ -38,6 +44,9 @@ struct Roofs {
   // Peak for a precision; an unknown figure falls back to its sibling (fp16 <-> bf16,
   // tf32 -> fp32), then to fp32.
   double flops(Precision precision) const;
+  // The matmul ceiling for a precision where one was measured, else flops(precision).
+  double matmul_flops(Precision precision) const;
+  bool has_matmul_ceiling() const { return matmul_fp32_flops > 0 || matmul_fp16_flops > 0 || matmul_bf16_flops > 0; }
   // "taken 2 h ago, spread 3%" / "taken 5 min ago on a noisy or contended machine, spread 38%";
   // "" when not measured here.
   std::string age_and_spread(int64_t now_seconds) const;
@@ -45,6 +54,33 @@ struct Roofs {
   double ridge_point(Precision precision) const;
   bool has_any_flops() const { return fp32_flops > 0 || tf32_flops > 0 || fp16_flops > 0 || bf16_flops > 0; }
   bool operator==(const Roofs&) const = default;
+};
+
+// What a roofline leaves out: the fixed costs of issuing work and of reading results back.
+// The prediction model (profiling/prediction.h) adds them to each op's roofline time.
+struct FixedCosts {
+  double host_launch = 0;          // s: host time to enqueue one op (the launch call itself)
+  double op_overhead = 0;          // s: device time per op beyond its roofline time, ops queued back to back
+  double sync_round_trip = 0;      // s: a blocking small device-to-host read on an idle device, call to return
+  double host_link_bandwidth = 0;  // bytes/s of device<->host copies; 0 = not given (the memory bandwidth)
+  std::string source;
+
+  // The part of a round trip that is neither the read's launch nor its per-op overhead:
+  // the wake-up and return after the device has done the read. A small read on an idle
+  // device thus costs host_launch + op_overhead + return_latency() = sync_round_trip.
+  double return_latency() const {
+    const double rest = sync_round_trip - host_launch - op_overhead;
+    return rest > 0 ? rest : 0.0;
+  }
+  bool operator==(const FixedCosts&) const = default;
+};
+
+// A cache the model prices a resident working set at: its capacity and read bandwidth.
+struct CacheLevel {
+  double bytes = 0;      // capacity
+  double bandwidth = 0;  // bytes/s
+  std::string source;
+  bool operator==(const CacheLevel&) const = default;
 };
 
 // Who measured: measured roofs are only reused on the same machine and thread count.
@@ -63,14 +99,24 @@ struct DeviceSpec {
   std::optional<Roofs> datasheet;
   std::optional<Roofs> measured;
   std::optional<MachineIdentity> machine;  // for measured roofs of a CPU
+  // Beside the peaks: published (datasheets, vendor measurements) and measured.
+  std::optional<FixedCosts> fixed_costs;
+  std::optional<CacheLevel> cache;
+  std::optional<FixedCosts> measured_fixed_costs;
+  std::optional<CacheLevel> measured_cache;
   // The last-level cache (GPU L2, CPU L3) in bytes; 0 = unknown. A working set within it
-  // is not bounded by the DRAM bandwidth roof.
+  // is not bounded by the DRAM bandwidth roof (the analysis says so). The prediction's
+  // `cache` / `measured_cache` price such a working set: the same capacity with a read
+  // bandwidth, where one was published or measured.
   double cache_bytes = 0;
 
   // Measured where measured, datasheet otherwise; throws std::logic_error if neither exists.
   Roofs effective_roofs() const;
   // "measured", "datasheet" or "measured + datasheet".
   std::string roofs_origin() const;
+  // Measured where measured, published otherwise; nullopt when the spec has neither.
+  std::optional<FixedCosts> effective_fixed_costs() const;
+  std::optional<CacheLevel> effective_cache() const;
   // What a printed roof says about itself: its origin, then the measured set's age and
   // spread ("measured (taken 2 h ago, spread 3%)").
   std::string roofs_provenance(int64_t now_seconds) const;
@@ -94,6 +140,8 @@ std::vector<std::string> list_device_specs();
 std::optional<DeviceSpec> match_device_spec(std::string_view device_name);
 
 nlohmann::json to_json(const Roofs& roofs);
+nlohmann::json to_json(const FixedCosts& costs);
+nlohmann::json to_json(const CacheLevel& cache);
 nlohmann::json to_json(const DeviceSpec& spec);
 // `where` names the source in errors (file and JSON path).
 DeviceSpec device_spec_from_json(const nlohmann::json& json, const std::string& where);

@@ -105,7 +105,26 @@ std::string format_device_roofs(const DeviceSpec& spec) {
   }
   if (spec.cache_bytes > 0) out << "  last-level cache: " << format_bytes(spec.cache_bytes) << "\n";
   out << "  An op whose FLOP/B is below the ridge point is held to the bandwidth roof; above it, to the compute roof.\n";
+  // What the prediction model adds to the roofs (decodelab predict).
+  auto costs = [&](const char* origin, const std::optional<FixedCosts>& fixed, const std::optional<CacheLevel>& cache) {
+    if (fixed) out << "\n  fixed costs (" << origin << "): " << format_fixed_costs(*fixed) << "\n    " << fixed->source << "\n";
+    if (cache) out << "  cache (" << origin << "): " << format_cache(*cache) << "\n    " << cache->source << "\n";
+  };
+  costs("published", spec.fixed_costs, spec.cache);
+  costs("measured", spec.measured_fixed_costs, spec.measured_cache);
   return out.str();
+}
+
+std::string format_fixed_costs(const FixedCosts& costs) {
+  std::string text = format_seconds(costs.op_overhead) + " per op on the device, " + format_seconds(costs.host_launch) +
+                     " per launch on the host, " + format_seconds(costs.sync_round_trip) +
+                     " per device-to-host read round trip";
+  if (costs.host_link_bandwidth > 0) text += ", host link " + format_bandwidth(costs.host_link_bandwidth);
+  return text;
+}
+
+std::string format_cache(const CacheLevel& cache) {
+  return format_number(cache.bytes / (1024.0 * 1024.0)) + " MiB at " + format_bandwidth(cache.bandwidth);
 }
 
 std::string format_console(const RunAnalysis& analysis, size_t max_rows) {

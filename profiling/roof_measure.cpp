@@ -42,8 +42,9 @@ TimedSamples TimedSamples::of(std::vector<double> seconds, double noisy_spread) 
 
 namespace {
 
-// Bumped whenever the measurement changes meaning (2: CPU compute roofs from the FMA probe).
-constexpr int kRoofMethodVersion = 2;
+// Bumped whenever the measurement changes meaning (2: CPU compute roofs from the FMA probe;
+// 3: fixed costs and the last-level cache measured beside the roofs).
+constexpr int kRoofMethodVersion = 3;
 
 bool is_gpu(const Backend& backend) { return backend.name() == "cuda"; }
 
@@ -86,6 +87,27 @@ std::string spread_note(const TimedSamples& samples) {
   return "best of " + std::to_string(samples.seconds.size()) + ", median " +
          format_percent(samples.best > 0 ? samples.median / samples.best - 1 : 0) + " slower, spread " +
          format_percent(samples.spread) + (samples.noisy ? " (NOISY)" : "");
+}
+
+void measure_cache(Backend& backend, OpTimer& timer, RoofMeasurement& measurement, std::ostream* progress) {
+  const double capacity = host_cache_bytes();
+  if (capacity <= 0) return;
+  const int64_t row = 1024;
+  const double weight_bytes = std::min(capacity / 4, static_cast<double>(backend.available_memory()) / 4);
+  const int64_t rows = std::max<int64_t>(1, static_cast<int64_t>(weight_bytes) / (row * 2));
+  DeviceBuffer weight(backend, static_cast<size_t>(rows * row) * dtype_size(DType::F16));
+  DeviceBuffer vector(backend, row * dtype_size(DType::F16));
+  DeviceBuffer product(backend, static_cast<size_t>(rows) * dtype_size(DType::F16));
+  fill_random(backend, weight.get(), DType::F16, static_cast<size_t>(rows * row), 6);
+  fill_random(backend, vector.get(), DType::F16, row, 7);
+  const Tensor w = Tensor::contiguous(weight.get(), DType::F16, {rows, row});
+  const Tensor x = Tensor::contiguous(vector.get(), DType::F16, {1, row});
+  const Tensor y = Tensor::contiguous(product.get(), DType::F16, {1, rows});
+  if (progress) *progress << "measuring the cache: matrix-vector product over " << format_bytes(static_cast<double>(weight.bytes())) << "\n";
+  measurement.cache_bytes = capacity;
+  measurement.cache_read = timer.sample([&](OpId id) { backend.matmul(x, w, y, id); });
+  measurement.cache_read_bytes = static_cast<double>(weight.bytes() + vector.bytes() + product.bytes());
+  measurement.cache_bandwidth = measurement.cache_read_bytes / measurement.cache_read.best;
 }
 
 }  // namespace
@@ -159,6 +181,9 @@ RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& option
     measurement.bandwidth = std::max(measurement.copy_bandwidth, measurement.read_bandwidth);
   }
 
+  // The last-level cache (CPU): a weight a quarter of its size, read again and again.
+  if (!gpu) measure_cache(backend, timer, measurement, progress);
+
   // Compute: the FMA probe where the backend has one (about 0.05 s per repeat on a CPU).
   const FmaPeak fma = measure_fma_peak(backend, options, progress);
   measurement.fma = fma.timing;
@@ -186,7 +211,25 @@ RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& option
                          matmul.timing.best;
     measurement.matmuls.push_back(matmul);
   }
+  if (progress) *progress << "measuring the stream's fixed costs\n";
+  measurement.stream = measure_stream_costs(backend);
   return measurement;
+}
+
+FixedCosts RoofMeasurement::fixed_costs() const {
+  std::ostringstream source;
+  source << "measured by decodelab: launch = one enqueue (" << format_number(stream.enqueue_us) << " µs), per-op overhead = a "
+         << "queued 1024-element add's turn on the device (" << format_number(stream.per_op_us) << " µs), round trip = a "
+         << "4-byte device-to-host read into pageable memory (" << format_number(stream.read_round_trip_us) << " µs), medians";
+  return stream.fixed_costs(source.str());
+}
+
+std::optional<CacheLevel> RoofMeasurement::cache() const {
+  if (cache_bytes <= 0 || cache_bandwidth <= 0) return std::nullopt;
+  return CacheLevel{cache_bytes, cache_bandwidth,
+                    "measured by decodelab: capacity of the last-level cache as the OS reports it; bandwidth an fp16 "
+                    "matrix-vector product over " + format_bytes(cache_read_bytes) + " read while resident (" +
+                        spread_note(cache_read) + ")"};
 }
 
 double RoofMeasurement::largest_spread() const {
@@ -223,7 +266,14 @@ Roofs RoofMeasurement::roofs() const {
            << format_flop_rate(fma_flops_per_s) << ", " << spread_note(fma) << ")";
   }
   for (const Matmul& matmul : matmuls) {
-    if (fma_flops_per_s <= 0) {
+    if (fma_flops_per_s > 0) {  // the probe is the roof; what our matmul reaches is its ceiling
+      switch (matmul.dtype) {
+        case DType::F32: result.matmul_fp32_flops = matmul.flops_per_s; break;
+        case DType::F16: result.matmul_fp16_flops = matmul.flops_per_s; break;
+        case DType::BF16: result.matmul_bf16_flops = matmul.flops_per_s; break;
+        case DType::I32: break;
+      }
+    } else {
       switch (matmul.dtype) {
         case DType::F32: result.fp32_flops = matmul.flops_per_s; break;
         case DType::F16: result.fp16_flops = matmul.flops_per_s; break;
@@ -252,6 +302,12 @@ std::string RoofMeasurement::describe() const {
     out << "FMA peak   " << format_flop_rate(fma_flops_per_s) << "  (register-resident FMA chains, " << format_seconds(fma.best)
         << ", " << spread_note(fma) << "): the compute roof of every dtype\n";
   }
+  if (cache_bandwidth > 0) {
+    out << "cache      " << format_bandwidth(cache_bandwidth) << "  (" << format_bytes(cache_bytes) << " last-level cache; "
+        << "matrix-vector product over " << format_bytes(cache_read_bytes) << ", " << spread_note(cache_read) << ")\n";
+  }
+  out << "fixed      " << format_number(stream.per_op_us) << " µs per op, " << format_number(stream.enqueue_us)
+      << " µs per enqueue, " << format_number(stream.read_round_trip_us) << " µs per 4-byte device-to-host read\n";
   for (const Matmul& matmul : matmuls) {
     out << dtype_name(matmul.dtype) << "       " << format_flop_rate(matmul.flops_per_s) << "  (matmul " << matmul.size << "³, "
         << format_seconds(matmul.timing.best) << ", " << spread_note(matmul.timing);
@@ -338,24 +394,37 @@ DeviceSpec measured_spec(const std::string& description, const MachineIdentity& 
   spec.name = "measured-" + machine.hostname;
   spec.description = description;
   spec.measured = measurement.roofs();
+  spec.measured_fixed_costs = measurement.fixed_costs();
+  spec.measured_cache = measurement.cache();
   spec.machine = machine;
   return spec;
 }
 
+// The highest data-cache level cpu0 sees in sysfs (what lscpu reads: a VM's own view), else
+// sysconf (CPUID, which can describe the host instead).
 double host_cache_bytes() {
-  // The largest cache level sysfs lists for CPU 0 (the last level, shared by the cores).
-  double largest = 0;
+  int best_level = 0;
+  double best_bytes = 0;
   for (int index = 0; index < 8; ++index) {
-    std::ifstream file("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/size");
-    std::string text;
-    if (!(file >> text) || text.empty()) continue;
-    char* end = nullptr;
-    double value = std::strtod(text.c_str(), &end);
-    if (end && (*end == 'K' || *end == 'k')) value *= 1024;
-    if (end && (*end == 'M' || *end == 'm')) value *= 1024 * 1024;
-    largest = std::max(largest, value);
+    const std::string directory = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+    std::ifstream level_file(directory + "level"), size_file(directory + "size"), type_file(directory + "type");
+    int level = 0;
+    std::string size, type;
+    if (!(level_file >> level) || !(size_file >> size) || !(type_file >> type) || type == "Instruction") continue;
+    double bytes = std::atof(size.c_str());
+    if (!size.empty() && (size.back() == 'K' || size.back() == 'k')) bytes *= 1024.0;
+    if (!size.empty() && size.back() == 'M') bytes *= 1024.0 * 1024.0;
+    if (level > best_level && bytes > 0) {
+      best_level = level;
+      best_bytes = bytes;
+    }
   }
-  return largest;
+  if (best_bytes > 0) return best_bytes;
+  for (int level : {_SC_LEVEL3_CACHE_SIZE, _SC_LEVEL2_CACHE_SIZE}) {
+    const long bytes = ::sysconf(level);
+    if (bytes > 0) return static_cast<double>(bytes);
+  }
+  return 0;
 }
 
 namespace {
@@ -380,7 +449,9 @@ DeviceSpec keep_the_better(const DeviceSpec& fresh, const std::optional<DeviceSp
   } catch (const std::exception& error) {
     if (progress) *progress << "could not cache the roofs: " << error.what() << "\n";
   }
-  return fresh;
+  // The figures as the cache holds them (rounded in YAML), so the run that measured reads,
+  // prices and predicts with exactly what every later run reads back.
+  return parse_device_spec(device_spec_to_yaml(fresh), cache.string());
 }
 
 DeviceSpec measure_into_cache(Backend& backend, int threads, std::ostream* progress, const RoofMeasureOptions& options,

@@ -26,6 +26,7 @@
 
 #include "engine/backend.h"
 #include "profiling/device_spec.h"
+#include "profiling/stream_costs.h"
 
 namespace decodelab {
 
@@ -80,6 +81,17 @@ struct RoofMeasurement {
   double bandwidth = 0;  // bytes/s: the faster of copy and read
   TimedSamples fma;      // the backend's FMA probe, when it has one
   double fma_flops_per_s = 0;  // 0 = no probe: the compute roofs are the matmuls'
+  // The fixed costs beside the roofs (profiling/stream_costs.h), and the last-level cache:
+  // its capacity as the OS reports it, its read bandwidth by the same matrix-vector product
+  // over a weight a quarter of its size, read again while it stays resident (CPU only).
+  StreamCosts stream;
+  double cache_bytes = 0;  // 0 = no cache measured
+  double cache_read_bytes = 0;
+  TimedSamples cache_read;
+  double cache_bandwidth = 0;
+
+  FixedCosts fixed_costs() const;
+  std::optional<CacheLevel> cache() const;
 
   // Set by the caller from the machine check taken before the measurement.
   bool machine_contended = false;
@@ -121,7 +133,7 @@ std::filesystem::path roof_cache_path(const MachineIdentity& machine);
 DeviceSpec measured_spec(const std::string& description, const MachineIdentity& machine,
                          const RoofMeasurement& measurement);
 
-// This machine's last-level cache in bytes (sysfs), 0 when unknown.
+// This machine's last-level cache in bytes (sysfs, else sysconf), 0 when unknown.
 double host_cache_bytes();
 
 // The cached measurement for this backend's machine and thread count, if any (nothing is

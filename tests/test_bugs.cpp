@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 
+#include "engine/op_stream.h"
 #include "tests/support/engine_fixtures.h"
 
 using namespace decodelab;
@@ -93,11 +94,11 @@ TEST_CASE("bugs keep the results of an fp32 model too", "[bugs]") {
 
 namespace {
 
-std::map<int, int64_t> matmul_rows_per_step(const RecordingSink& sink) {
+std::map<int, int64_t> matmul_rows_per_step(const OpStreamRecorder& sink) {
   std::map<int, int64_t> rows;
-  for (const auto& op : sink.ops)
-    if (op.step > 0 && op.desc.category == OpCategory::Matmul && std::string(op.desc.label) == "q_proj")
-      rows[op.step] = std::max(rows[op.step], op.desc.inputs[0].shape[0]);
+  for (const auto& op : sink.stream().ops)
+    if (op.place.step > 0 && op.desc.category == OpCategory::Matmul && std::string(op.desc.label) == "q_proj")
+      rows[op.place.step] = std::max(rows[op.place.step], op.desc.inputs[0].shape[0]);
   return rows;
 }
 
@@ -112,7 +113,7 @@ int64_t tensor_bytes(const TensorInfo& info) {
 TEST_CASE("no_kv_cache: matmul rows per step grow with the position", "[bugs][signature]") {
   GenerationCase fixed = lab_case(DType::F16), buggy = fixed;
   buggy.bugs.no_kv_cache = true;
-  RecordingSink fixed_sink, buggy_sink;
+  OpStreamRecorder fixed_sink, buggy_sink;
   generate_on_cpu(fixed, &fixed_sink);
   generate_on_cpu(buggy, &buggy_sink);
   const auto fixed_rows = matmul_rows_per_step(fixed_sink);
@@ -125,30 +126,30 @@ TEST_CASE("no_kv_cache: matmul rows per step grow with the position", "[bugs][si
 TEST_CASE("non_contiguous copy: copy bytes per step grow with the cache", "[bugs][signature]") {
   GenerationCase buggy = lab_case(DType::F16);
   buggy.bugs.non_contiguous = true;
-  RecordingSink sink;
+  OpStreamRecorder sink;
   generate_on_cpu(buggy, &sink);
   std::map<int, int64_t> copy_bytes;
-  for (const auto& op : sink.ops)
-    if (op.step > 0 && op.desc.category == OpCategory::Copy && std::string(op.desc.name) == "copy")
-      copy_bytes[op.step] += tensor_bytes(op.desc.outputs[0]);
+  for (const auto& op : sink.stream().ops)
+    if (op.place.step > 0 && op.desc.category == OpCategory::Copy && std::string(op.desc.name) == "copy")
+      copy_bytes[op.place.step] += tensor_bytes(op.desc.outputs[0]);
   REQUIRE(copy_bytes.size() == 7);
   // Per step: 2 layers x (K + V) x 4 sequences x 2 KV heads x positions x 32 dims x 2 bytes.
   for (const auto& [step, bytes] : copy_bytes) CHECK(bytes == 2 * 2 * 4 * 2 * (9 + step) * 32 * 2);
 
-  RecordingSink fixed_sink;
+  OpStreamRecorder fixed_sink;
   generate_on_cpu(lab_case(DType::F16), &fixed_sink);
-  for (const auto& op : fixed_sink.ops)
-    if (op.step > 0) CHECK(std::string(op.desc.name) != "copy");
+  for (const auto& op : fixed_sink.stream().ops)
+    if (op.place.step > 0) CHECK(std::string(op.desc.name) != "copy");
 }
 
 TEST_CASE("non_contiguous strided: attention reads a head_dim-strided cache", "[bugs][signature]") {
   GenerationCase buggy = lab_case(DType::F16);
   buggy.bugs.non_contiguous = true;
   buggy.bugs.non_contiguous_mode = NonContiguousMode::Strided;
-  RecordingSink sink;
+  OpStreamRecorder sink;
   generate_on_cpu(buggy, &sink);
   int attention_ops = 0;
-  for (const auto& op : sink.ops) {
+  for (const auto& op : sink.stream().ops) {
     if (op.desc.category != OpCategory::Attention) continue;
     ++attention_ops;
     CHECK(op.desc.inputs[1].strides[3] > 1);  // K's innermost (head_dim) stride
@@ -163,30 +164,30 @@ TEST_CASE("host_sync: one device-to-host read per token, per layer or per sequen
     GenerationCase buggy = lab_case(DType::F16);
     buggy.bugs.host_sync = true;
     buggy.bugs.host_sync_per = per;
-    RecordingSink sink;
+    OpStreamRecorder sink;
     generate_on_cpu(buggy, &sink);
     std::map<int, int> reads;
-    for (const auto& call : sink.calls)
-      if (call.step > 0 && call.call.kind == HostCallKind::DeviceToHost) ++reads[call.step];
+    for (const auto& call : sink.stream().calls)
+      if (call.place.step > 0 && call.call.kind == HostCallKind::DeviceToHost) ++reads[call.place.step];
     INFO("per " << to_string(per));
     REQUIRE(reads.size() == 7);
     for (const auto& [step, count] : reads) CHECK(count == expected);
   }
-  RecordingSink fixed_sink;
+  OpStreamRecorder fixed_sink;
   generate_on_cpu(lab_case(DType::F16), &fixed_sink);
-  for (const auto& call : fixed_sink.calls) CHECK(call.step == -1);  // reads only after the loop
+  for (const auto& call : fixed_sink.stream().calls) CHECK(call.place.step == -1);  // reads only after the loop
 }
 
 TEST_CASE("fp32_ops: fp32 matmuls and casts in a half model, twice the weight bytes", "[bugs][signature]") {
   auto weight_bytes_and_casts = [](const BugSet& bugs) {
     GenerationCase test_case = lab_case(DType::F16);
     test_case.bugs = bugs;
-    RecordingSink sink;
+    OpStreamRecorder sink;
     generate_on_cpu(test_case, &sink);
     int64_t weight_bytes = 0;
     int casts = 0, fp32_norms = 0;
-    for (const auto& op : sink.ops) {
-      if (op.step != 1) continue;
+    for (const auto& op : sink.stream().ops) {
+      if (op.place.step != 1) continue;
       if (op.desc.category == OpCategory::Matmul) weight_bytes += tensor_bytes(op.desc.inputs[1]);
       if (op.desc.category == OpCategory::Cast) ++casts;
       if (op.desc.category == OpCategory::Norm && op.desc.inputs[0].dtype == DType::F32) ++fp32_norms;
@@ -213,11 +214,11 @@ TEST_CASE("fp32_ops: fp32 matmuls and casts in a half model, twice the weight by
 TEST_CASE("sequential_generation: batch-1 steps, N times the steps", "[bugs][signature]") {
   GenerationCase fixed = lab_case(DType::F16), buggy = fixed;
   buggy.bugs.sequential_generation = true;
-  RecordingSink fixed_sink, buggy_sink;
+  OpStreamRecorder fixed_sink, buggy_sink;
   const GenerationResult fixed_result = generate_on_cpu(fixed, &fixed_sink);
   const GenerationResult buggy_result = generate_on_cpu(buggy, &buggy_sink);
-  CHECK(fixed_sink.steps == 7);
-  CHECK(buggy_sink.steps == 4 * 7);
+  CHECK(fixed_sink.stream().steps == 7);
+  CHECK(buggy_sink.stream().steps == 4 * 7);
   CHECK(buggy_result.timing.groups == 4);
   for (const auto& [step, rows] : matmul_rows_per_step(buggy_sink)) CHECK(rows == 1);
 }

@@ -126,6 +126,84 @@ TEST_CASE("a measured CPU spec saves and loads back (GB/s units, machine identit
   CHECK(device_spec_from_json(to_json(spec), "test") == spec);
 }
 
+TEST_CASE("shipped GPU files carry fixed costs with their source", "[device_spec][prediction]") {
+  for (const char* name : {"h100-sxm", "h200", "a100-80gb", "l4"}) {
+    INFO(name);
+    const DeviceSpec spec = find_device_spec(name);
+    REQUIRE(spec.fixed_costs);
+    CHECK(spec.fixed_costs->source.find("CUDA Graphs") != std::string::npos);
+    CHECK(spec.fixed_costs->host_launch == Approx(3.8e-6));
+    CHECK(spec.fixed_costs->op_overhead == Approx(0.9e-6));
+    CHECK(spec.fixed_costs->sync_round_trip == Approx(6.7e-6));
+    // The blog's experiment, re-predicted: 2.9 µs kernels with a sync after each take 9.6 µs.
+    CHECK(spec.fixed_costs->host_launch + 2.9e-6 + spec.fixed_costs->op_overhead + spec.fixed_costs->return_latency() ==
+          Approx(9.6e-6));
+    CHECK(spec.fixed_costs->host_link_bandwidth > 0);
+    CHECK(spec.effective_fixed_costs() == spec.fixed_costs);
+    CHECK_FALSE(spec.effective_cache());  // no published cache bandwidth: every byte at the HBM roof
+  }
+}
+
+TEST_CASE("bad fixed costs and caches: errors name the file, the line and the key", "[device_spec][prediction]") {
+  auto problem = [](const std::string& costs) -> std::string {
+    try {
+      parse_device_spec("name: x\nsource: s\nmemory_bandwidth_tb_s: 1\n" + costs, "bad.yaml");
+    } catch (const InputError& error) {
+      return error.what();
+    }
+    return "no error";
+  };
+  const std::string good = "  source: blog\n  host_launch_us: 3\n  op_overhead_us: 1\n  sync_round_trip_us: 6\n";
+  CHECK(problem("fixed_costs:\n" + good) == "no error");
+  CHECK_THAT(problem("fixed_costs:\n  host_launch_us: 3\n  op_overhead_us: 1\n  sync_round_trip_us: 6\n"),
+             Catch::Contains("bad.yaml") && Catch::Contains("fixed_costs.source: missing"));
+  CHECK_THAT(problem("fixed_costs:\n  source: s\n  host_launch_us: 3\n  sync_round_trip_us: 6\n"),
+             Catch::Contains("fixed_costs.op_overhead_us: missing"));
+  CHECK_THAT(problem("fixed_costs:\n" + good + "  op_overhead_ms: 1\n"),
+             Catch::Contains("bad.yaml:9") && Catch::Contains("fixed_costs.op_overhead_ms: unknown key"));
+  CHECK_THAT(problem("fixed_costs:\n  source: s\n  host_launch_us: -3\n  op_overhead_us: 1\n  sync_round_trip_us: 6\n"),
+             Catch::Contains("bad.yaml:6") && Catch::Contains("fixed_costs.host_launch_us") &&
+                 Catch::Contains("expected a number >= 0"));
+  CHECK_THAT(problem("fixed_costs:\n  source: s\n  host_launch_us: 3\n  op_overhead_us: 1\n  sync_round_trip_us: 2\n"),
+             Catch::Contains("bad.yaml:8") && Catch::Contains("sync_round_trip_us") &&
+                 Catch::Contains("at least host_launch_us + op_overhead_us"));
+  CHECK_THAT(problem("cache:\n  source: s\n  size_mib: 32\n"), Catch::Contains("cache.bandwidth_gb_s"));
+  CHECK_THAT(problem("cache:\n  source: s\n  size_mib: big\n  bandwidth_gb_s: 100\n"),
+             Catch::Contains("bad.yaml:6") && Catch::Contains("cache.size_mib"));
+  CHECK_THAT(problem("measured:\n  source: m\n  memory_bandwidth_gb_s: 5\n  fixed_costs:\n    source: m\n"),
+             Catch::Contains("measured.fixed_costs.host_launch_us: missing"));
+}
+
+TEST_CASE("fixed costs and a cache save and load back, measured over published", "[device_spec][prediction]") {
+  DeviceSpec spec = find_device_spec("l4");
+  Roofs measured;
+  measured.bandwidth = 50e9;
+  measured.source = "m";
+  spec.measured = measured;
+  spec.measured_fixed_costs = FixedCosts{0.05e-6, 1.1e-6, 2.5e-6, 0, "stream costs"};
+  spec.measured_cache = CacheLevel{32.0 * 1024 * 1024, 180e9, "matvec in cache"};
+  const DeviceSpec loaded = parse_device_spec(device_spec_to_yaml(spec), "round-trip.yaml");
+  REQUIRE(loaded.measured_fixed_costs);
+  CHECK(loaded.measured_fixed_costs->op_overhead == Approx(1.1e-6));
+  CHECK(loaded.measured_fixed_costs->sync_round_trip == Approx(2.5e-6));
+  REQUIRE(loaded.measured_cache);
+  CHECK(loaded.measured_cache->bytes == Approx(32.0 * 1024 * 1024));
+  CHECK(loaded.measured_cache->bandwidth == Approx(180e9));
+  REQUIRE(loaded.fixed_costs);
+  CHECK(loaded.fixed_costs->host_link_bandwidth == Approx(32e9));
+  CHECK(loaded.effective_fixed_costs()->source == "stream costs");
+  CHECK(loaded.effective_cache()->source == "matvec in cache");
+  CHECK(device_spec_from_json(to_json(spec), "test") == spec);
+
+  // A measured round trip clamped to launch + per-op overhead reads back, whatever the
+  // rounding of the three figures; a cost below the clock's resolution may be zero.
+  spec.measured_fixed_costs = FixedCosts{1.0 / 3 * 1e-6, 2.0 / 3 * 1e-6 + 1e-13, 0, 0, "clamped"};
+  spec.measured_fixed_costs->sync_round_trip = spec.measured_fixed_costs->host_launch + spec.measured_fixed_costs->op_overhead;
+  CHECK_NOTHROW(parse_device_spec(device_spec_to_yaml(spec), "clamped.yaml"));
+  spec.measured_fixed_costs = FixedCosts{0, 0, 1e-6, 0, "zero launch"};
+  CHECK(parse_device_spec(device_spec_to_yaml(spec), "zero.yaml").measured_fixed_costs->host_launch == 0);
+}
+
 TEST_CASE("measured roofs keep when, how steady and the cache size, printed with age and spread", "[device_spec]") {
   DeviceSpec spec;
   spec.name = "cpu-quality";

@@ -2,7 +2,8 @@
 // and `sweep`, decode tok/s is the batch over the wall time per step; the HTML report's
 // headline figures are the JSON's; a comparison's slowdowns are the ratios of the medians
 // its rows print and its attribution explains their difference; and every key and label
-// those surfaces print is defined in docs/metrics.md.
+// those surfaces print, the predictions beside the measurements included, is defined in
+// docs/metrics.md.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -191,6 +192,10 @@ TEST_CASE("compare: slowdowns are the rows' medians, the attribution explains th
   check_documented_keys(result, "compare");
   check_documented_keys(result["headline"], "headline");
   check_documented_keys(attribution, "attribution");
+  check_documented_keys(result["prediction"], "prediction");
+  // The prediction's verdict judges the slowdown the range verdict judges.
+  CHECK(result["prediction"]["of"] == result["headline"]["metric"]);
+  CHECK_THAT(compare.out, Contains("verdict against the prediction (decode_slowdown"));
 }
 
 TEST_CASE("lab and sweep rows: tok/s agrees with batch and wall time per step", "[figures][cli]") {
@@ -213,6 +218,9 @@ TEST_CASE("lab and sweep rows: tok/s agrees with batch and wall time per step", 
   CHECK(row["headline"]["metric"] == "decode");
   CHECK(row["verdict"] == "workload changed");
   check_documented_keys(row, "lab row");
+  check_documented_keys(row["prediction"], "lab row.prediction");
+  REQUIRE_FALSE(row["prediction"]["elsewhere"].empty());
+  check_documented_keys(row["prediction"]["elsewhere"][0], "lab row.prediction.elsewhere[]");
   for (const std::string& label : header_cells(lab.out, "bug")) check_documented_label(label);
 
   const auto sweep_file = dir.path() / "sweep.json";
@@ -227,6 +235,11 @@ TEST_CASE("lab and sweep rows: tok/s agrees with batch and wall time per step", 
   check_tokens_per_s(points[0]["metrics"], 1);
   check_tokens_per_s(points[1]["metrics"], 3);
   check_documented_keys(points[1]["decode_roofline"], "decode_roofline");
+  for (const char* key : {"predicted_decode_tokens_per_s", "decode_tokens_per_s_prediction_error"}) {
+    REQUIRE(points[1].contains(key));
+    check_documented_label(std::string("`") + key + "`");
+  }
+  check_documented_keys(points[1]["prediction"], "sweep row.prediction");
   // The table's columns after the swept keys (requests, batch_size) are documented labels.
   const std::vector<std::string> columns = header_cells(sweep.out, "requests");
   REQUIRE(columns.size() > 2);

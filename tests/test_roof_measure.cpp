@@ -129,8 +129,20 @@ TEST_CASE("measurement recovers the device's roofs from its own op timings", "[r
   CHECK(roofs.bf16_flops == Approx(40e9).epsilon(1e-4));
   CHECK_FALSE(measurement.copy.noisy);
   CHECK(roofs.source.find("bytes read + written") != std::string::npos);
-  CHECK(backend.ops_run == 5 * (1 + 3));  // one warm-up and three repeats per figure
+  // One warm-up and three repeats per figure: copy, read, three matmuls, and the cache's
+  // read where the OS reports a last-level cache.
+  const int figures = measurement.cache_bytes > 0 ? 6 : 5;
+  CHECK(backend.ops_run == figures * (1 + 3));
   CHECK(measurement.describe().find("bf16") != std::string::npos);
+  if (measurement.cache_bytes > 0) {
+    CHECK(measurement.cache_bandwidth == Approx(15e9).epsilon(1e-3));  // the scripted read rate
+    REQUIRE(measurement.cache());
+    CHECK(measurement.cache()->bytes == measurement.cache_bytes);
+  }
+  // The stream's fixed costs are measured with the roofs and add up as the model needs.
+  const FixedCosts costs = measurement.fixed_costs();
+  CHECK(costs.sync_round_trip >= costs.host_launch + costs.op_overhead);
+  CHECK(costs.source.find("4-byte device-to-host read") != std::string::npos);
 }
 
 TEST_CASE("an FMA probe sets every dtype's compute roof, the matmuls are reported against it", "[roof_measure]") {
@@ -196,7 +208,7 @@ TEST_CASE("CPU roofs are measured once per machine and then read from the cache"
 
   const DeviceSpec second = default_device_spec(backend, 2, nullptr, small_options());
   CHECK(backend.ops_run == ops_after_first);  // nothing measured again
-  CHECK(second.measured->bandwidth == Approx(first.measured->bandwidth).epsilon(1e-5));
+  CHECK(second == first);  // the run that measured used what the cache gives back, to the last digit
 
   // A cache file that describes another machine is never used.
   DeviceSpec foreign = second;

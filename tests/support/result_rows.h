@@ -58,6 +58,14 @@ inline nlohmann::json without_figures(nlohmann::json row) {
     reading["intensity_flop_per_byte"] = row["decode_roofline"]["intensity_flop_per_byte"];
     row["decode_roofline"] = reading;
   }
+  // The prediction stays (the same model and roofs wherever the row ran); its errors and
+  // verdict are the measurement's: names only.
+  for (const char* measured : {"decode_tokens_per_s_prediction_error", "decode_slowdown_prediction_error",
+                               "end_to_end_slowdown_prediction_error"}) {
+    if (row.contains(measured)) row[measured] = names_only(row[measured]);
+  }
+  if (row.contains("prediction") && row["prediction"].is_object() && row["prediction"].contains("verdict"))
+    row["prediction"]["verdict"] = names_only(row["prediction"]["verdict"]);
   return row;
 }
 

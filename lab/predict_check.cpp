@@ -1,0 +1,148 @@
+// Measured beside predicted (see predict_check.h). The measured figures are the medians
+// over the timed repeats that `run` and `compare` report (lab/run_metrics.h); the
+// predicted ones come from the same formulas applied to the predicted clocks.
+#include "lab/predict_check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "profiling/text_table.h"
+#include "profiling/units.h"
+
+namespace decodelab {
+
+namespace {
+
+// A fixed number of repeats, the scenario's least (`run.repeats: N` sets it to N).
+int check_repeats(const Scenario& scenario) { return std::max(scenario.repeats.min_repeats, 1); }
+
+// Warm-ups, then repeats alternated between the loaded scenarios (one alone without bugs).
+std::vector<RunResult> measure(const std::vector<Scenario>& scenarios, Backend& backend, const RunOptions& options) {
+  std::vector<std::unique_ptr<LoadedScenario>> loaded;
+  for (const Scenario& scenario : scenarios)
+    loaded.push_back(std::make_unique<LoadedScenario>(backend, scenario, options.max_memory_bytes));
+  const Scenario& first = scenarios.front();
+  const int repeats = check_repeats(first);
+  std::vector<std::vector<GenerationResult>> runs(scenarios.size());
+  for (int i = 0; i < std::max(first.warmup, 0); ++i)
+    for (auto& scenario : loaded) scenario->generate(nullptr);
+  for (int i = 0; i < repeats; ++i) {
+    if (options.show_progress) {
+      std::fprintf(stderr, "\r\033[K%s: measuring, repeat %d/%d", first.name.c_str(), i + 1, repeats);
+      std::fflush(stderr);
+    }
+    for (size_t k = 0; k < loaded.size(); ++k) {
+      const size_t which = i % 2 == 0 ? k : loaded.size() - 1 - k;  // alternate which goes first
+      runs[which].push_back(loaded[which]->generate(nullptr));
+    }
+  }
+  if (options.show_progress) std::fputs("\r\033[K", stderr);
+  std::vector<RunResult> results;
+  for (size_t k = 0; k < loaded.size(); ++k)
+    results.push_back(summarize_run(scenarios[k], backend, loaded[k]->memory(), std::move(runs[k])));
+  return results;
+}
+
+void add_figures(std::vector<CheckedFigure>& figures, const std::string& prefix, const RunMetrics& measured,
+                 const ScenarioPrediction& predicted) {
+  const Prediction& p = predicted.prediction;
+  figures.push_back({prefix + "TTFT", "ms", measured.ttft_ms.median, p.timing.ttft_ms});
+  figures.push_back({prefix + "decode wall time per step", "ms", measured.decode_wall_ms_per_step.median,
+                     p.decode_step_wall_ms()});
+  figures.push_back({prefix + "decode tok/s", "tok/s", measured.decode_tokens_per_s.median,
+                     predicted.metrics.decode_tokens_per_s});
+  figures.push_back({prefix + "end-to-end", "ms", measured.end_to_end_s.median * 1e3, p.timing.total_ms});
+}
+
+std::string value(double number, const std::string& unit) {
+  if (unit == "x") return ratio_text(number);
+  if (unit == "ms") return format_seconds(number * 1e-3);
+  return format_number(number, 4) + " " + unit;
+}
+
+nlohmann::json figure_json(const CheckedFigure& figure) {
+  return {{"name", figure.name},
+          {"unit", figure.unit},
+          {"measured", figure.measured},
+          {"predicted", figure.predicted},
+          {"error", figure.error()}};
+}
+
+}  // namespace
+
+PredictionCheck check_prediction(const Scenario& scenario, const DeviceSpec& device, Backend& backend,
+                                 const RunOptions& options) {
+  PredictionCheck check;
+  check.scenario = scenario.name;
+  check.device = device.name;
+  check.repeats = check_repeats(scenario);
+  if (!scenario.bugs.any()) {
+    const ScenarioPrediction predicted = predict_scenario(scenario, device);
+    const std::vector<RunResult> measured = measure({scenario}, backend, options);
+    add_figures(check.figures, "", measured[0].metrics, predicted);
+    return check;
+  }
+  const SlowdownPrediction predicted = predict_slowdown(scenario, device);
+  const std::vector<RunResult> measured = measure({fixed_twin(scenario), scenario}, backend, options);
+  const RunMetrics& fixed = measured[0].metrics;
+  const RunMetrics& buggy = measured[1].metrics;
+  add_figures(check.figures, "fixed ", fixed, predicted.fixed);
+  add_figures(check.figures, "buggy ", buggy, predicted.buggy);
+  const double decode = buggy.decode_tokens_per_s.median > 0
+                            ? fixed.decode_tokens_per_s.median / buggy.decode_tokens_per_s.median
+                            : 0.0;
+  const double end_to_end = fixed.end_to_end_s.median > 0 ? buggy.end_to_end_s.median / fixed.end_to_end_s.median : 0.0;
+  check.decode_slowdown = CheckedFigure{"decode_slowdown", "x", decode, predicted.decode_slowdown};
+  check.end_to_end_slowdown = CheckedFigure{"end_to_end_slowdown", "x", end_to_end, predicted.end_to_end_slowdown};
+  return check;
+}
+
+std::string prediction_check_table(const PredictionCheck& check) {
+  TextTable table({"figure", "measured", "predicted", "error"});
+  auto add = [&](const CheckedFigure& figure) {
+    table.add({figure.name, value(figure.measured, figure.unit), value(figure.predicted, figure.unit),
+               figure.measured > 0 && figure.predicted > 0 ? signed_percent(figure.error()) : "-"});
+  };
+  for (const CheckedFigure& figure : check.figures) add(figure);
+  if (check.decode_slowdown) add(*check.decode_slowdown);
+  if (check.end_to_end_slowdown) add(*check.end_to_end_slowdown);
+  std::ostringstream out;
+  out << "check: " << check.scenario << " measured on this machine (median of " << check.repeats
+      << " repeats) against the prediction on " << check.device << "; error = measured / predicted - 1\n"
+      << table.str();
+  return out.str();
+}
+
+std::string prediction_check_row_header() {
+  return "| scenario | variant | decode_slowdown measured | predicted | error | end_to_end_slowdown measured | "
+         "predicted | error |\n"
+         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+}
+
+std::string prediction_check_row(const PredictionCheck& check, const std::string& variant) {
+  std::ostringstream out;
+  out << "| " << check.scenario << " | " << (variant.empty() ? "as shipped" : variant) << " | ";
+  auto cells = [&](const CheckedFigure& figure) {
+    out << value(figure.measured, figure.unit) << " | " << value(figure.predicted, figure.unit) << " | "
+        << signed_percent(figure.error()) << " | ";
+  };
+  if (check.decode_slowdown) cells(*check.decode_slowdown);
+  if (check.end_to_end_slowdown) cells(*check.end_to_end_slowdown);
+  std::string row = out.str();
+  row.pop_back();  // the last cell's trailing space
+  return row + "\n";
+}
+
+nlohmann::json prediction_check_json(const PredictionCheck& check) {
+  nlohmann::json figures = nlohmann::json::array();
+  for (const CheckedFigure& figure : check.figures) figures.push_back(figure_json(figure));
+  nlohmann::json json = {{"scenario", check.scenario}, {"device", check.device}, {"repeats", check.repeats},
+                         {"figures", figures}};
+  if (check.decode_slowdown) json["decode_slowdown"] = figure_json(*check.decode_slowdown);
+  if (check.end_to_end_slowdown) json["end_to_end_slowdown"] = figure_json(*check.end_to_end_slowdown);
+  return json;
+}
+
+}  // namespace decodelab

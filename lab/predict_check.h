@@ -1,0 +1,49 @@
+// Holding a prediction to a measurement: the scenario (and, with bugs, its fixed twin,
+// repeats alternated on one backend as compare does) is run on this machine and each
+// figure a run reports is printed measured, predicted and the prediction's error
+// (measured / predicted - 1, as compare and lab report it). The device the prediction is
+// priced against must be this machine's: its measured roofs and fixed costs (CPU), or the
+// spec of the GPU it runs on.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lab/predict.h"
+#include "lab/row_prediction.h"
+#include "lab/runner.h"
+
+namespace decodelab {
+
+struct CheckedFigure {
+  std::string name;  // "fixed decode tok/s", "decode_slowdown", ...
+  std::string unit;  // "ms", "tok/s", "x"
+  double measured = 0;
+  double predicted = 0;
+  double error() const { return prediction_error(measured, predicted); }  // measured / predicted - 1
+};
+
+struct PredictionCheck {
+  std::string scenario;
+  std::string device;  // the device spec's name
+  std::vector<CheckedFigure> figures;
+  std::optional<CheckedFigure> decode_slowdown;      // scenarios with bugs
+  std::optional<CheckedFigure> end_to_end_slowdown;  // scenarios with bugs
+  int repeats = 0;
+};
+
+// Runs and predicts `scenario` (and its fixed twin when it has bugs) on `backend`.
+PredictionCheck check_prediction(const Scenario& scenario, const DeviceSpec& device, Backend& backend,
+                                 const RunOptions& options);
+
+std::string prediction_check_table(const PredictionCheck& check);
+// One markdown row for an accuracy table (scenarios with bugs): scenario, variant, then
+// measured / predicted / error of decode_slowdown and of end_to_end_slowdown.
+std::string prediction_check_row(const PredictionCheck& check, const std::string& variant);
+std::string prediction_check_row_header();
+nlohmann::json prediction_check_json(const PredictionCheck& check);
+
+}  // namespace decodelab

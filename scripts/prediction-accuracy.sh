@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The CPU accuracy table of docs/prediction.md: every lab scenario as shipped, then the same
+# bugs at other batch sizes, prompt lengths and models, each run here (fixed twin and buggy,
+# repeats alternated) and predicted from this machine's measured roofs and fixed costs. One
+# markdown row per case: decode_slowdown and end_to_end_slowdown, measured, predicted and
+# the prediction's error (measured / predicted - 1). Take it on a QUIET machine (nothing else
+# running): ~5 minutes on 2 cores. First this machine's roofs and fixed costs are measured
+# again (`roofline --measure`, which refreshes the cache every prediction here reads), so a
+# measurement taken under load earlier does not price the table; SKIP_ROOFS=1 keeps the cache.
+# Extra arguments go to every `decodelab predict` (e.g. --threads 1).
+#
+# usage: scripts/prediction-accuracy.sh [DECODELAB_ARGS...] > accuracy.md
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+decodelab="${DECODELAB:-$repo/build/decodelab}"
+extra=("$@")
+
+threads=()
+for ((i = 0; i < ${#extra[@]}; ++i)); do
+  if [[ "${extra[i]}" == --threads ]]; then threads=(--threads "${extra[i + 1]:-0}"); fi
+  if [[ "${extra[i]}" == --threads=* ]]; then threads=("${extra[i]}"); fi
+done
+if [[ "${SKIP_ROOFS:-0}" != 1 ]]; then
+  "$decodelab" roofline --measure --backend cpu "${threads[@]}" >&2
+fi
+
+row() {  # scenario variant [--set ...]
+  local scenario="$1" variant="$2"
+  shift 2
+  "$decodelab" predict "$scenario" --check --row "$variant" "$@" "${extra[@]}"
+}
+
+"$decodelab" predict fp32_ops --check --row "as shipped" --row-header "${extra[@]}"
+row host_sync "as shipped"
+row no_kv_cache "as shipped"
+row non_contiguous "as shipped"
+row sequential_generation "as shipped"
+
+# Other batch sizes
+row fp32_ops "batch 4" --set workload.requests=4 --set workload.batch_size=4
+row host_sync "batch 4" --set workload.requests=4 --set workload.batch_size=4
+row non_contiguous "batch 2" --set workload.requests=2 --set workload.batch_size=2
+row sequential_generation "4 requests" --set workload.requests=4 --set workload.batch_size=4
+# Other prompt lengths
+row no_kv_cache "prompt 32" --set workload.prompt_tokens=32
+row non_contiguous "prompt 256" --set workload.prompt_tokens=256 --set workload.new_tokens=64
+row fp32_ops "prompt 256" --set workload.prompt_tokens=256
+# Other models
+row fp32_ops "lab-tiny" --set model=lab-tiny
+row no_kv_cache "lab-tiny" --set model=lab-tiny
+row sequential_generation "lab-tiny" --set model=lab-tiny
+row host_sync "lab-small, per token" --set model=lab-small --set bugs.host_sync.per=token --set workload.new_tokens=32
+row host_sync "per layer" --set bugs.host_sync.per=layer

@@ -1,0 +1,135 @@
+// `decodelab predict` as a user meets it: every shipped scenario (sweeps point by point)
+// on every device file and on this machine's measured roofs, JSON that carries the
+// figures under their names, and bad input — an unknown device, a device file without
+// or with broken fixed costs, --check priced for another device — as one line and exit 2
+// with no output file left behind.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "lab/paths.h"
+#include "profiling/device_spec.h"
+#include "profiling/roof_measure.h"
+#include "tests/support/cached_roofs.h"
+#include "tests/support/cli_runner.h"
+#include "tests/support/temp_dir.h"
+
+using namespace decodelab;
+using namespace decodelab::testing;
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::vector<std::filesystem::path> shipped_scenarios() {
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(scenarios_dir()))
+    if (entry.path().extension() == ".yaml") files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+nlohmann::json read_json(const std::filesystem::path& file) { return nlohmann::json::parse(read_text_file(file)); }
+
+// Checks one prediction object: the figures a run reports, under their names, positive.
+void check_prediction_json(const nlohmann::json& prediction) {
+  CHECK(prediction.at("ttft_ms").get<double>() > 0);
+  CHECK(prediction.at("total_ms").get<double>() > 0);
+  CHECK(prediction.at("decode_tokens_per_s").get<double>() >= 0);
+  CHECK(prediction.at("decode_step_wall_ms").get<double>() >= prediction.at("decode_step_busy_ms").get<double>());
+  CHECK_FALSE(prediction.at("phases").empty());
+  CHECK_FALSE(prediction.at("categories").empty());
+}
+
+}  // namespace
+
+TEST_CASE("predict: every shipped scenario on every device file", "[command_predict]") {
+  const TempDir dir;
+  const std::filesystem::path json = dir.path() / "prediction.json";
+  for (const std::filesystem::path& scenario : shipped_scenarios()) {
+    for (const std::string& device : list_device_specs()) {
+      INFO(scenario.filename().string() << " on " << device);
+      const CommandResult result = run_decodelab({"predict", scenario.string(), "--device", device, "--json", json.string()});
+      REQUIRE(result.exit_code == 0);
+      CHECK_THAT(result.out, Contains("predicted"));
+      const nlohmann::json parsed = read_json(json);
+      // A sweep gives one entry per point, a scenario one object.
+      const std::vector<nlohmann::json> entries =
+          parsed.is_array() ? parsed.get<std::vector<nlohmann::json>>() : std::vector<nlohmann::json>{parsed};
+      for (const nlohmann::json& entry : entries) {
+        CHECK(entry.at("device").at("name") == device);
+        if (entry.contains("buggy")) {
+          check_prediction_json(entry.at("buggy"));
+          check_prediction_json(entry.at("fixed"));
+          CHECK(entry.at("decode_slowdown").get<double>() > 0);
+          CHECK(entry.at("end_to_end_slowdown").get<double>() > 0);
+        } else {
+          check_prediction_json(entry.at("prediction"));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("predict: a bug's table shows both sides and names the slowdowns", "[command_predict]") {
+  const CommandResult result = run_decodelab({"predict", "host_sync", "--device", "h200"});
+  REQUIRE(result.exit_code == 0);
+  CHECK_THAT(result.out, Contains("decode wall time per step") && Contains("decode busy time per step") &&
+                             Contains("device-to-host reads per step") && Contains("decode_slowdown") &&
+                             Contains("end_to_end_slowdown") && Contains("fixed costs (published)"));
+  // Any combination of bugs is the engine's own op stream, priced like one bug.
+  const CommandResult combined = run_decodelab({"predict", "host_sync", "--device", "a100-80gb", "--set",
+                                                "bugs.no_kv_cache=true", "--set", "bugs.fp32_ops={scope: all}", "--set",
+                                                "bugs.non_contiguous={mode: strided}", "--set",
+                                                "bugs.sequential_generation=true"});
+  REQUIRE(combined.exit_code == 0);
+  CHECK_THAT(combined.out, Contains("no_kv_cache") && Contains("sequential_generation") && Contains("predicted slowdown"));
+  const CommandResult row = run_decodelab({"predict", "fp32_ops", "--device", "l4", "--row", "lab", "--row-header"});
+  REQUIRE(row.exit_code == 0);
+  CHECK_THAT(row.out, Contains("| scenario | variant | device |") && Contains("| fp32_ops | lab | l4 |"));
+}
+
+TEST_CASE("predict --device measured reads this machine's cached roofs and fixed costs", "[command_predict]") {
+  // prepare: a cache for this machine at one thread, so nothing is measured here
+  const TempDir cache;
+  const std::string environment = cache_roofs(round_measured_spec("measured-test"), cache.path(), 1);
+
+  // run
+  const CommandResult result =
+      run_decodelab({"predict", "no_kv_cache", "--device", "measured", "--threads", "1"}, environment);
+
+  // verify
+  REQUIRE(result.exit_code == 0);
+  CHECK_THAT(result.out, Contains("measured-test") && Contains("fixed costs (measured)") && Contains("cache (measured)"));
+  CHECK_THAT(result.err, !Contains("measuring"));
+}
+
+TEST_CASE("predict: bad input is one line, exit 2, nothing written", "[command_predict]") {
+  const TempDir dir;
+  const std::filesystem::path json = dir.path() / "out.json";
+  auto expect_input_error = [&](const std::vector<std::string>& arguments, const std::string& words) {
+    std::vector<std::string> with_json = arguments;
+    with_json.insert(with_json.end(), {"--json", json.string()});
+    const CommandResult result = run_decodelab(with_json);
+    INFO(result.err);
+    CHECK(result.exit_code == 2);
+    CHECK_THAT(result.err, Contains(words));
+    CHECK(std::count(result.err.begin(), result.err.end(), '\n') == 1);
+    CHECK_FALSE(std::filesystem::exists(json));
+  };
+  expect_input_error({"predict", "host_sync", "--device", "h300"}, "unknown device 'h300'");
+  expect_input_error({"predict", "host_sync", "--device", "h200", "--check"}, "--check measures on this machine");
+  expect_input_error({"predict", "quickstart", "--device", "h200", "--row", "x"}, "needs a bug");
+  expect_input_error({"predict", "host_sync", "--device", "h200", "--set", "workload.batch_size=0"}, "batch_size");
+
+  const std::filesystem::path no_costs = dir.write("bare.yaml",
+                                                         "name: bare\nsource: s\nmemory_bandwidth_tb_s: 1\n"
+                                                         "peak_tflops: {fp32: 10}\n");
+  expect_input_error({"predict", "host_sync", "--device", no_costs.string()}, "fixed_costs");
+  const std::filesystem::path broken = dir.write("broken.yaml",
+                                                       "name: broken\nsource: s\nmemory_bandwidth_tb_s: 1\n"
+                                                       "fixed_costs:\n  source: s\n  host_launch_us: 1\n"
+                                                       "  op_overhead_us: fast\n  sync_round_trip_us: 5\n");
+  expect_input_error({"predict", "host_sync", "--device", broken.string()}, "broken.yaml:7");
+}

@@ -1,0 +1,254 @@
+// The prediction model: hand-built op streams priced and held to the arithmetic (one
+// compute-bound matmul step, one step bound by a device-to-host read), the cache's reuse
+// distance, the dry-run recording issuing exactly the ops a real run issues, and what the
+// model must predict for the bugs on a datasheet GPU.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
+
+#include "engine/op_stream.h"
+#include "lab/predict.h"
+#include "profiling/cache_residency.h"
+#include "profiling/prediction.h"
+#include "tests/support/engine_fixtures.h"
+
+using namespace decodelab;
+using namespace decodelab::testing;
+
+namespace {
+
+TensorInfo matrix(DType dtype, int64_t rows, int64_t columns) {
+  TensorInfo info;
+  info.dtype = dtype;
+  info.rank = 2;
+  info.shape = {rows, columns, 0, 0};
+  info.strides = {columns, 1, 0, 0};
+  return info;
+}
+
+// A hand-written stream shaped like one group of the decode loop: group start, a prefill
+// that is only its first-token marker, then one decode step of `step_ops`, its read-back
+// calls (placed after the op they follow), the step-end marker, and the final sync.
+struct StreamBuilder {
+  OpStream stream;
+  OpId next_id = 1;
+
+  void op(OpDesc desc, StreamPlace place) {
+    desc.id = next_id++;
+    stream.ops.push_back({std::move(desc), place, {}});
+  }
+  void marker(StreamPlace place) { op(OpDesc{0, "marker", "", OpCategory::Marker, {}, {}, {}}, place); }
+  void call(HostCallKind kind, StreamPlace place) {
+    stream.calls.push_back({HostCall{kind, "", 0, 0, 4}, place, stream.ops.size()});
+  }
+};
+
+StreamPlace group_place() { return StreamPlace{0, -1, false, -1}; }
+StreamPlace prefill_place() { return StreamPlace{0, -1, true, -1}; }
+StreamPlace step_place() { return StreamPlace{0, 1, false, -1}; }
+
+PredictionInputs test_inputs() {
+  PredictionInputs inputs;
+  inputs.roofs.bandwidth = 100e9;   // 100 GB/s
+  inputs.roofs.fp32_flops = 1e12;   // 1 TFLOP/s for every precision
+  inputs.costs.host_launch = 1e-6;
+  inputs.costs.op_overhead = 2e-6;
+  inputs.costs.sync_round_trip = 10e-6;  // return latency 10 - 1 - 2 = 7 µs
+  return inputs;
+}
+
+}  // namespace
+
+TEST_CASE("a compute-bound matmul step is priced by the arithmetic", "[prediction]") {
+  // prepare: x[512, 1024] · W[1024, 1024]ᵀ in fp16: 2·512·1024·1024 FLOPs, 4 MiB moved
+  StreamBuilder builder;
+  builder.marker(group_place());
+  builder.marker(prefill_place());
+  builder.op(OpDesc{0, "matmul", "q_proj", OpCategory::Matmul,
+                    {matrix(DType::F16, 512, 1024), matrix(DType::F16, 1024, 1024)}, {matrix(DType::F16, 512, 1024)},
+                    {}},
+             step_place());
+  builder.op(OpDesc{0, "argmax", "greedy", OpCategory::Sampling, {matrix(DType::F16, 1, 8)}, {}, {}}, step_place());
+  builder.marker(step_place());
+  builder.call(HostCallKind::Synchronize, group_place());
+  const PredictionInputs inputs = test_inputs();
+
+  // run
+  const Prediction prediction = predict_op_stream(builder.stream, inputs);
+
+  // verify, µs: every op costs 1 µs of host launch and 2 µs of device overhead.
+  const double flops = 2.0 * 512 * 1024 * 1024;
+  const double matmul_roof = flops / 1e12;                    // 1073.74 µs: compute-bound
+  const double matmul_bytes = 2.0 * (512 * 1024 + 1024 * 1024 + 512 * 1024);
+  CHECK(matmul_bytes / 100e9 < matmul_roof);                   // 41.9 µs at the bandwidth roof
+  const double argmax_roof = (16.0 + 4.0) / 100e9;  // reads 16 B of logits, writes a 4-byte token: memory-bound
+  // Device: group start at 1 µs (launched at 1), busy 2; first token starts at 3, busy 2;
+  // the matmul starts at 5; argmax and the step-end marker follow back to back.
+  const double first_token_start = 3e-6;
+  const double step_end_start = first_token_start + 2e-6 + (matmul_roof + 2e-6) + (argmax_roof + 2e-6);
+  CHECK(prediction.timing.ttft_ms == Approx(2e-3));
+  REQUIRE(prediction.timing.step_ms.size() == 1);
+  CHECK(prediction.timing.step_ms[0] == Approx((step_end_start - first_token_start) * 1e3));
+  CHECK(prediction.decode_step_busy_ms() == Approx(prediction.decode_step_wall_ms()));  // never idle
+  // The host returns from the final sync 7 µs after the device finished the marker.
+  CHECK(prediction.timing.total_ms == Approx((step_end_start + 2e-6 + 7e-6) * 1e3));
+  CHECK(prediction.timing.decode_tokens == 1);
+  const PhasePrediction* decode = prediction.phase(Phase::Decode);
+  REQUIRE(decode);
+  CHECK(decode->bound == PredictedBound::Compute);
+  CHECK(decode->split.compute == Approx(matmul_roof));
+  CHECK(decode->split.overhead == Approx(3 * 2e-6));  // first token's marker, matmul, argmax
+  CHECK(decode->split.idle() == Approx(0).margin(1e-15));
+}
+
+TEST_CASE("a step bound by device-to-host reads: the host waits, the device idles", "[prediction]") {
+  // prepare: 20 µs of emulated host overhead per op; a round trip of 50 µs; in the step
+  // two tiny adds, one 4-byte read after the first, and the step-end marker.
+  PredictionInputs inputs = test_inputs();
+  inputs.host_overhead = 20e-6;
+  inputs.costs.sync_round_trip = 50e-6;  // return latency 50 - 1 - 2 = 47 µs
+  const TensorInfo row = matrix(DType::F32, 1, 25);  // 100 bytes: 1 ns at 100 GB/s
+  StreamBuilder builder;
+  builder.marker(group_place());
+  builder.marker(prefill_place());
+  builder.op(OpDesc{0, "add", "residual", OpCategory::Elementwise, {row, row}, {row}, {}}, step_place());
+  builder.op(OpDesc{0, "memcpy_dtoh", "item", OpCategory::Memcpy, {matrix(DType::I32, 1, 1)}, {}, {}}, step_place());
+  builder.call(HostCallKind::DeviceToHost, step_place());
+  builder.op(OpDesc{0, "add", "residual", OpCategory::Elementwise, {row, row}, {row}, {}}, step_place());
+  builder.marker(step_place());
+  const double add_roof = 300.0 / 100e9, read_roof = 4.0 / 100e9;
+
+  // run
+  const Prediction prediction = predict_op_stream(builder.stream, inputs);
+
+  // verify: the host enqueues an op every 21 µs; the device keeps up until the read.
+  // group start: host 21, device 21..23; first token: host 42, device 42..44;
+  // add: host 63, device 63..65+; read: host 84, device 84..86+; the host returns at
+  // 86 + read + 47 = 133; add: host 154, device 154; step end: host 175, device 175.
+  const double read_end = 84e-6 + read_roof + 2e-6;
+  const double host_back = read_end + 47e-6;
+  const double second_add = host_back + 21e-6;
+  const double step_end = second_add + 21e-6;
+  REQUIRE(prediction.timing.step_ms.size() == 1);
+  CHECK(prediction.timing.step_ms[0] == Approx((step_end - 42e-6) * 1e3));
+  const PhasePrediction* decode = prediction.phase(Phase::Decode);
+  REQUIRE(decode);
+  CHECK(decode->device_to_host_reads == 1);
+  // Idle after the read: from its end until the host had relaunched the next add.
+  CHECK(decode->split.host_reads == Approx(second_add - read_end));
+  // Idle waiting for the host to dispatch: before the first add, the read, and the marker.
+  const double busy = 4 * 2e-6 + 2 * add_roof + read_roof;  // first-token marker, add, read, add
+  CHECK(decode->split.busy() == Approx(busy));
+  CHECK(decode->split.host_dispatch == Approx((step_end - 42e-6) - busy - decode->split.host_reads));
+  CHECK(decode->bound == PredictedBound::HostReads);
+  CHECK(prediction.decode_step_busy_ms() == Approx(busy * 1e3));
+}
+
+TEST_CASE("cache residency follows reuse distance", "[prediction]") {
+  CacheResidency cache(1000);
+  CHECK(cache.touch(1, 400) == 0);    // cold
+  CHECK(cache.touch(2, 400) == 0);
+  CHECK(cache.touch(1, 400) == 400);  // 400 bytes touched since, 400 + 400 fit
+  CHECK(cache.touch(3, 500) == 0);
+  // Since 2's last use: 1 (400) and 3 (500) — 900 above it, room for 100 of its 400 bytes.
+  CHECK(cache.touch(2, 400) == Approx(100));
+  CHECK(cache.touch(4, 2000) == 0);
+  CHECK(cache.touch(1, 400) == 0);    // evicted by the 2000-byte range
+}
+
+TEST_CASE("the dry run issues exactly the ops and host calls of a real run", "[prediction][recording]") {
+  std::vector<BugSet> bug_sets(7);
+  bug_sets[1].no_kv_cache = true;
+  bug_sets[2].non_contiguous = true;
+  bug_sets[3].host_sync = true;
+  bug_sets[3].host_sync_per = HostSyncPer::Layer;
+  bug_sets[4].fp32_ops = true;
+  bug_sets[4].fp32_scope = Fp32Scope::All;
+  bug_sets[5].sequential_generation = true;
+  bug_sets[6].no_kv_cache = bug_sets[6].host_sync = bug_sets[6].fp32_ops = bug_sets[6].non_contiguous = true;
+  for (const BugSet& bugs : bug_sets) {
+    GenerationCase test_case;
+    test_case.dtype = DType::F16;
+    test_case.bugs = bugs;
+    test_case.workload.requests = 3;
+    test_case.workload.batch_size = 2;
+    test_case.workload.prompt_tokens = 5;
+    test_case.workload.new_tokens = 4;
+    OpStreamRecorder real;
+    generate_on_cpu(test_case, &real);
+    const OpStream dry = record_generation(test_case.config, test_case.dtype, test_case.workload, test_case.bugs);
+    INFO(bugs.describe());
+    REQUIRE(dry.ops.size() == real.stream().ops.size());
+    for (size_t i = 0; i < dry.ops.size(); ++i) {
+      const StreamOp& a = dry.ops[i];
+      const StreamOp& b = real.stream().ops[i];
+      INFO("op " << i << " " << a.desc.name << " " << a.desc.label);
+      CHECK(std::string(a.desc.name) == b.desc.name);
+      CHECK(std::string(a.desc.label) == b.desc.label);
+      CHECK(a.place.step == b.place.step);
+      CHECK(a.place.group == b.place.group);
+      REQUIRE(a.desc.inputs.size() == b.desc.inputs.size());
+      for (size_t k = 0; k < a.desc.inputs.size(); ++k) {
+        CHECK(a.desc.inputs[k].shape == b.desc.inputs[k].shape);
+        CHECK(a.desc.inputs[k].strides == b.desc.inputs[k].strides);
+        CHECK(a.desc.inputs[k].dtype == b.desc.inputs[k].dtype);
+      }
+      CHECK(a.desc.attention.query_key_pairs == b.desc.attention.query_key_pairs);
+      if (a.desc.category != OpCategory::Marker) CHECK_FALSE(a.operands.empty());  // the dry run saw its memory
+    }
+    REQUIRE(dry.calls.size() == real.stream().calls.size());
+    for (size_t i = 0; i < dry.calls.size(); ++i) {
+      CHECK(dry.calls[i].call.kind == real.stream().calls[i].call.kind);
+      CHECK(dry.calls[i].ops_before == real.stream().calls[i].ops_before);
+    }
+    CHECK(dry.steps == real.stream().steps);
+  }
+}
+
+TEST_CASE("on a datasheet GPU the model predicts each bug's mechanism", "[prediction]") {
+  const DeviceSpec h100 = find_device_spec("h100-sxm");
+  Scenario scenario;
+  scenario.name = "two-llama-8b-layers";
+  scenario.model_config = lab_tiny_config();
+  // llama-8b's layer shape: 436 MB of bf16 weights per layer, 130 µs at 3.35 TB/s, against
+  // 16 launches per layer at 3.8 µs: the device, not the host, bounds the fixed path.
+  scenario.model_config.hidden_size = 4096;
+  scenario.model_config.intermediate_size = 14336;
+  scenario.model_config.num_hidden_layers = 2;
+  scenario.model_config.num_attention_heads = 32;
+  scenario.model_config.num_key_value_heads = 8;
+  scenario.model_config.head_dim = 128;
+  scenario.model_config.vocab_size = 32000;
+  scenario.dtype = DType::BF16;
+  scenario.workload.requests = 8;
+  scenario.workload.batch_size = 8;
+  scenario.workload.prompt_tokens = 16;
+  scenario.workload.new_tokens = 16;
+
+  SECTION("fp32 matmuls read twice the weight bytes: about 2x per decode step") {
+    scenario.bugs.fp32_ops = true;
+    const SlowdownPrediction slowdown = predict_slowdown(scenario, h100);
+    const PhasePrediction* fixed = slowdown.fixed.prediction.phase(Phase::Decode);
+    REQUIRE(fixed);
+    CHECK(fixed->bound == PredictedBound::Memory);
+    CHECK(slowdown.decode_slowdown > 1.6);
+    CHECK(slowdown.decode_slowdown < 2.2);
+  }
+  SECTION("sequential generation: eight batch-1 passes over the same weights") {
+    scenario.bugs.sequential_generation = true;
+    const SlowdownPrediction slowdown = predict_slowdown(scenario, h100);
+    CHECK(slowdown.decode_slowdown > 6.0);
+    CHECK(slowdown.decode_slowdown < 8.5);
+  }
+  SECTION("host syncs per layer: the device idles through each read's round trip") {
+    scenario.bugs.host_sync = true;
+    scenario.bugs.host_sync_per = HostSyncPer::Layer;
+    const SlowdownPrediction slowdown = predict_slowdown(scenario, h100);
+    const PhasePrediction* buggy = slowdown.buggy.prediction.phase(Phase::Decode);
+    REQUIRE(buggy);
+    CHECK(buggy->device_to_host_reads == 2 * 15);  // a read per layer, 15 decode steps
+    CHECK(buggy->split.host_reads > 0);
+    CHECK(slowdown.decode_slowdown > 1.0);
+  }
+}
