@@ -8,7 +8,7 @@
 set -euo pipefail
 
 packages=(build-essential cmake ninja-build pkg-config libcli11-dev libyaml-cpp-dev catch2 nlohmann-json3-dev
-          libomp-dev libopenblas-dev zlib1g-dev)
+          libomp-dev libopenblas-dev zlib1g-dev python3)
 if [[ "${DECODELAB_SETUP_EXTRAS:-}" == *chromium* ]]; then packages+=(chromium); fi
 if [[ "${DECODELAB_SETUP_EXTRAS:-}" == *clang* ]]; then packages+=(clang libclang-rt-14-dev); fi
 if [[ "${DECODELAB_SETUP_EXTRAS:-}" == *torch* ]]; then packages+=(python3-torch); fi
