@@ -29,6 +29,10 @@ RepeatMetrics repeat_metrics(const GenerationTiming& timing, const ModelConfig& 
   metrics.ttft_ms = timing.ttft_ms;
   metrics.total_s = timing.total_ms / 1e3;
   metrics.decode_ms_per_step = stats_of(timing.step_ms).median;
+  if (timing.prefill_ms > 0) {
+    const double prompt_tokens = static_cast<double>(workload.requests) * static_cast<double>(workload.prompt_length());
+    metrics.prefill_tokens_per_s = prompt_tokens / (timing.prefill_ms / 1e3);
+  }
   if (timing.decode_ms > 0) {
     const double decode_s = timing.decode_ms / 1e3;
     metrics.decode_tokens_per_s = static_cast<double>(timing.decode_tokens) / decode_s;
@@ -39,7 +43,7 @@ RepeatMetrics repeat_metrics(const GenerationTiming& timing, const ModelConfig& 
 
 RunMetrics summarize_repeats(const std::vector<GenerationTiming>& repeats, const ModelConfig& config, DType dtype,
                              const Workload& workload) {
-  std::vector<double> tokens_per_s, ms_per_step, ttft_ms, total_s, bandwidth;
+  std::vector<double> tokens_per_s, ms_per_step, ttft_ms, total_s, bandwidth, prefill_tokens_per_s;
   for (const GenerationTiming& timing : repeats) {
     const RepeatMetrics metrics = repeat_metrics(timing, config, dtype, workload);
     tokens_per_s.push_back(metrics.decode_tokens_per_s);
@@ -47,8 +51,10 @@ RunMetrics summarize_repeats(const std::vector<GenerationTiming>& repeats, const
     ttft_ms.push_back(metrics.ttft_ms);
     total_s.push_back(metrics.total_s);
     bandwidth.push_back(metrics.achieved_bandwidth_gbps);
+    prefill_tokens_per_s.push_back(metrics.prefill_tokens_per_s);
   }
-  return {stats_of(tokens_per_s), stats_of(ms_per_step), stats_of(ttft_ms), stats_of(total_s), stats_of(bandwidth)};
+  return {stats_of(tokens_per_s), stats_of(ms_per_step),     stats_of(ttft_ms),
+          stats_of(total_s),      stats_of(bandwidth), stats_of(prefill_tokens_per_s)};
 }
 
 }  // namespace decodelab

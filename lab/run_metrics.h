@@ -24,6 +24,9 @@ MetricStats stats_of(std::vector<double> values);
 // One repeat's metrics.
 struct RepeatMetrics {
   double decode_tokens_per_s = 0;  // every request's decode tokens / decode phase time
+  // Prompt processing: every request's prompt tokens / prefill time (each group's start to
+  // its first token on the device clock, summed over groups), llama-bench's "pp" figure.
+  double prefill_tokens_per_s = 0;
   double decode_ms_per_step = 0;   // median decode step
   double ttft_ms = 0;
   double total_s = 0;
@@ -36,6 +39,7 @@ struct RunMetrics {
   MetricStats ttft_ms;
   MetricStats total_s;
   MetricStats achieved_bandwidth_gbps;
+  MetricStats prefill_tokens_per_s;
 };
 
 // Bytes the decode phase must stream from memory: per step, every parameter a step

@@ -18,6 +18,7 @@ std::string fixed(double value, int decimals) {
 nlohmann::json repeat_json(const GenerationTiming& timing, const Scenario& scenario) {
   const RepeatMetrics metrics = repeat_metrics(timing, scenario.model_config, scenario.dtype, scenario.workload);
   return {{"decode_tokens_per_s", metrics.decode_tokens_per_s},
+          {"prefill_tokens_per_s", metrics.prefill_tokens_per_s},
           {"decode_ms_per_step", metrics.decode_ms_per_step},
           {"ttft_ms", metrics.ttft_ms},
           {"total_s", metrics.total_s},
@@ -32,8 +33,9 @@ nlohmann::json repeat_json(const GenerationTiming& timing, const Scenario& scena
 }  // namespace
 
 std::string run_table_header() {
-  return "| backend | model | dtype | batch | prompt | new | bugs | TTFT ms | decode tok/s | ms/step | GB/s |\n"
-         "| --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n";
+  return "| backend | model | dtype | batch | prompt | new | bugs | TTFT ms | prefill tok/s | decode tok/s | ms/step | "
+         "GB/s |\n"
+         "| --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n";
 }
 
 std::string run_table_row(const Scenario& scenario, const RunResult& result) {
@@ -44,7 +46,8 @@ std::string run_table_row(const Scenario& scenario, const RunResult& result) {
   return "| " + result.backend + " | " + scenario.model_config.name + " | " + dtype_name(scenario.dtype) + " | " +
          std::to_string(std::min(workload.batch_size, workload.requests)) + " | " +
          std::to_string(workload.prompt_length()) + " | " + std::to_string(workload.new_tokens) + " | " +
-         scenario.bugs.describe() + " | " + fixed(metrics.ttft_ms.median, 2) + " | " + throughput + " | " +
+         scenario.bugs.describe() + " | " + fixed(metrics.ttft_ms.median, 2) + " | " +
+         fixed(metrics.prefill_tokens_per_s.median, 1) + " | " + throughput + " | " +
          fixed(metrics.decode_ms_per_step.median, 3) + " | " + fixed(metrics.achieved_bandwidth_gbps.median, 2) +
          " |\n";
 }
@@ -83,12 +86,14 @@ nlohmann::json run_result_json(const Scenario& scenario, const RunResult& result
         {"total_bytes", result.memory.total()}}},
       {"metrics",
        {{"decode_tokens_per_s", metrics.decode_tokens_per_s.median},
+        {"prefill_tokens_per_s", metrics.prefill_tokens_per_s.median},
         {"decode_ms_per_step", metrics.decode_ms_per_step.median},
         {"ttft_ms", metrics.ttft_ms.median},
         {"total_s", metrics.total_s.median},
         {"achieved_bandwidth_gbps", metrics.achieved_bandwidth_gbps.median}}},
       {"metrics_spread",
        {{"decode_tokens_per_s", metrics.decode_tokens_per_s.spread()},
+        {"prefill_tokens_per_s", metrics.prefill_tokens_per_s.spread()},
         {"decode_ms_per_step", metrics.decode_ms_per_step.spread()},
         {"ttft_ms", metrics.ttft_ms.spread()},
         {"total_s", metrics.total_s.spread()},
@@ -116,6 +121,7 @@ RunResult run_summary_from_json(const nlohmann::json& result) {
   metrics.ttft_ms = stats("ttft_ms");
   metrics.total_s = stats("total_s");
   metrics.achieved_bandwidth_gbps = stats("achieved_bandwidth_gbps");
+  metrics.prefill_tokens_per_s = stats("prefill_tokens_per_s");
   return summary;
 }
 

@@ -70,6 +70,8 @@ TEST_CASE("one repeat: tokens/s over the decode phase, median step, bandwidth fr
   CHECK(metrics.decode_ms_per_step == 2.5);
   CHECK(metrics.ttft_ms == 3.0);
   CHECK(metrics.total_s == Approx(0.040));
+  // Prompt processing: 4 requests × 8 prompt tokens over the two groups' 6 ms of prefill.
+  CHECK(metrics.prefill_tokens_per_s == Approx(32 / 0.006));
 
   // Per step every layer and the LM head (not the gathered embedding): 2 × (2 norms +
   // q 128×128 + k,v 2×128×64 + o 128×128 + 3×128×352) + final norm + lm_head 512×128.
@@ -94,6 +96,7 @@ TEST_CASE("no decode steps (new_tokens 1): rates are 0, not a division by zero",
   CHECK(metrics.achieved_bandwidth_gbps == 0.0);
   CHECK(metrics.decode_ms_per_step == 0.0);
   CHECK(metrics.ttft_ms == 2.0);
+  CHECK(metrics.prefill_tokens_per_s == 0.0);  // no prefill time recorded: no rate
 }
 
 TEST_CASE("summary over repeats: medians, and the spread shows the noisy repeat", "[run_metrics]") {
@@ -106,4 +109,6 @@ TEST_CASE("summary over repeats: medians, and the spread shows the noisy repeat"
   CHECK(metrics.decode_tokens_per_s.spread() == Approx((1000.0 - 400.0) / 800.0));
   CHECK(metrics.decode_ms_per_step.median == 2.5);
   CHECK(metrics.ttft_ms.spread() == 0.0);
+  CHECK(metrics.prefill_tokens_per_s.median == Approx(32 / 0.006));
+  CHECK(metrics.prefill_tokens_per_s.spread() == 0.0);
 }
