@@ -47,11 +47,8 @@ void set_trace_metadata(Trace& trace, const Scenario& scenario, const Backend& b
   metadata.device_spec = spec;
 }
 
-void progress(const CompareOptions& options, const std::string& what) {
-  if (!options.show_progress) return;
-  std::fprintf(stderr, "\r\033[K%s%s%s", options.progress_label.c_str(), options.progress_label.empty() ? "" : ": ",
-               what.c_str());
-  std::fflush(stderr);
+std::string progress_text(const CompareOptions& options, const std::string& what) {
+  return options.progress_label + (options.progress_label.empty() ? "" : ": ") + what;
 }
 
 }  // namespace
@@ -82,23 +79,27 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
                     run_label(buggy_scenario) + " and its fixed twin",
                     "the " + backend->name() + " backend (" + backend->device_description() + ")",
                     backend->name() == "cpu");
-  progress(options, "roofs of " + backend->device_description());
-  const DeviceSpec spec = default_device_spec(*backend, options.threads);
+  const Progress progress(options.progress);
+  progress.status(progress_text(options, "roofs of " + backend->device_description()));
+  const DeviceSpec spec = default_device_spec(*backend, kernel_threads(buggy_scenario, run_options));
 
-  progress(options, "loading");
+  progress.status(progress_text(options, "loading"));
   LoadedScenario fixed(*backend, comparison.fixed.scenario, options.max_memory_bytes);
   LoadedScenario buggy(*backend, comparison.buggy.scenario, options.max_memory_bytes);
 
   const int warmup = std::max(buggy_scenario.warmup, 0);
   const int repeats = std::max(buggy_scenario.repeats, 1);
   for (int i = 0; i < warmup; ++i) {
-    progress(options, "warm-up " + std::to_string(i + 1) + "/" + std::to_string(warmup));
+    const std::string warming = "warm-up " + std::to_string(i + 1) + "/" + std::to_string(warmup);
+    progress.status(progress_text(options, warming));
     fixed.generate(nullptr);
     buggy.generate(nullptr);
+    progress.finished(progress_text(options, warming + " done"));
   }
   std::vector<GenerationResult> fixed_runs, buggy_runs;
   for (int i = 0; i < repeats; ++i) {
-    progress(options, "repeat " + std::to_string(i + 1) + "/" + std::to_string(repeats));
+    const std::string repeat = "repeat " + std::to_string(i + 1) + "/" + std::to_string(repeats);
+    progress.status(progress_text(options, repeat));
     const bool traced = i == repeats - 1;
     if (traced) {
       comparison.fixed.trace = std::make_unique<Trace>();
@@ -114,8 +115,9 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
       run_buggy();
       run_fixed();
     }
+    progress.finished(progress_text(options, repeat + " done (fixed and buggy)"));
   }
-  if (options.show_progress) std::fputs("\r\033[K", stderr);
+  progress.clear();
 
   comparison.fixed.result = summarize_run(comparison.fixed.scenario, *backend, fixed.memory(), std::move(fixed_runs));
   comparison.buggy.result = summarize_run(comparison.buggy.scenario, *backend, buggy.memory(), std::move(buggy_runs));

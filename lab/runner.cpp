@@ -58,9 +58,13 @@ std::unique_ptr<Backend> open_backend(const Scenario& scenario, const RunOptions
                      "expected at most " + std::to_string(kMaxCpuThreads) + " CPU threads (0 = every core)");
   }
   BackendOptions backend_options;
-  backend_options.threads = options.threads;
+  backend_options.threads = kernel_threads(scenario, options);
   backend_options.cuda_graphs = scenario.cuda_graphs || options.cuda_graphs;
   return make_backend(choose_backend(scenario.backend, options.backend), backend_options);
+}
+
+int kernel_threads(const Scenario& scenario, const RunOptions& options) {
+  return options.threads > 0 ? options.threads : scenario.threads;
 }
 
 int64_t bytes_needed(const MemoryPlan& plan, bool device_is_host) {
@@ -160,10 +164,8 @@ RunResult summarize_run(const Scenario& scenario, const Backend& backend, const 
 
 namespace {
 
-void show_progress(bool enabled, const Scenario& scenario, const char* phase, int index, int count) {
-  if (!enabled) return;
-  std::fprintf(stderr, "\r\033[K%s: %s %d/%d", scenario.name.c_str(), phase, index, count);
-  std::fflush(stderr);
+std::string progress_text(const Scenario& scenario, const char* phase, int index, int count) {
+  return scenario.name + ": " + phase + " " + std::to_string(index) + "/" + std::to_string(count);
 }
 
 }  // namespace
@@ -174,30 +176,36 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options, Back
   std::unique_ptr<Backend> owned = open ? nullptr : open_backend(scenario, options);
   Backend* backend = open ? open : owned.get();
   LoadedScenario loaded(*backend, scenario, options.max_memory_bytes);
+  const Progress progress(options.progress);
   std::vector<GenerationResult> timed;
   try {
     for (int i = 0; i < scenario.warmup; ++i) {
-      show_progress(options.show_progress, scenario, "warm-up", i + 1, scenario.warmup);
+      progress.status(progress_text(scenario, "warm-up", i + 1, scenario.warmup));
       loaded.generate(nullptr);
+      progress.finished(progress_text(scenario, "warm-up", i + 1, scenario.warmup) + " done");
     }
     for (int i = 0; i < scenario.repeats; ++i) {
-      show_progress(options.show_progress, scenario, "repeat", i + 1, scenario.repeats);
+      progress.status(progress_text(scenario, "repeat", i + 1, scenario.repeats));
       timed.push_back(loaded.generate(options.sink));
+      char elapsed[48];
+      std::snprintf(elapsed, sizeof elapsed, " done (%.3f s)", timed.back().timing.total_ms / 1e3);
+      progress.finished(progress_text(scenario, "repeat", i + 1, scenario.repeats) + elapsed);
       if (timed.size() > 1) {  // only the last repeat's outputs are reported
         timed[timed.size() - 2].tokens.clear();
         timed[timed.size() - 2].last_logits.clear();
       }
     }
   } catch (const NumericalError&) {
-    if (options.show_progress) std::fprintf(stderr, "\r\033[K");
+    progress.clear();
     if (options.check_numerics) loaded.check_numerics();  // names the op when it finds one
     throw;
   }
   if (options.check_numerics) {
-    show_progress(options.show_progress, scenario, "checking numerics", 1, 1);
+    progress.status(scenario.name + ": checking numerics");
     loaded.check_numerics();
+    progress.finished(scenario.name + ": numerics checked");
   }
-  if (options.show_progress) std::fprintf(stderr, "\r\033[K");
+  progress.clear();
   return summarize_run(scenario, *backend, loaded.memory(), std::move(timed));
 }
 

@@ -12,6 +12,7 @@
 
 #include "engine/backend.h"
 #include "engine/generator.h"
+#include "lab/progress.h"
 #include "lab/run_metrics.h"
 #include "lab/scenario.h"
 
@@ -22,7 +23,7 @@ struct RunOptions {
   int threads = 0;                          // CPU kernel threads; 0 = every core
   std::optional<int64_t> max_memory_bytes;  // --max-memory: refuse plans above this
   EventSink* sink = nullptr;                // sees the timed repeats (not the warm-ups)
-  bool show_progress = false;               // a progress line on stderr (caller checks isatty)
+  ProgressMode progress = ProgressMode::Off;  // stderr: a status line, or a line per repeat
   bool cuda_graphs = false;                 // --cuda-graphs: as the scenario's run.cuda_graphs
   // After the repeats (or as soon as NaN/Inf shows in the logits), one more generation
   // with every op's output checked, to name the first op that produced a non-finite value.
@@ -39,13 +40,13 @@ struct RunResult {
   std::vector<float> last_logits;            // [requests * vocab], from the last repeat
 };
 
-// More CPU kernel threads than this is refused as a typo.
-constexpr int kMaxCpuThreads = 1024;
-
 // auto = cuda when compiled in and a device exists, else cpu. An explicit cuda without
 // one is a ResourceError (exit code 2), raised before any work.
 BackendKind choose_backend(BackendChoice choice, std::optional<BackendKind> override_kind);
 std::unique_ptr<Backend> open_backend(const Scenario& scenario, const RunOptions& options);
+// The CPU kernel threads a run uses: --threads when given (options.threads > 0), else the
+// scenario's `threads:`; 0 = every core.
+int kernel_threads(const Scenario& scenario, const RunOptions& options);
 
 // The bytes a plan takes from a device's memory: its device parts, plus its host copies
 // when the device's memory is the host's (the CPU backend).

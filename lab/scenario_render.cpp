@@ -62,6 +62,7 @@ nlohmann::json scenario_to_json(const Scenario& scenario) {
           {"workload", workload_to_json(scenario.workload)},
           {"run", {{"warmup", scenario.warmup}, {"repeats", scenario.repeats}, {"cuda_graphs", scenario.cuda_graphs}}},
           {"bugs", bugs_to_json(scenario.bugs)}};
+  if (scenario.threads > 0) json["threads"] = scenario.threads;  // absent = every core, as in older results
   if (scenario.expected_slowdown_max > 0)
     json["expected_slowdown"] = {{"min", scenario.expected_slowdown_min}, {"max", scenario.expected_slowdown_max}};
   return json;
@@ -76,6 +77,7 @@ std::string scenario_to_yaml(const Scenario& scenario) {
   out << YAML::Key << "model" << YAML::Value << model_value(scenario.model_source);
   out << YAML::Key << "dtype" << YAML::Value << dtype_name(scenario.dtype);
   out << YAML::Key << "backend" << YAML::Value << to_string(scenario.backend);
+  if (scenario.threads > 0) out << YAML::Key << "threads" << YAML::Value << scenario.threads;
 
   out << YAML::Key << "workload" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "requests" << YAML::Value << workload.requests;
