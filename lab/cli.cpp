@@ -61,6 +61,10 @@ int run_cli(int argc, char** argv) {
   CLI::App app{"decodelab: a performance lab for LLM inference (decode engine, five classic bugs, roofline)",
                "decodelab"};
   app.set_version_flag("--version", version_text());
+  // Command-line mistakes read like every other input error: one line, the same prefix.
+  app.failure_message([](const CLI::App*, const CLI::Error& error) {
+    return "decodelab: error: " + one_line(error.what()) + "; see --help\n";
+  });
   app.require_subcommand(1);
   add_run_command(app);
   add_list_command(app);

@@ -80,6 +80,8 @@ TEST_CASE("cli: integer options print integer ranges", "[cli][usability]") {
     CHECK(result.exit_code == 2);
     CHECK_THAT(result.err, Contains("--threads") && Contains("expected an integer from 0 to 1024, got '-1'"));
     CHECK(result.err.size() < 200);  // no 300-digit double
+    CHECK_THAT(result.err, StartsWith("decodelab: error: --threads: "));  // one line, like every input error
+    CHECK(std::count(result.err.begin(), result.err.end(), '\n') == 1);
   }
   const CommandResult fraction = run_decodelab({"lab", "--threads", "1.5"});
   CHECK(fraction.exit_code == 2);
