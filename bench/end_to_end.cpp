@@ -44,8 +44,8 @@ void bench_decode(BenchReport& report, Backend& backend, const EndToEndOptions& 
       const Scenario& scenario = loaded[which]->scenario();
       const RepeatMetrics metrics = repeat_metrics(timing, scenario.model_config, scenario.dtype, scenario.workload);
       samples[which].tokens_per_s.push_back(metrics.decode_tokens_per_s);
-      samples[which].gbs.push_back(metrics.achieved_bandwidth_gbps);
-      samples[which].of_triad.push_back(metrics.achieved_bandwidth_gbps / ((triad_before + triad_after) / 2));
+      samples[which].gbs.push_back(metrics.decode_bandwidth_gbps);
+      samples[which].of_triad.push_back(metrics.decode_bandwidth_gbps / ((triad_before + triad_after) / 2));
       round_tokens[which] = metrics.decode_tokens_per_s;
     }
     bf16_over_fp16.push_back(round_tokens[1] / round_tokens[0]);
@@ -61,10 +61,10 @@ void bench_decode(BenchReport& report, Backend& backend, const EndToEndOptions& 
     rows.push_back({dtype_name(dtypes[i]), fixed(tokens), fixed(median_of(s.gbs)), percent(of_triad),
                     percent(*std::min_element(s.of_triad.begin(), s.of_triad.end())) + " - " +
                         percent(*std::max_element(s.of_triad.begin(), s.of_triad.end()))});
-    json[dtype_name(dtypes[i])] = {{"tokens_per_s", s.tokens_per_s},
-                                   {"gbs", s.gbs},
+    json[dtype_name(dtypes[i])] = {{"decode_tokens_per_s", s.tokens_per_s},
+                                   {"decode_bandwidth_gbps", s.gbs},
                                    {"of_triad", s.of_triad},
-                                   {"median_tokens_per_s", tokens},
+                                   {"median_decode_tokens_per_s", tokens},
                                    {"median_of_triad", of_triad}};
   }
   json["bf16_over_fp16"] = bf16_over_fp16;
@@ -116,7 +116,7 @@ void bench_batched_decode(BenchReport& report, Backend& backend, const Yardstick
       const RepeatMetrics metrics =
           repeat_metrics(traced.timing, scenario.model_config, scenario.dtype, scenario.workload);
       tokens.push_back(metrics.decode_tokens_per_s);
-      ms_per_step.push_back(metrics.decode_ms_per_step);
+      ms_per_step.push_back(metrics.decode_wall_ms_per_step);
       matmul_gflops.push_back(category_point(traced.analysis, Phase::Decode, OpCategory::Matmul).achieved_flops() / 1e9);
     }
     const double baseline = (baseline_before + tokens_per_s(single, single.generate(nullptr).timing)) / 2;
@@ -130,8 +130,8 @@ void bench_batched_decode(BenchReport& report, Backend& backend, const Yardstick
     rows.push_back({std::to_string(batch), memory_bound ? "memory" : "", fixed(tok), fixed(median_of(ms_per_step), 2),
                     fixed(baseline), fixed(speedup, 2) + "x", percent(efficiency), fixed(gflops), percent(of_peak)});
     json.push_back({{"batch", batch},
-                    {"tokens_per_s", tok},
-                    {"ms_per_step", median_of(ms_per_step)},
+                    {"decode_tokens_per_s", tok},
+                    {"decode_wall_ms_per_step", median_of(ms_per_step)},
                     {"batch1_tokens_per_s_around", baseline},
                     {"speedup", speedup},
                     {"linear_efficiency", efficiency},
@@ -145,7 +145,7 @@ void bench_batched_decode(BenchReport& report, Backend& backend, const Yardstick
                  "the rows at half the ridge point or less (ridge " + fixed(ridge) +
                      " FLOP/B = FMA peak / triad; fp16 decode does about `batch` FLOP/B). Matmul GFLOP/s from the "
                      "trace's decode-phase matmuls (median of 3).");
-  report.table({"batch", "bound", "tok/s", "ms/step", "batch-1 tok/s around it", "speedup", "linear", "decode matmul GFLOP/s",
+  report.table({"batch", "bound", "tok/s", "wall ms/step", "batch-1 tok/s around it", "speedup", "linear", "decode matmul GFLOP/s",
                 "of FMA peak"},
                rows);
   report.check({"batched decode, memory-bound batches: speedup / batch", 100.0 * worst_small_batch_efficiency, 80, "%",

@@ -21,6 +21,15 @@
 
 namespace decodelab {
 
+// The largest attention a run will ask for (Backend::reserve_attention).
+struct AttentionBounds {
+  int64_t max_rows = 0;  // query rows of one call
+  int heads = 0;         // query heads
+  int kv_heads = 0;
+  int head_dim = 0;
+  int64_t capacity = 0;  // positions the cache holds per sequence
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -56,6 +65,12 @@ class Backend {
   virtual void begin_capture() {}
   virtual void end_capture() {}
   virtual void replay_captured(OpId /*id*/) {}
+
+  // --- scratch reserved ahead (backends without op scratch keep this default) ---
+  // Makes room now for attention calls of up to `bounds.max_rows` query rows over caches
+  // of `bounds.capacity` positions, so that such a call inside a graph capture (where
+  // nothing may be allocated) runs the same plan as the same call run eagerly.
+  virtual void reserve_attention(const AttentionBounds& /*bounds*/) {}
 
   // --- roof probe (backends without one keep this default) ---
   // Enqueues a compute-only op for measuring the arithmetic roof: every compute thread of
@@ -115,6 +130,9 @@ struct BackendOptions {
 // Whether a backend was compiled in and has a device to run on.
 bool cuda_backend_compiled();
 bool cuda_device_available();
+// Why cuda_device_available() is false, in the CUDA runtime's words (or "this build has
+// no CUDA backend"); empty when it is true.
+std::string cuda_unavailable_reason();
 std::unique_ptr<Backend> make_backend(BackendKind kind, const BackendOptions& options);
 
 }  // namespace decodelab

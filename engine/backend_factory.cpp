@@ -25,10 +25,19 @@ bool cuda_device_available() {
 #endif
 }
 
+std::string cuda_unavailable_reason() {
+#if DECODELAB_HAVE_CUDA
+  return cuda_device_problem();
+#else
+  return "this build of decodelab has no CUDA backend (configure with DECODELAB_CUDA=ON)";
+#endif
+}
+
 std::unique_ptr<Backend> make_backend(BackendKind kind, const BackendOptions& options) {
   if (kind == BackendKind::Cpu) return make_cpu_backend(options);
 #if DECODELAB_HAVE_CUDA
-  if (!cuda_device_available()) throw std::runtime_error("the CUDA backend needs a CUDA device, and none was found");
+  if (const std::string problem = cuda_unavailable_reason(); !problem.empty())
+    throw std::runtime_error("the CUDA backend needs a CUDA device, and none is usable: " + problem);
   return make_cuda_backend(options);
 #else
   throw std::runtime_error("this build of decodelab has no CUDA backend (configure with DECODELAB_CUDA=ON)");

@@ -209,6 +209,7 @@ GenerationResult Engine::generate(const Workload& workload, EventSink* sink, boo
       previous = time_of(step);
     }
     timing.decode_ms += elapsed_ms(time_of(marks.first_token), previous);
+    if (!marks.steps.empty()) timing.decode_busy_ms += ops.busy_ns_between(marks.first_token, marks.steps.back()) / 1e6;
     const int sequences = std::min(group_size, requests - static_cast<int>(group) * group_size);
     timing.decode_tokens += int64_t{sequences} * static_cast<int64_t>(marks.steps.size());
   }

@@ -37,7 +37,8 @@ struct GenerationTiming {
   double total_ms = 0;               // host wall time: first enqueue to the final read
   double ttft_ms = 0;                // first group: its start to its first token (device)
   double prefill_ms = 0;             // all groups' prefills
-  double decode_ms = 0;              // all groups' decode phases
+  double decode_ms = 0;              // all groups' decode phases: first token to last step marker (wall, gaps included)
+  double decode_busy_ms = 0;         // device busy inside those phases (union of op intervals)
   std::vector<double> step_ms;       // every decode step, in order
   int64_t decode_tokens = 0;         // tokens produced by decode steps, all requests
   int64_t groups = 0;

@@ -138,6 +138,9 @@ void Model::reserve(int sequences, int max_positions, int max_rows) {
       contiguous_values_ = DeviceBuffer(backend_, static_cast<size_t>(sizes.contiguous_copy));
     }
   }
+  // Decode attention's scratch (one row per sequence), so that a captured step needs no allocation.
+  backend_.reserve_attention({sequences, config_.num_attention_heads, config_.num_key_value_heads, config_.head_dim,
+                              kv_cache_.max_positions()});
   if (reserved_rows_ >= max_rows && fp32_out_.bytes() >= static_cast<size_t>(sizes.fp32_out)) return;
   workspace_.clear();  // free first, as above
   fp32_in_ = DeviceBuffer();

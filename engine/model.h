@@ -45,6 +45,7 @@ class Model {
 
   // Makes room for groups of `sequences` sequences of up to `max_positions` tokens, and
   // forward passes of up to `max_rows` rows. Reuses what it has when it is big enough.
+  // Also asks the backend to reserve decode attention's scratch (Backend::reserve_attention).
   void reserve(int sequences, int max_positions, int max_rows);
 
   // The buffers reserve() allocates besides the KV cache, in bytes. Memory planning and

@@ -1,6 +1,9 @@
 // The op front layer: ids, descriptions for the sink, emulated dispatch cost, enqueue.
 #include "engine/ops.h"
 
+#include <algorithm>
+#include <climits>
+
 #include "engine/clock.h"
 #include "engine/errors.h"
 #include "engine/numerics.h"
@@ -179,7 +182,8 @@ void Ops::read_to_host(void* host_destination, const void* device_source, size_t
   if (sink_) {
     sink_->host_call(HostCall{HostCallKind::DeviceToHost, "memcpy_dtoh", begin, now_ns(), static_cast<int64_t>(bytes)});
   }
-  collect_timings();
+  // No collect_timings() here: taking timings costs host time that depends on the timer
+  // (CUPTI flushes its buffers), which a read inside a step would add to the step.
 }
 
 void Ops::synchronize() {
@@ -202,6 +206,21 @@ std::optional<int64_t> Ops::marker_time_ns(OpId marker) const {
   auto found = marker_times_.find(marker);
   if (found == marker_times_.end()) return std::nullopt;
   return found->second;
+}
+
+int64_t Ops::busy_ns_between(OpId after, OpId through) const {
+  std::vector<std::pair<int64_t, int64_t>> intervals;
+  for (const OpTiming& timing : op_timings_) {
+    if (timing.id > after && timing.id <= through) intervals.emplace_back(timing.begin_ns, timing.end_ns);
+  }
+  std::sort(intervals.begin(), intervals.end());
+  int64_t busy = 0, covered_until = INT64_MIN;
+  for (const auto& [begin, end] : intervals) {
+    const int64_t from = std::max(begin, covered_until);
+    if (end > from) busy += end - from;
+    covered_until = std::max(covered_until, end);
+  }
+  return busy;
 }
 
 void Ops::begin_capture() {
@@ -270,13 +289,13 @@ void Ops::check_outputs(const char* name, const char* label, std::initializer_li
 
 void Ops::collect_timings() {
   std::vector<OpTiming> timings = backend_.take_timings();
-  if (!pending_markers_.empty()) {
-    for (const OpTiming& timing : timings) {
-      auto pending = pending_markers_.find(timing.id);
-      if (pending != pending_markers_.end()) {
-        marker_times_[timing.id] = timing.begin_ns;
-        pending_markers_.erase(pending);
-      }
+  for (const OpTiming& timing : timings) {
+    auto pending = pending_markers_.find(timing.id);
+    if (pending != pending_markers_.end()) {
+      marker_times_[timing.id] = timing.begin_ns;
+      pending_markers_.erase(pending);
+    } else {
+      op_timings_.push_back(timing);
     }
   }
   if (sink_ && !timings.empty()) sink_->ops_executed(timings);

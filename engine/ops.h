@@ -1,8 +1,10 @@
 // The front layer between the forward pass and a backend. Every op goes through here
 // once: it gets an OpId, is described to the event sink (when one is attached), pays
 // the emulated host dispatch cost (host_overhead_us), and is enqueued on the backend.
-// After each sync the backend's device timings are forwarded to the sink and marker
-// times are kept for the generator's clocks. Recording off costs one branch per op.
+// At each synchronize() — the take point, never a host read inside a step, since taking
+// timings costs host time that differs between timers — the backend's device timings are
+// forwarded to the sink and marker times are kept for the generator's clocks. Recording
+// off costs one branch per op.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "engine/backend.h"
 #include "engine/event_sink.h"
@@ -51,7 +54,8 @@ class Ops {
 
   // Host-to-device copy of host data (copied at enqueue).
   void upload(void* device_destination, const void* host_source, size_t bytes);
-  // Blocking device-to-host read (what .item() / .cpu() do): enqueue, then wait.
+  // Blocking device-to-host read (what .item() / .cpu() do): enqueue, then wait. Takes no
+  // timings: they are collected at the next synchronize().
   void read_to_host(void* host_destination, const void* device_source, size_t bytes, bool pinned,
                     const char* label);
   void synchronize();
@@ -59,6 +63,9 @@ class Ops {
   // A timestamp on the device's timeline; its time is known after the next sync.
   OpId marker(const char* label);
   std::optional<int64_t> marker_time_ns(OpId marker) const;
+  // Device busy time of the ops enqueued after marker `after` up to marker `through` (the
+  // union of their device intervals, markers excluded); known after the next sync.
+  int64_t busy_ns_between(OpId after, OpId through) const;
 
   // Graph capture, where the backend supports it: ops between begin_capture() and
   // end_capture() are recorded, not run, and not described to the sink; each
@@ -89,6 +96,7 @@ class Ops {
   OpId next_id_ = 1;
   std::unordered_map<OpId, int64_t> marker_times_;
   std::unordered_map<OpId, bool> pending_markers_;
+  std::vector<OpTiming> op_timings_;  // every op's device interval, in arrival order
   bool check_numerics_ = false;
   // Where the forward pass is, kept only while checking numerics (for the message).
   int group_ = -1, step_ = -1, layer_ = -1;

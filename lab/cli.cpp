@@ -77,6 +77,7 @@ int run_cli(int argc, char** argv) {
   add_diagnose_command(app);
   add_ncu_command(app);
   add_nsys_command(app);
+  add_diff_logits_command(app);
   // CLI11 reads an unknown first word as a stray argument ("a subcommand is required").
   if (const std::optional<std::string> unknown = unknown_subcommand(app, argc, argv)) {
     std::fprintf(stderr, "decodelab: error: %s\n", unknown->c_str());

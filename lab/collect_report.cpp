@@ -105,7 +105,7 @@ std::string set_table(const RunManifest& manifest, const CollectedPoints& points
   std::string table = sweep_table_header(points.points.front());
   for (size_t i = 0; i < set.rows.size(); ++i)
     if (set.rows[i]) table += sweep_table_row(points.points[i], points.scenarios[i], *set.rows[i]);
-  return table;
+  return table + run_table_legend(points.scenarios.front().repeats.target_ci);
 }
 
 std::string side_by_side_table(const RunManifest& manifest, const CollectedPoints& points,
@@ -127,7 +127,7 @@ std::string side_by_side_table(const RunManifest& manifest, const CollectedPoint
   }
   for (const CollectedSet& set : sets) {
     if (lab) {
-      header += "| " + set.set.name + " slowdown | " + set.set.name + " verdict ";
+      header += "| " + set.set.name + " slowdown | " + set.set.name + " verdict ";  // the headline's
       rule += "| ---: | --- ";
     } else {
       header += "| " + set.set.name + " decode tok/s | " + set.set.name + " limiter ";
@@ -160,7 +160,8 @@ std::string side_by_side_table(const RunManifest& manifest, const CollectedPoint
       }
       if (lab) {
         const LabRow lab_row = lab_row_from_json(*row, "row of " + set.set.name);
-        line += "| " + number("%.2fx", lab_row.slowdown) + " | " + lab_row.verdict + " ";
+        line += "| " + format_slowdown(lab_row.headline.measured) + " " + to_string(lab_row.headline.metric) + " | " +
+                to_string(lab_row.headline.verdict.kind) + " ";
         continue;
       }
       const RunResult summary = run_summary_from_json(*row);
@@ -168,10 +169,9 @@ std::string side_by_side_table(const RunManifest& manifest, const CollectedPoint
       std::string limiter = "-";
       if (row->contains("decode_roofline") && (*row)["decode_roofline"].is_object()) {
         const nlohmann::json& reading = (*row)["decode_roofline"];
-        limiter = reading.value("limiter", std::string("-")) + " " +
-                  number("%.0f%%", 100 * reading.value("roof_fraction", 0.0));
+        limiter = decode_limiter_cell(reading) + " " + decode_roof_fraction_cell(reading);
       }
-      line += "| " + number("%.1f", tokens_per_s.back()) + " | " + limiter + " ";
+      line += "| " + format_figure(summary.metrics.decode_tokens_per_s, 1) + " | " + limiter + " ";
     }
     if (!lab) {
       for (size_t s = 1; s < sets.size(); ++s) {

@@ -70,9 +70,9 @@ void execute_compare(const CompareArguments& arguments) {
     outputs.stage(buggy_trace, chrome_trace_json(*comparison.buggy.trace).dump() + "\n");
   }
   if (!arguments.report_dir.empty()) {  // before the commit, as in `run`
-    write_report_directory(arguments.report_dir,
-                           {{"fixed", &comparison.fixed.analysis}, {"buggy", &comparison.buggy.analysis}},
-                           "decodelab compare: " + scenario.name);
+    const ReportSummary summary = comparison_summary(comparison);
+    write_report_directory(arguments.report_dir, compared_runs(comparison), "decodelab compare: " + scenario.name,
+                           &summary);
     save_file_atomically(std::filesystem::path(arguments.report_dir) / "attribution.html",
                           "<!doctype html><html><head><meta charset=\"utf-8\"><title>why slower: " + scenario.name +
                               "</title></head><body style=\"font:14px sans-serif;margin:2em\">" +

@@ -28,6 +28,7 @@
 #include "lab/paths.h"
 #include "lab/results_file.h"
 #include "lab/row_output.h"
+#include "lab/run_report.h"
 #include "lab/slurm_submit.h"
 #include "lab/yaml_fields.h"
 #include "profiling/analysis.h"
@@ -147,10 +148,11 @@ void execute_lab(const LabArguments& arguments) {
     // Each bug's report as soon as it exists, so that an interrupted lab keeps it too.
     if (!arguments.report_dir.empty()) write_bug_report(arguments.report_dir, rows.back(), comparison);
     results.add(lab_row_json(rows.back()));
-    char outcome[64];
-    std::snprintf(outcome, sizeof outcome, ": done, %.2fx slower", rows.back().slowdown);
-    const std::string& verdict = rows.back().verdict;
-    progress.finished(label + outcome + (verdict == "-" ? "" : " (" + verdict + ")"));
+    const SlowdownReading& headline = rows.back().headline;
+    const std::string verdict = to_string(headline.verdict.kind);
+    progress.finished(label + ": done, " + to_string(headline.metric) + " slowdown " +
+                      format_slowdown(headline.measured) + " over " + std::to_string(rows.back().pairs) + " pairs" +
+                      (verdict == "-" ? "" : " (" + verdict + ")"));
   }
   progress.clear();
   if (!arguments.quiet) {
@@ -195,6 +197,7 @@ void execute_mystery(const LabArguments& arguments) {
   if (!arguments.backend.empty()) options.backend = arguments.backend == "cuda" ? BackendKind::Cuda : BackendKind::Cpu;
   options.threads = arguments.threads;
   options.progress = progress_mode(arguments.quiet);
+  options.check_machine = true;
   std::unique_ptr<Backend> backend = open_backend(scenario, options);
   // Roofs only for a report: on a CPU their first measurement takes a while.
   std::optional<DeviceSpec> roofs;
@@ -206,13 +209,16 @@ void execute_mystery(const LabArguments& arguments) {
   outputs.commit();
   if (!arguments.report_dir.empty()) {
     const RunAnalysis analysis = analyze(run.trace, &*roofs);
-    write_report_directory(arguments.report_dir, {{"mystery " + std::to_string(seed), &analysis}},
+    const MachineState* machine = run.result.machine ? &*run.result.machine : nullptr;
+    write_report_directory(arguments.report_dir,
+                           {{"mystery " + std::to_string(seed), &analysis, headline_figures(run.result), machine}},
                            "decodelab lab --mystery: seed " + std::to_string(seed));
   }
   if (arguments.quiet) return;
   const RunMetrics& metrics = run.result.metrics;
-  std::printf("ran on %s: TTFT %.2f ms, decode %.1f tok/s, %.3f ms per step\n", run.result.device.c_str(),
-              metrics.ttft_ms.median, metrics.decode_tokens_per_s.median, metrics.decode_ms_per_step.median);
+  std::printf("ran on %s: TTFT %.2f ms, decode %.1f tok/s, wall %.3f ms per step (busy %.3f ms)\n",
+              run.result.device.c_str(), metrics.ttft_ms.median, metrics.decode_tokens_per_s.median,
+              metrics.decode_wall_ms_per_step.median, metrics.decode_busy_ms_per_step.median);
   std::printf("trace:  %s\n", trace_file.c_str());
   if (!arguments.report_dir.empty()) std::printf("report: %s\n", (fs::path(arguments.report_dir) / "report.html").c_str());
   std::printf("Name the bugs from the trace (Perfetto, the report, or `decodelab diagnose %s`),\n"
@@ -230,7 +236,8 @@ void add_lab_command(CLI::App& app) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
   add_threads_option(*command, arguments->threads);
   command->add_option("--json", arguments->json_file,
-                      "Write the rows (bug, fixed_tokens_per_s, buggy_tokens_per_s, slowdown, ...) as a JSON list; "
+                      "Write the rows (bug, fixed_tokens_per_s, buggy_tokens_per_s, decode_slowdown, end_to_end_slowdown, "
+                      "headline verdict, ...) as a JSON list; "
                       "while bugs remain (interrupted), {\"complete\": false, \"rows\": [...]}, rewritten after every bug");
   command->add_flag("--resume", arguments->resume,
                     "Reuse the rows the --json file already holds for the same scenarios and backend; run only the rest "

@@ -1,12 +1,14 @@
 // `decodelab roofline`: the roofs a device is held to — peak bandwidth, peak FLOP/s per
 // precision — and the ridge points where they meet. --device NAME shows a configs/devices
 // spec; --measure measures this machine's roofs on a backend (and saves them with --save,
-// or, without it, refreshes the per-machine cache runs use by default); with neither, the
-// backend's default roofs are shown (CUDA: the matching spec; CPU: the cached measurement,
-// measured on first use).
+// or, without it, refreshes the per-machine cache runs use by default; --json writes every
+// measured figure, e.g. the copy bandwidth the GPU check divides decode bandwidth by); with
+// neither, the backend's default roofs are shown (CUDA: the matching spec; CPU: the cached
+// measurement, measured on first use).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <ctime>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -16,7 +18,11 @@
 #include "lab/cli_options.h"
 #include "lab/commands.h"
 #include "lab/scenario.h"
+#include "lab/output_files.h"
+#include "lab/runner.h"
+#include "profiling/atomic_file.h"
 #include "profiling/device_spec.h"
+#include "profiling/machine_check.h"
 #include "profiling/printers.h"
 #include "profiling/roof_measure.h"
 
@@ -31,6 +37,7 @@ struct RooflineOptions {
   std::string backend;  // "" = CUDA when a device is present, else CPU
   int threads = 0;
   int repeats = 5;
+  std::string json_file;
 };
 
 BackendKind backend_kind(const std::string& name) {
@@ -48,18 +55,34 @@ void run_roofline(const RooflineOptions& options) {
   backend_options.threads = options.threads;
   const std::unique_ptr<Backend> backend = make_backend(backend_kind(options.backend), backend_options);
   if (!options.measure) {
-    std::fputs(format_device_roofs(default_device_spec(*backend, options.threads, &std::cerr)).c_str(), stdout);
+    // A noisy cached measurement is measured again when the machine is quiet now.
+    const MachineState state = check_machine_for_timing(*backend, options.threads);
+    std::fputs(format_device_roofs(default_device_spec(*backend, options.threads, &std::cerr, {}, &state)).c_str(), stdout);
     return;
   }
 
+  if (!options.json_file.empty()) check_output_path(options.json_file, "--json");
+  // The machine first: a contended machine's roofs are kept out of the cache.
+  const std::optional<DeviceSpec> cached = cached_device_spec(*backend, options.threads);
+  const MachineState state = check_machine_for_timing(*backend, options.threads);
   RoofMeasureOptions measure_options;
   measure_options.repeats = options.repeats;
-  const RoofMeasurement measurement = measure_roofs(*backend, measure_options, &std::cerr);
+  RoofMeasurement measurement = measure_roofs(*backend, measure_options, &std::cerr);
+  measurement.machine_contended = state.contended;
+  measurement.probe_bandwidth = state.probe_bandwidth;
   std::fputs(measurement.describe().c_str(), stdout);
-  std::fputs("\n", stdout);
+  std::printf("machine    %s\n\n", state.summary().c_str());
+  if (!options.json_file.empty()) {
+    nlohmann::json json = to_json(measurement);
+    json["backend"] = backend->name();
+    json["device"] = backend->device_description();
+    json["machine"] = {{"contended", state.contended}, {"summary", state.summary()}};
+    save_file_atomically(options.json_file, json.dump(2) + "\n");
+  }
   MachineIdentity machine = this_machine(options.threads);
   if (backend->name() == "cuda") machine.cpu_model = backend->device_description();
   DeviceSpec spec = measured_spec(backend->device_description(), machine, measurement);
+  if (backend->name() == "cpu") spec.cache_bytes = host_cache_bytes();
   if (backend->name() == "cuda") {
     // A known GPU keeps its datasheet beside the new measurement, so both can be shown.
     if (std::optional<DeviceSpec> known = match_device_spec(backend->device_description())) {
@@ -68,9 +91,22 @@ void run_roofline(const RooflineOptions& options) {
     }
   }
   std::fputs(format_device_roofs(spec).c_str(), stdout);
-  const std::filesystem::path target = options.save.empty() ? roof_cache_path(machine) : std::filesystem::path(options.save);
+  if (!options.save.empty()) {
+    save_device_spec(spec, options.save);
+    std::printf("\nsaved to %s\n", options.save.c_str());
+    return;
+  }
+  // The cache the runs use: a good measurement is never replaced by a worse one.
+  const std::filesystem::path target = roof_cache_path(machine);
+  std::string reason;
+  if (cached && !should_replace_cached_roofs(*spec.measured, *cached->measured, reason)) {
+    std::printf("\nnot cached: %s; runs keep using %s (%s). Delete that file to start afresh.\n", reason.c_str(),
+                target.c_str(), cached->roofs_provenance(std::time(nullptr)).c_str());
+    return;
+  }
   save_device_spec(spec, target);
-  std::printf("\nsaved to %s%s\n", target.c_str(), options.save.empty() ? " (the roofs runs on this machine use)" : "");
+  std::printf("\nsaved to %s (the roofs runs on this machine use)%s%s\n", target.c_str(),
+              reason.empty() ? "" : ": ", reason.c_str());
 }
 
 }  // namespace
@@ -82,6 +118,7 @@ void add_roofline_command(CLI::App& app) {
       command->add_option("--device", options->device, "a device spec: a name under configs/devices or a YAML file");
   CLI::Option* measure = command->add_flag("--measure", options->measure, "measure this machine's roofs on the backend");
   command->add_option("--save", options->save, "with --measure: write the measured roofs to this device YAML")->needs(measure);
+  command->add_option("--json", options->json_file, "with --measure: write every measured figure as JSON")->needs(measure);
   device->excludes(measure);
   command->add_option("--backend", options->backend, "cpu or cuda (default: cuda when a GPU is present)")
       ->check(CLI::IsMember({"cpu", "cuda"}));

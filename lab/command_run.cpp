@@ -72,19 +72,23 @@ void execute_run(const RunArguments& arguments) {
   const bool profiled = !arguments.trace_file.empty() || !arguments.report_dir.empty() || arguments.top > 0;
   check_memory_cap(scenario, options);
   std::unique_ptr<Backend> backend = open_backend(scenario, options);
-  check_scenario_fits(scenario, *backend, options.max_memory_bytes);  // before the roofs are measured
+  check_scenario_fits(scenario, *backend, options.max_memory_bytes);
+  // Is the machine quiet enough to time on? Checked once the scenario is loaded, said on
+  // stderr when not, recorded in the JSON and the report.
+  options.check_machine = true;
   Trace trace;
+  if (profiled) options.sink = &trace;
+  const RunResult result = run_scenario(scenario, options, backend.get());
+  const MachineState machine = result.machine.value_or(MachineState{});
   DeviceSpec spec;
   if (profiled) {
-    spec = default_device_spec(*backend, kernel_threads(scenario, options));
+    spec = default_device_spec(*backend, kernel_threads(scenario, options), nullptr, {}, &machine);
     trace.metadata().backend = backend->name();
     trace.metadata().device = backend->device_description();
     trace.metadata().dtype = dtype_name(scenario.dtype);
     trace.metadata().model = ModelShape::of(scenario.model_config);
     trace.metadata().device_spec = spec;
-    options.sink = &trace;
   }
-  const RunResult result = run_scenario(scenario, options, backend.get());
 
   StagedOutputs outputs;
   if (!arguments.json_file.empty())
@@ -98,18 +102,26 @@ void execute_run(const RunArguments& arguments) {
     }
     outputs.stage(arguments.logits_file, npy_bytes(result.last_logits.data(), {requests, vocab}));
   }
-  if (!arguments.trace_file.empty()) outputs.stage(arguments.trace_file, chrome_trace_json(trace).dump() + "\n");
   std::optional<RunAnalysis> analysis;
-  if (profiled) analysis = analysis_with_top_ops(trace, spec, std::max<size_t>(arguments.top, 12));
+  if (profiled) {
+    analysis = analyze_checking_roofs(trace, spec, *backend, kernel_threads(scenario, options), machine);
+    trace.metadata().device_spec = spec;  // the roofs the analysis used (measured again when suspect)
+    if (arguments.top > AnalysisOptions{}.top_ops) analysis = analysis_with_top_ops(trace, spec, arguments.top);
+  }
+  if (!arguments.trace_file.empty()) outputs.stage(arguments.trace_file, chrome_trace_json(trace).dump() + "\n");
   // The report before the commit: if it fails, no result file claims a complete run.
-  if (!arguments.report_dir.empty()) write_report_directory(arguments.report_dir, {{scenario.name, &*analysis}}, "decodelab run: " + scenario.name);
+  if (!arguments.report_dir.empty()) {
+    write_report_directory(arguments.report_dir, {{scenario.name, &*analysis, headline_figures(result), &machine}},
+                           "decodelab run: " + scenario.name);
+  }
   outputs.commit();
 
   if (arguments.quiet) return;
   if (arguments.format != RowFormat::Markdown) {
     std::fputs(format_rows({run_result_json(scenario, result)}, arguments.format).c_str(), stdout);
   } else {
-    std::fputs((run_table_header() + run_table_row(scenario, result)).c_str(), stdout);
+    std::fputs((run_table_header() + run_table_row(scenario, result) + run_table_legend(scenario.repeats.target_ci)).c_str(),
+               stdout);
     if (analysis) std::fputs(("\n" + analysis->summary + "\n").c_str(), stdout);
   }
   if (arguments.top > 0) {  // on stderr beside machine-readable rows, so that stdout stays parseable

@@ -20,12 +20,12 @@
 #include "lab/paths.h"
 #include "lab/results_file.h"
 #include "lab/row_output.h"
+#include "lab/run_report.h"
 #include "lab/runner.h"
 #include "lab/scenario.h"
 #include "lab/slurm_submit.h"
 #include "lab/sweep.h"
 #include "lab/sweep_row.h"
-#include "profiling/roof_measure.h"
 
 namespace decodelab {
 
@@ -57,7 +57,9 @@ std::string yaml_list(const std::vector<T>& values) {
 }
 
 // The backend a point runs on, reopened only when its kind or thread count changes (the
-// swept run settings are the outermost keys, so each is opened once), with its roofs.
+// swept run settings are the outermost keys, so each is opened once), with its context: the
+// machine check and the roofs belong to a backend and a thread count, so a new one starts
+// empty and its first point checks the machine and reads the roofs again.
 class PointBackends {
  public:
   Backend& open(const Scenario& scenario, const RunOptions& options) {
@@ -66,19 +68,19 @@ class PointBackends {
     if (!backend_ || kind != kind_ || threads != threads_) {
       backend_.reset();  // one at a time
       backend_ = open_backend(scenario, options);
-      spec_ = default_device_spec(*backend_, threads);
+      context_ = SweepContext{};
       kind_ = kind;
       threads_ = threads;
     }
     return *backend_;
   }
-  const DeviceSpec& spec() const { return spec_; }
+  SweepContext& context() { return context_; }
 
  private:
   std::unique_ptr<Backend> backend_;
   BackendKind kind_ = BackendKind::Cpu;
   int threads_ = 0;
-  DeviceSpec spec_;
+  SweepContext context_;
 };
 
 std::string backend_name(BackendKind kind) { return kind == BackendKind::Cuda ? "cuda" : "cpu"; }
@@ -135,17 +137,22 @@ void execute_sweep(SweepArguments arguments) {
     }
     progress.status(label);
     Backend& backend = backends.open(scenarios[i], options);
-    SweepRow row = run_sweep_point(points[i], scenarios[i], options, backend, backends.spec());
+    SweepContext& context = backends.context();
+    if (!context.machine) progress.clear();  // the machine check's warning starts on its own line
+    SweepRow row = run_sweep_point(points[i], scenarios[i], options, backend, context);
     table += sweep_table_row(points[i], scenarios[i], row.result, row.json.value("decode_roofline", nlohmann::json()));
-    char outcome[96];
-    std::snprintf(outcome, sizeof outcome, ": done, decode %.1f tok/s", row.result.metrics.decode_tokens_per_s.median);
+    const RunMetrics& metrics = row.result.metrics;
+    char outcome[160];
+    std::snprintf(outcome, sizeof outcome, ": done, decode %.1f tok/s %s (%d repeats, %s)",
+                  metrics.decode_tokens_per_s.median, format_interval(metrics.decode_tokens_per_s).c_str(),
+                  metrics.repeats, row.result.stopped_because.c_str());
     progress.finished(label + outcome);
     results.add(std::move(row.json));
   }
   progress.clear();
   if (!arguments.quiet) {
     if (arguments.format == RowFormat::Markdown) {
-      std::fputs(table.c_str(), stdout);
+      std::fputs((table + run_table_legend(scenarios.front().repeats.target_ci)).c_str(), stdout);
     } else {
       std::fputs(format_rows(results.rows(), arguments.format).c_str(), stdout);
     }

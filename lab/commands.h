@@ -20,5 +20,6 @@ void add_roofline_command(CLI::App& app);
 void add_diagnose_command(CLI::App& app);
 void add_ncu_command(CLI::App& app);
 void add_nsys_command(CLI::App& app);
+void add_diff_logits_command(CLI::App& app);
 
 }  // namespace decodelab

@@ -1,10 +1,13 @@
-// Fixed vs buggy runs, alternated on one backend (see compare.h).
+// Fixed vs buggy runs, in alternated pairs on one backend (see compare.h).
 #include "lab/compare.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <tuple>
 #include <sstream>
 
+#include "engine/clock.h"
 #include "lab/run_report.h"
 #include "profiling/roof_measure.h"
 
@@ -60,6 +63,42 @@ std::vector<CategoryDelta> category_deltas(const RunAnalysis& fixed, const RunAn
   return deltas;
 }
 
+double ms_per_token(const GenerationTiming& timing, SlowdownMetric metric, const Workload& workload) {
+  if (metric == SlowdownMetric::Decode) {
+    return timing.decode_tokens > 0 ? timing.decode_ms / static_cast<double>(timing.decode_tokens) : 0.0;
+  }
+  const double tokens = static_cast<double>(workload.requests) * workload.new_tokens;
+  return tokens > 0 ? timing.total_ms / tokens : 0.0;
+}
+
+namespace {
+
+// One side's timed repeats, each traced and analysed.
+struct Side {
+  std::vector<GenerationResult> runs;
+  std::vector<std::unique_ptr<Trace>> traces;
+  std::vector<RunAnalysis> analyses;
+};
+
+std::vector<double> per_token_times(const std::vector<GenerationResult>& runs, SlowdownMetric metric,
+                                    const Workload& workload) {
+  std::vector<double> times;
+  for (const GenerationResult& run : runs) times.push_back(ms_per_token(run.timing, metric, workload));
+  return times;
+}
+
+// The repeat whose time is closest to the side's median: the one the report shows.
+size_t representative(const std::vector<double>& times) {
+  const double median = median_of(times);
+  size_t best = 0;
+  for (size_t i = 1; i < times.size(); ++i) {
+    if (std::abs(times[i] - median) < std::abs(times[best] - median)) best = i;
+  }
+  return best;
+}
+
+}  // namespace
+
 Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const CompareOptions& options) {
   Comparison comparison;
   comparison.buggy.scenario = buggy_scenario;
@@ -80,15 +119,28 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
                     "the " + backend->name() + " backend (" + backend->device_description() + ")",
                     backend->name() == "cpu");
   const Progress progress(options.progress);
-  progress.status(progress_text(options, "roofs of " + backend->device_description()));
-  const DeviceSpec spec = default_device_spec(*backend, kernel_threads(buggy_scenario, run_options));
-
+  const int threads = kernel_threads(buggy_scenario, run_options);
   progress.status(progress_text(options, "loading"));
   LoadedScenario fixed(*backend, comparison.fixed.scenario, options.max_memory_bytes);
   LoadedScenario buggy(*backend, comparison.buggy.scenario, options.max_memory_bytes);
+  // The machine, once both are loaded and before any timing; then the roofs (measured again
+  // only on a quiet machine).
+  if (options.machine) {
+    comparison.machine = *options.machine;
+  } else {
+    progress.clear();  // a warning starts on its own line
+    comparison.machine = check_machine_for_timing(*backend, threads, /*warn=*/true);
+  }
+  progress.status(progress_text(options, "roofs of " + backend->device_description()));
+  DeviceSpec spec = default_device_spec(*backend, threads, nullptr, {}, &comparison.machine);
 
+  const Workload& workload = buggy_scenario.workload;
+  const SlowdownMetric metric =
+      buggy_scenario.expected_slowdown ? buggy_scenario.expected_slowdown->of
+                                       : workload.new_tokens > 1 ? SlowdownMetric::Decode : SlowdownMetric::EndToEnd;
+  const AttributionScope scope = metric == SlowdownMetric::Decode ? AttributionScope::Decode : AttributionScope::EndToEnd;
+  const RepeatPolicy& policy = buggy_scenario.repeats;
   const int warmup = std::max(buggy_scenario.warmup, 0);
-  const int repeats = std::max(buggy_scenario.repeats, 1);
   for (int i = 0; i < warmup; ++i) {
     const std::string warming = "warm-up " + std::to_string(i + 1) + "/" + std::to_string(warmup);
     progress.status(progress_text(options, warming));
@@ -96,64 +148,139 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
     buggy.generate(nullptr);
     progress.finished(progress_text(options, warming + " done"));
   }
-  std::vector<GenerationResult> fixed_runs, buggy_runs;
-  for (int i = 0; i < repeats; ++i) {
-    const std::string repeat = "repeat " + std::to_string(i + 1) + "/" + std::to_string(repeats);
-    progress.status(progress_text(options, repeat));
-    const bool traced = i == repeats - 1;
-    if (traced) {
-      comparison.fixed.trace = std::make_unique<Trace>();
-      comparison.buggy.trace = std::make_unique<Trace>();
+  Side fixed_side, buggy_side;
+  std::vector<Attribution> pair_attributions;
+  auto run_side = [&](LoadedScenario& loaded, const Scenario& scenario, Side& side) {
+    side.traces.push_back(std::make_unique<Trace>());
+    side.runs.push_back(loaded.generate(side.traces.back().get()));
+    if (side.runs.size() > 1) {  // only the last repeat's outputs are compared
+      side.runs[side.runs.size() - 2].tokens.clear();
+      side.runs[side.runs.size() - 2].last_logits.clear();
     }
+    set_trace_metadata(*side.traces.back(), scenario, *backend, spec);
+    side.analyses.push_back(analyze(*side.traces.back(), &spec));
+  };
+  const int64_t timed_begin = now_ns();
+  RepeatStop stop = RepeatStop::MaxRepeats;
+  Estimate slowdown;
+  // "pair 3/6" for a fixed count, "pair 7 (6-30)" when the slowdown's interval decides.
+  auto pair_label = [&](int pair) {
+    const std::string number = "pair " + std::to_string(pair + 1);
+    if (policy.min_repeats == policy.max_repeats) return number + "/" + std::to_string(policy.max_repeats);
+    return number + " (" + std::to_string(policy.min_repeats) + "-" + std::to_string(policy.max_repeats) + ")";
+  };
+  for (int pair = 0;; ++pair) {
+    if (pair > 0 && !want_another_repeat(policy, pair, (now_ns() - timed_begin) / 1e9, slowdown, stop)) break;
+    progress.status(progress_text(options, pair_label(pair)));
     // Alternate which side goes first, so neither always follows the other.
-    auto run_fixed = [&] { fixed_runs.push_back(fixed.generate(traced ? comparison.fixed.trace.get() : nullptr)); };
-    auto run_buggy = [&] { buggy_runs.push_back(buggy.generate(traced ? comparison.buggy.trace.get() : nullptr)); };
-    if (i % 2 == 0) {
-      run_fixed();
-      run_buggy();
+    if (pair % 2 == 0) {
+      run_side(fixed, comparison.fixed.scenario, fixed_side);
+      run_side(buggy, comparison.buggy.scenario, buggy_side);
     } else {
-      run_buggy();
-      run_fixed();
+      run_side(buggy, comparison.buggy.scenario, buggy_side);
+      run_side(fixed, comparison.fixed.scenario, fixed_side);
     }
-    progress.finished(progress_text(options, repeat + " done (fixed and buggy)"));
+    if (pair == 0) {  // a point above a suspect roof: measure the roofs again, before more pairs use them
+      const bool suspect = fixed_side.analyses.back().roofs_suspect() || buggy_side.analyses.back().roofs_suspect();
+      if (suspect && !comparison.machine.contended) {
+        spec = remeasure_device_spec(*backend, threads, spec, nullptr, &comparison.machine);
+        for (auto [side, scenario] : {std::pair{&fixed_side, &comparison.fixed.scenario},
+                                      std::pair{&buggy_side, &comparison.buggy.scenario}}) {
+          set_trace_metadata(*side->traces.back(), *scenario, *backend, spec);
+          side->analyses.back() = analyze(*side->traces.back(), &spec);
+        }
+      }
+    }
+    const GenerationTiming& fixed_timing = fixed_side.runs.back().timing;
+    const GenerationTiming& buggy_timing = buggy_side.runs.back().timing;
+    const double delta_ms = metric == SlowdownMetric::Decode ? buggy_timing.decode_ms - fixed_timing.decode_ms
+                                                             : buggy_timing.total_ms - fixed_timing.total_ms;
+    const int64_t tokens = metric == SlowdownMetric::Decode
+                               ? buggy_timing.decode_tokens
+                               : int64_t{workload.requests} * workload.new_tokens;
+    pair_attributions.push_back(
+        attribute_slowdown(fixed_side.analyses.back(), buggy_side.analyses.back(), delta_ms, tokens, scope));
+    slowdown = ratio_of_medians(per_token_times(buggy_side.runs, metric, workload),
+                                per_token_times(fixed_side.runs, metric, workload), policy.target_ci);
+    progress.finished(progress_text(options, pair_label(pair) + " done: " + to_string(metric) + " slowdown " +
+                                                 format_slowdown(slowdown) + " so far"));
   }
   progress.clear();
+  comparison.pairs = static_cast<int>(pair_attributions.size());
+  comparison.stopped_because = describe(stop);
 
-  comparison.fixed.result = summarize_run(comparison.fixed.scenario, *backend, fixed.memory(), std::move(fixed_runs));
-  comparison.buggy.result = summarize_run(comparison.buggy.scenario, *backend, buggy.memory(), std::move(buggy_runs));
+  // Each side's report shows its most typical traced repeat.
+  const std::vector<double> fixed_times = per_token_times(fixed_side.runs, metric, workload);
+  const std::vector<double> buggy_times = per_token_times(buggy_side.runs, metric, workload);
+  for (auto [side, run, times] : {std::tuple{&fixed_side, &comparison.fixed, &fixed_times},
+                                  std::tuple{&buggy_side, &comparison.buggy, &buggy_times}}) {
+    const size_t shown = representative(*times);
+    run->trace = std::move(side->traces[shown]);
+    run->analysis = std::move(side->analyses[shown]);
+    side->traces.clear();
+  }
+  comparison.fixed.result = summarize_run(comparison.fixed.scenario, *backend, fixed.memory(), std::move(fixed_side.runs));
+  comparison.buggy.result = summarize_run(comparison.buggy.scenario, *backend, buggy.memory(), std::move(buggy_side.runs));
   for (ComparedRun* side : {&comparison.fixed, &comparison.buggy}) {
-    set_trace_metadata(*side->trace, side->scenario, *backend, spec);
-    side->analysis = analyze(*side->trace, &spec);
+    side->result.stopped_because = comparison.stopped_because;
+    side->result.machine = comparison.machine;
   }
 
-  const RunMetrics& fixed_metrics = comparison.fixed.result.metrics;
-  const RunMetrics& buggy_metrics = comparison.buggy.result.metrics;
-  comparison.slowdown = fixed_metrics.total_s.median > 0 ? buggy_metrics.total_s.median / fixed_metrics.total_s.median : 0;
-  comparison.decode_slowdown = buggy_metrics.decode_tokens_per_s.median > 0
-                                   ? fixed_metrics.decode_tokens_per_s.median / buggy_metrics.decode_tokens_per_s.median
-                                   : 0;
+  auto slowdown_of = [&](SlowdownMetric which) {
+    std::vector<double> top, under;
+    for (const GenerationTiming& timing : comparison.buggy.result.repeats) top.push_back(ms_per_token(timing, which, workload));
+    for (const GenerationTiming& timing : comparison.fixed.result.repeats) under.push_back(ms_per_token(timing, which, workload));
+    return ratio_of_medians(top, under, policy.target_ci);
+  };
+  if (workload.new_tokens > 1) comparison.decode_slowdown = slowdown_of(SlowdownMetric::Decode);
+  comparison.end_to_end_slowdown = slowdown_of(SlowdownMetric::EndToEnd);
+  comparison.headline = read_slowdown(buggy_scenario, comparison.decode_slowdown, comparison.end_to_end_slowdown);
   comparison.categories = category_deltas(comparison.fixed.analysis, comparison.buggy.analysis);
-  // Attribution explains the traced repeats (the last of each side): their measured
-  // difference is what the parts must add up to.
-  const double traced_delta_ms = comparison.buggy.result.repeats.back().total_ms -
-                                 comparison.fixed.result.repeats.back().total_ms;
-  const int64_t tokens = int64_t{buggy_scenario.workload.requests} * buggy_scenario.workload.new_tokens;
-  comparison.attribution =
-      attribute_slowdown(comparison.fixed.analysis, comparison.buggy.analysis, traced_delta_ms, tokens);
+  // The attribution explains the difference of the medians the headline compares.
+  comparison.attribution = median_attribution(pair_attributions, median_of(buggy_times) - median_of(fixed_times));
   comparison.same_tokens = comparison.fixed.result.tokens == comparison.buggy.result.tokens;
   return comparison;
+}
+
+std::vector<LabelledRun> compared_runs(const Comparison& comparison) {
+  return {{"fixed", &comparison.fixed.analysis, headline_figures(comparison.fixed.result), &comparison.machine},
+          {"buggy", &comparison.buggy.analysis, headline_figures(comparison.buggy.result), &comparison.machine}};
+}
+
+ReportSummary comparison_summary(const Comparison& comparison) {
+  ReportSummary summary;
+  auto add = [&](const char* key, const Estimate& slowdown) {
+    if (slowdown.samples == 0) return;
+    char value[32];
+    std::snprintf(value, sizeof value, "%.2fx", slowdown.median);
+    summary.figures.push_back({key, key, value, slowdown});
+  };
+  add("decode_slowdown", comparison.decode_slowdown);
+  add("end_to_end_slowdown", comparison.end_to_end_slowdown);
+  const SlowdownReading& headline = comparison.headline;
+  summary.sentences.push_back("The lesson is about the " + std::string(to_string(headline.metric)) + "_slowdown" +
+                              (headline.expected ? ", expected " + format_range(*headline.expected) : "") +
+                              ". Verdict: " + to_string(headline.verdict.kind) + ": " + headline.verdict.sentence + ".");
+  summary.sentences.push_back("Why slower: " + comparison.attribution.headline + " (attribution.html)");
+  return summary;
 }
 
 std::string comparison_table(const Comparison& comparison) {
   std::ostringstream out;
   out << run_table_header() << run_table_row(comparison.fixed.scenario, comparison.fixed.result)
       << run_table_row(comparison.buggy.scenario, comparison.buggy.result) << "\n";
+  const SlowdownReading& headline = comparison.headline;
+  out << "decode_slowdown:     " << format_slowdown(comparison.decode_slowdown) << "  (fixed decode tok/s / buggy)\n";
+  out << "end_to_end_slowdown: " << format_slowdown(comparison.end_to_end_slowdown)
+      << "  (buggy end-to-end time / fixed)\n";
+  out << "the lesson is about: " << to_string(headline.metric) << "_slowdown";
+  if (headline.expected) out << ", expected " << format_range(*headline.expected);
+  out << "\nverdict: " << to_string(headline.verdict.kind) << ": " << headline.verdict.sentence << "\n";
+  out << comparison.pairs << " pairs of repeats (" << comparison.stopped_because << "); "
+      << (comparison.same_tokens ? "same tokens" : "TOKENS DIFFER") << "\n";
+  out << run_table_legend(comparison.buggy.scenario.repeats.target_ci) << "\n";
   char line[256];
-  std::snprintf(line, sizeof line, "slowdown: %.2fx total generation time, %.2fx decode tokens/s%s\n\n",
-                comparison.slowdown, comparison.decode_slowdown,
-                comparison.same_tokens ? " (same tokens)" : " (TOKENS DIFFER)");
-  out << line;
-  out << "| device time, last repeat | fixed ms | buggy ms | difference ms |\n| --- | ---: | ---: | ---: |\n";
+  out << "| device time of the median repeat | fixed ms | buggy ms | difference ms |\n| --- | ---: | ---: | ---: |\n";
   for (const CategoryDelta& delta : comparison.categories) {
     std::snprintf(line, sizeof line, "| %s | %.2f | %.2f | %+.2f |\n", delta.category.c_str(), delta.fixed_ms,
                   delta.buggy_ms, delta.delta_ms());
@@ -168,14 +295,19 @@ nlohmann::json comparison_json(const Comparison& comparison) {
   for (const CategoryDelta& delta : comparison.categories)
     categories.push_back({{"category", delta.category}, {"fixed_ms", delta.fixed_ms}, {"buggy_ms", delta.buggy_ms},
                           {"delta_ms", delta.delta_ms()}});
-  return {{"schema_version", 1},
-          {"fixed", run_result_json(comparison.fixed.scenario, comparison.fixed.result)},
-          {"buggy", run_result_json(comparison.buggy.scenario, comparison.buggy.result)},
-          {"slowdown", comparison.slowdown},
-          {"decode_slowdown", comparison.decode_slowdown},
-          {"same_tokens", comparison.same_tokens},
-          {"categories", categories},
-          {"attribution", to_json(comparison.attribution)}};
+  nlohmann::json json = {{"schema_version", kResultSchemaVersion},
+                         {"fixed", run_result_json(comparison.fixed.scenario, comparison.fixed.result)},
+                         {"buggy", run_result_json(comparison.buggy.scenario, comparison.buggy.result)},
+                         {"end_to_end_slowdown", to_json(comparison.end_to_end_slowdown)},
+                         {"headline", to_json(comparison.headline)},
+                         {"pairs", comparison.pairs},
+                         {"stopped_because", comparison.stopped_because},
+                         {"machine", to_json(comparison.machine)},
+                         {"same_tokens", comparison.same_tokens},
+                         {"categories", categories},
+                         {"attribution", to_json(comparison.attribution)}};
+  json["decode_slowdown"] = comparison.decode_slowdown.samples > 0 ? to_json(comparison.decode_slowdown) : nlohmann::json();
+  return json;
 }
 
 }  // namespace decodelab

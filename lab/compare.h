@@ -1,7 +1,12 @@
 // Fixed vs buggy: a scenario and its fixed twin (every bug off, all else equal) loaded on
-// one backend, their repeats alternated so that drift on a shared machine hits both, and
-// the last repeat of each traced and analysed. The slowdown is the ratio of median total
-// generation times; the per-category table says where the device time went.
+// one backend, their repeats run in pairs — fixed then buggy, buggy then fixed, in turn —
+// so that drift on a shared machine hits both sides of a pair. Pairs continue under the
+// buggy scenario's repeat policy until the slowdown its lesson is about is known to
+// ±target_ci (or the count or time budget ends them). Both slowdowns are the ratio of the
+// medians the rows show, each with a 95% interval from resampling the pairs; every
+// repeat is traced, and the attribution explains the difference of the medians the
+// headline compares (each cause's median over the pairs). The report shows, per side, the
+// traced repeat closest to that side's median.
 #pragma once
 
 #include <memory>
@@ -13,8 +18,10 @@
 
 #include "lab/runner.h"
 #include "lab/scenario.h"
+#include "lab/slowdown.h"
 #include "profiling/analysis.h"
 #include "profiling/attribution.h"
+#include "profiling/report.h"
 #include "profiling/trace.h"
 
 namespace decodelab {
@@ -25,9 +32,11 @@ struct CompareOptions {
   std::optional<int64_t> max_memory_bytes;
   ProgressMode progress = ProgressMode::Off;
   std::string progress_label;  // prefix of the progress line ("[2/5] host_sync")
+  // Checked before timing when given; otherwise compare checks the machine itself.
+  std::optional<MachineState> machine;
 };
 
-// Device time of one bucket of ops in each run (ms over the whole traced repeat).
+// Device time of one bucket of ops in each run (ms over the representative traced repeat).
 struct CategoryDelta {
   std::string category;  // matmul, attention, copy, cast, sync/idle, other
   double fixed_ms = 0;
@@ -38,24 +47,37 @@ struct CategoryDelta {
 struct ComparedRun {
   Scenario scenario;
   RunResult result;
-  std::unique_ptr<Trace> trace;  // the last timed repeat
-  RunAnalysis analysis;
+  std::unique_ptr<Trace> trace;  // the traced repeat closest to this side's median
+  RunAnalysis analysis;          // of that trace
 };
 
 struct Comparison {
   ComparedRun fixed;
   ComparedRun buggy;
-  double slowdown = 0;          // buggy median total time / fixed median total time
-  double decode_slowdown = 0;   // fixed decode tok/s / buggy decode tok/s
+  Estimate decode_slowdown;      // buggy decode time per token / fixed (= fixed decode tok/s / buggy)
+  Estimate end_to_end_slowdown;  // buggy end-to-end time / fixed
+  SlowdownReading headline;      // the slowdown the scenario's lesson is about, and its verdict
   std::vector<CategoryDelta> categories;
-  Attribution attribution;      // the traced repeats' difference, split into causes
-  bool same_tokens = false;     // the bugs changed no generated token
+  Attribution attribution;       // of the headline's medians (see above)
+  bool same_tokens = false;      // the bugs changed no generated token
+  int pairs = 0;
+  std::string stopped_because;
+  MachineState machine;          // the check taken before timing
 };
 
 Comparison compare_with_fixed_twin(const Scenario& buggy, const CompareOptions& options);
 
+// The per-token time of a repeat that a slowdown compares: decode wall time per decode
+// token, or end-to-end time per generated token.
+double ms_per_token(const GenerationTiming& timing, SlowdownMetric metric, const Workload& workload);
+
 // Buckets for the per-category table, in print order.
 std::vector<CategoryDelta> category_deltas(const RunAnalysis& fixed, const RunAnalysis& buggy);
+
+// The two runs as a report shows them (each analysis with its headline figures and the
+// machine), and the comparison's own figures: both slowdowns, the verdict, why slower.
+std::vector<LabelledRun> compared_runs(const Comparison& comparison);
+ReportSummary comparison_summary(const Comparison& comparison);
 
 std::string comparison_table(const Comparison& comparison);
 nlohmann::json comparison_json(const Comparison& comparison);

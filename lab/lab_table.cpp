@@ -7,18 +7,18 @@
 
 #include "engine/errors.h"
 #include "profiling/atomic_file.h"
+#include "lab/run_report.h"
 #include "profiling/report.h"
 
 namespace decodelab {
 
 namespace {
 
-std::string range_text(const LabRow& row) {
-  if (row.expected_max <= 0) return "-";
-  char text[64];
-  std::snprintf(text, sizeof text, "%g-%gx", row.expected_min, row.expected_max);
-  return text;
+std::string expected_text(const LabRow& row) {
+  return row.headline.expected ? format_range(*row.headline.expected) : "-";
 }
+
+std::string tokens_text(const Estimate& estimate) { return format_figure(estimate, 1); }
 
 }  // namespace
 
@@ -27,19 +27,18 @@ LabRow lab_row(const Comparison& comparison) {
   LabRow row;
   row.bug = scenario.name;
   row.bugs = scenario.bugs.describe();
-  row.fixed_tokens_per_s = comparison.fixed.result.metrics.decode_tokens_per_s.median;
-  row.buggy_tokens_per_s = comparison.buggy.result.metrics.decode_tokens_per_s.median;
-  row.slowdown = comparison.slowdown;
+  row.fixed = run_metrics_json(comparison.fixed.result);
+  row.buggy = run_metrics_json(comparison.buggy.result);
+  row.fixed_tokens_per_s = comparison.fixed.result.metrics.decode_tokens_per_s;
+  row.buggy_tokens_per_s = comparison.buggy.result.metrics.decode_tokens_per_s;
   row.decode_slowdown = comparison.decode_slowdown;
-  row.expected_min = scenario.expected_slowdown_min;
-  row.expected_max = scenario.expected_slowdown_max;
-  row.verdict = row.expected_max <= 0                 ? "-"
-                : row.slowdown < row.expected_min ? "below"
-                : row.slowdown > row.expected_max ? "above"
-                                                  : "in range";
+  row.end_to_end_slowdown = comparison.end_to_end_slowdown;
+  row.headline = comparison.headline;
+  row.pairs = comparison.pairs;
   row.same_tokens = comparison.same_tokens;
   row.backend = comparison.buggy.result.backend;
   row.device = comparison.buggy.result.device;
+  row.machine = to_json(comparison.machine);
   row.scenario = scenario_to_json(scenario);
   return row;
 }
@@ -52,31 +51,48 @@ std::vector<LabRow> lab_rows(const std::vector<Comparison>& comparisons) {
 
 std::string lab_table(const std::vector<LabRow>& rows) {
   std::ostringstream out;
-  out << "| bug | switched on | fixed tok/s | buggy tok/s | slowdown | expected | verdict | same tokens |\n"
-      << "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |\n";
-  char line[512];
+  out << "| bug | switched on | fixed decode tok/s | buggy decode tok/s | decode_slowdown | end_to_end_slowdown | "
+         "expected | verdict | pairs | same tokens |\n"
+      << "| --- | --- | ---: | ---: | ---: | ---: | --- | --- | ---: | --- |\n";
   for (const LabRow& row : rows) {
-    std::snprintf(line, sizeof line, "| %s | %s | %.1f | %.1f | %.2fx | %s | %s | %s |\n", row.bug.c_str(),
-                  row.bugs.c_str(), row.fixed_tokens_per_s, row.buggy_tokens_per_s, row.slowdown,
-                  range_text(row).c_str(), row.verdict.c_str(), row.same_tokens ? "yes" : "NO");
-    out << line;
+    out << "| " << row.bug << " | " << row.bugs << " | " << tokens_text(row.fixed_tokens_per_s) << " | "
+        << tokens_text(row.buggy_tokens_per_s) << " | " << format_slowdown(row.decode_slowdown) << " | "
+        << format_slowdown(row.end_to_end_slowdown) << " | " << expected_text(row) << " | "
+        << to_string(row.headline.verdict.kind) << " | " << row.pairs << " | " << (row.same_tokens ? "yes" : "NO") << " |\n";
   }
+  out << "\n";
+  for (const LabRow& row : rows) out << row.bug << ": " << row.headline.verdict.sentence << "\n";
+  out << "\nSlowdowns are ratios of the medians over alternated pairs of repeats, ± the 95% interval from "
+         "resampling the pairs; the verdict judges the slowdown the expected range names (docs/metrics.md).\n";
   return out.str();
 }
 
 nlohmann::json lab_row_json(const LabRow& row) {
   nlohmann::json entry = {{"bug", row.bug},
                           {"bugs", row.bugs},
-                          {"fixed_tokens_per_s", row.fixed_tokens_per_s},
-                          {"buggy_tokens_per_s", row.buggy_tokens_per_s},
-                          {"slowdown", row.slowdown},
-                          {"decode_slowdown", row.decode_slowdown},
-                          {"verdict", row.verdict},
+                          {"fixed", row.fixed},
+                          {"buggy", row.buggy},
+                          {"fixed_tokens_per_s", row.fixed_tokens_per_s.median},
+                          {"buggy_tokens_per_s", row.buggy_tokens_per_s.median},
+                          {"end_to_end_slowdown", row.end_to_end_slowdown.median},
+                          {"intervals",
+                           {{"fixed_tokens_per_s", to_json(row.fixed_tokens_per_s)},
+                            {"buggy_tokens_per_s", to_json(row.buggy_tokens_per_s)},
+                            {"end_to_end_slowdown", to_json(row.end_to_end_slowdown)}}},
+                          {"headline", to_json(row.headline)},
+                          {"verdict", to_string(row.headline.verdict.kind)},
+                          {"pairs", row.pairs},
                           {"same_tokens", row.same_tokens},
                           {"backend", row.backend},
                           {"device", row.device},
+                          {"machine", row.machine},
                           {"scenario", row.scenario}};
-  if (row.expected_max > 0) entry["expected_slowdown"] = {{"min", row.expected_min}, {"max", row.expected_max}};
+  if (row.decode_slowdown.samples > 0) {
+    entry["decode_slowdown"] = row.decode_slowdown.median;
+    entry["intervals"]["decode_slowdown"] = to_json(row.decode_slowdown);
+  } else {
+    entry["decode_slowdown"] = nullptr;
+  }
   return entry;
 }
 
@@ -89,20 +105,22 @@ LabRow lab_row_from_json(const nlohmann::json& json, const std::string& file) {
   LabRow row;
   row.bug = field("bug", &nlohmann::json::is_string).get<std::string>();
   row.bugs = field("bugs", &nlohmann::json::is_string).get<std::string>();
-  row.fixed_tokens_per_s = field("fixed_tokens_per_s", &nlohmann::json::is_number).get<double>();
-  row.buggy_tokens_per_s = field("buggy_tokens_per_s", &nlohmann::json::is_number).get<double>();
-  row.slowdown = field("slowdown", &nlohmann::json::is_number).get<double>();
-  row.decode_slowdown = field("decode_slowdown", &nlohmann::json::is_number).get<double>();
-  row.verdict = field("verdict", &nlohmann::json::is_string).get<std::string>();
+  row.fixed = field("fixed", &nlohmann::json::is_object);
+  row.buggy = field("buggy", &nlohmann::json::is_object);
+  const nlohmann::json& intervals = field("intervals", &nlohmann::json::is_object);
+  field("fixed_tokens_per_s", &nlohmann::json::is_number);
+  field("end_to_end_slowdown", &nlohmann::json::is_number);
+  row.fixed_tokens_per_s = estimate_from_json(intervals.value("fixed_tokens_per_s", nlohmann::json()));
+  row.buggy_tokens_per_s = estimate_from_json(intervals.value("buggy_tokens_per_s", nlohmann::json()));
+  row.decode_slowdown = estimate_from_json(intervals.value("decode_slowdown", nlohmann::json()));
+  row.end_to_end_slowdown = estimate_from_json(intervals.value("end_to_end_slowdown", nlohmann::json()));
+  row.headline = slowdown_reading_from_json(field("headline", &nlohmann::json::is_object));
+  row.pairs = field("pairs", &nlohmann::json::is_number).get<int>();
   row.same_tokens = field("same_tokens", &nlohmann::json::is_boolean).get<bool>();
   row.backend = field("backend", &nlohmann::json::is_string).get<std::string>();
   row.device = field("device", &nlohmann::json::is_string).get<std::string>();
+  row.machine = json.value("machine", nlohmann::json::object());
   row.scenario = field("scenario", &nlohmann::json::is_object);
-  if (json.contains("expected_slowdown")) {
-    const nlohmann::json& expected = field("expected_slowdown", &nlohmann::json::is_object);
-    row.expected_min = expected.value("min", 0.0);
-    row.expected_max = expected.value("max", 0.0);
-  }
   return row;
 }
 
@@ -113,9 +131,8 @@ nlohmann::json lab_json(const std::vector<LabRow>& rows) {
 }
 
 void write_bug_report(const std::filesystem::path& directory, const LabRow& row, const Comparison& comparison) {
-  write_report_directory(directory / row.bug,
-                         {{"fixed", &comparison.fixed.analysis}, {"buggy", &comparison.buggy.analysis}},
-                         "decodelab lab: " + row.bug);
+  const ReportSummary summary = comparison_summary(comparison);
+  write_report_directory(directory / row.bug, compared_runs(comparison), "decodelab lab: " + row.bug, &summary);
   save_file_atomically(directory / row.bug / "attribution.html",
                         "<!doctype html><html><head><meta charset=\"utf-8\"><title>why " + row.bug +
                             " is slower</title></head><body style=\"font:14px sans-serif;margin:2em\"><h1>" +
@@ -129,15 +146,14 @@ void write_lab_index(const std::filesystem::path& directory, const std::vector<L
   html << "<!doctype html><html><head><meta charset=\"utf-8\"><title>decodelab lab</title><style>"
           "body{font:14px/1.4 sans-serif;margin:2em;color:#141413}table{border-collapse:collapse}"
           "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child,th:first-child{text-align:left}"
+          "td.why{text-align:left;font-size:12px;max-width:28em}"
           ".in{color:#2b6a24}.out{color:#b3154f}</style></head><body><h1>decodelab: the five-bug lab</h1>";
   if (!rows.empty())
     html << "<p>Device: " << xml_escape(rows.front().device) << " (" << xml_escape(rows.front().backend) << ")</p>";
-  html << "<table><tr><th>bug</th><th>switched on</th><th>fixed tok/s</th><th>buggy tok/s</th><th>slowdown</th>"
-          "<th>expected</th><th>verdict</th><th>same tokens</th></tr>";
+  html << "<table><tr><th>bug</th><th>switched on</th><th>fixed decode tok/s</th><th>buggy decode tok/s</th>"
+          "<th>decode_slowdown</th><th>end_to_end_slowdown</th><th>expected</th><th>verdict</th><th>why</th>"
+          "<th>pairs</th><th>same tokens</th></tr>";
   for (const LabRow& row : rows) {
-    char numbers[256];
-    std::snprintf(numbers, sizeof numbers, "<td>%.1f</td><td>%.1f</td><td>%.2fx</td>", row.fixed_tokens_per_s,
-                  row.buggy_tokens_per_s, row.slowdown);
     std::error_code error;
     const bool has_report = std::filesystem::is_regular_file(directory / row.bug / "report.html", error);
     html << "<tr><td>";
@@ -146,12 +162,19 @@ void write_lab_index(const std::filesystem::path& directory, const std::vector<L
     } else {
       html << xml_escape(row.bug);
     }
-    html << "</td><td>" << xml_escape(row.bugs) << "</td>" << numbers << "<td>" << range_text(row)
-         << "</td><td class=\"" << (row.verdict == "in range" ? "in" : "out") << "\">" << row.verdict << "</td><td>"
-         << (row.same_tokens ? "yes" : "NO") << "</td></tr>";
+    const VerdictKind kind = row.headline.verdict.kind;
+    html << "</td><td>" << xml_escape(row.bugs) << "</td><td>" << xml_escape(tokens_text(row.fixed_tokens_per_s))
+         << "</td><td>" << xml_escape(tokens_text(row.buggy_tokens_per_s)) << "</td><td>"
+         << xml_escape(format_slowdown(row.decode_slowdown)) << "</td><td>"
+         << xml_escape(format_slowdown(row.end_to_end_slowdown)) << "</td><td>" << xml_escape(expected_text(row))
+         << "</td><td class=\"" << (kind == VerdictKind::InRange ? "in" : "out") << "\">" << to_string(kind)
+         << "</td><td class=\"why\">" << xml_escape(row.headline.verdict.sentence) << "</td><td>" << row.pairs
+         << "</td><td>" << (row.same_tokens ? "yes" : "NO") << "</td></tr>";
   }
-  html << "</table><p>Slowdown: the buggy run's total generation time divided by its fixed twin's (median of the "
-          "repeats, alternated on one backend).</p>";
+  html << "</table><p>decode_slowdown: the fixed run's decode tok/s over the buggy run's; end_to_end_slowdown: the "
+          "buggy run's whole generation time over the fixed run's. Each is the ratio of the medians over alternated "
+          "pairs of repeats on one backend, ± the 95% interval from resampling the pairs; the verdict judges the one the "
+          "expected range names (docs/metrics.md).</p>";
   html << "<ul>";
   for (const LabRow& row : rows) {
     std::error_code error;

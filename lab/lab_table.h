@@ -1,9 +1,11 @@
-// The lab's results: one row per bug (fixed and buggy tokens/s, the slowdown, the range
-// the lesson documents, whether it fell in it), as a console table, JSON, and a report
-// page linking each bug's own report.
+// The lab's results: one row per bug — the fixed and buggy decode tok/s, both slowdowns
+// with their intervals, the one the lesson is about with its expected range and verdict,
+// and the sentence saying why — as a console table, JSON, and a report page linking each
+// bug's own report. Every figure is the one compare computed (lab/compare.h).
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,23 +18,28 @@ namespace decodelab {
 struct LabRow {
   std::string bug;        // the scenario's name
   std::string bugs;       // what is switched on: "host_sync(per=layer)"
-  double fixed_tokens_per_s = 0;
-  double buggy_tokens_per_s = 0;
-  double slowdown = 0;    // buggy total generation time / fixed
-  double decode_slowdown = 0;  // fixed decode tok/s / buggy
-  double expected_min = 0, expected_max = 0;  // 0 = not stated
-  std::string verdict;    // "in range", "below", "above", "-"
+  nlohmann::json fixed;   // {"metrics", "intervals"} of the fixed run (run_metrics_json)
+  nlohmann::json buggy;   // ... of the buggy run
+  Estimate fixed_tokens_per_s;
+  Estimate buggy_tokens_per_s;
+  Estimate decode_slowdown;      // samples 0 when the workload has no decode step
+  Estimate end_to_end_slowdown;
+  SlowdownReading headline;      // the slowdown the lesson is about, its range and verdict
+  int pairs = 0;
   bool same_tokens = false;
   std::string backend, device;
+  nlohmann::json machine;   // the machine check before the comparison
   nlohmann::json scenario;  // the buggy scenario as run (scenario_to_json): what a resumed lab matches
 };
 
 LabRow lab_row(const Comparison& comparison);
 std::vector<LabRow> lab_rows(const std::vector<Comparison>& comparisons);
+// The table, then one line per row with its verdict's reason.
 std::string lab_table(const std::vector<LabRow>& rows);
-// One row as the lab's JSON holds it (bug, bugs, fixed_tokens_per_s, buggy_tokens_per_s,
-// slowdown, decode_slowdown, verdict, same_tokens, backend, device, expected_slowdown,
-// scenario), and back (InputError naming `file` when a field is missing or mistyped).
+// One row as the lab's JSON holds it (bug, bugs, fixed, buggy, fixed_tokens_per_s,
+// buggy_tokens_per_s, decode_slowdown, end_to_end_slowdown, intervals, headline, pairs,
+// same_tokens, backend, device, machine, scenario), and back (InputError naming `file`
+// when a field is missing or mistyped).
 nlohmann::json lab_row_json(const LabRow& row);
 LabRow lab_row_from_json(const nlohmann::json& json, const std::string& file);
 nlohmann::json lab_json(const std::vector<LabRow>& rows);

@@ -43,8 +43,9 @@ std::string node_name() {
   return name.substr(0, name.find('.'));
 }
 
-// The roofs this node's runs are read against, measured by one task at a time.
-DeviceSpec node_roofs(Backend& backend, int threads) {
+// The roofs this node's runs are read against, measured by one task at a time; `machine`
+// (checked before) keeps roofs measured on a contended node out of the cache.
+DeviceSpec node_roofs(Backend& backend, int threads, const MachineState& machine) {
   const fs::path cache = roof_cache_path(this_machine(threads));
   std::error_code error;
   fs::create_directories(cache.parent_path(), error);
@@ -59,7 +60,7 @@ DeviceSpec node_roofs(Backend& backend, int threads) {
       if (descriptor >= 0) ::close(descriptor);  // closing releases the lock
     }
   } unlock{descriptor};
-  return default_device_spec(backend, threads);
+  return default_device_spec(backend, threads, nullptr, {}, &machine);
 }
 
 std::optional<BackendKind> backend_override(const RunSettings& settings) {
@@ -74,9 +75,12 @@ nlohmann::json sweep_point_row(const RunPoint& point, const Scenario& scenario, 
   options.threads = threads;
   options.check_numerics = settings.check_numerics;
   std::unique_ptr<Backend> backend = open_backend(scenario, options);
-  const DeviceSpec spec = node_roofs(*backend, threads);
+  // The machine first (a warning lands in the task's log), then the roofs: as a local sweep.
+  SweepContext context;
+  context.machine = check_machine_for_timing(*backend, threads);
+  context.spec = node_roofs(*backend, threads, *context.machine);
   const SweepPoint sweep_point{point.label, point.swept, document};
-  return run_sweep_point(sweep_point, scenario, options, *backend, spec).json;
+  return run_sweep_point(sweep_point, scenario, options, *backend, context).json;
 }
 
 nlohmann::json lab_point_row(const RunFolder& folder, const RunSet& set, const Scenario& scenario,
@@ -90,7 +94,8 @@ nlohmann::json lab_point_row(const RunFolder& folder, const RunSet& set, const S
     open_options.backend = options.backend;
     open_options.threads = threads;
     std::unique_ptr<Backend> backend = open_backend(scenario, open_options);
-    node_roofs(*backend, threads);
+    options.machine = check_machine_for_timing(*backend, threads);
+    node_roofs(*backend, threads, *options.machine);
   }
   const Comparison comparison = compare_with_fixed_twin(scenario, options);
   const LabRow row = lab_row(comparison);

@@ -1,5 +1,6 @@
-// Table row and result JSON for one run. The table shows medians with the spread over
-// repeats next to the throughput, so a noisy number is visible where it is read.
+// Table row, result JSON and headline figures for one run. Every figure comes from
+// run_figures(): its median with the interval beside it ("27.3 ±1.8%"), and "noisy" where
+// the interval missed the target, so a noisy number is visible where it is read.
 #include "lab/run_report.h"
 
 #include <algorithm>
@@ -15,16 +16,20 @@ std::string fixed(double value, int decimals) {
   return text;
 }
 
+bool present(const RunFigure& figure, const RunMetrics& metrics) { return !figure.decode || metrics.decode_steps > 0; }
+
 nlohmann::json repeat_json(const GenerationTiming& timing, const Scenario& scenario) {
   const RepeatMetrics metrics = repeat_metrics(timing, scenario.model_config, scenario.dtype, scenario.workload);
-  return {{"decode_tokens_per_s", metrics.decode_tokens_per_s},
+  return {{"ttft_ms", metrics.ttft_ms},
           {"prefill_tokens_per_s", metrics.prefill_tokens_per_s},
-          {"decode_ms_per_step", metrics.decode_ms_per_step},
-          {"ttft_ms", metrics.ttft_ms},
-          {"total_s", metrics.total_s},
-          {"achieved_bandwidth_gbps", metrics.achieved_bandwidth_gbps},
+          {"decode_tokens_per_s", metrics.decode_tokens_per_s},
+          {"decode_wall_ms_per_step", metrics.decode_wall_ms_per_step},
+          {"decode_busy_ms_per_step", metrics.decode_busy_ms_per_step},
+          {"decode_bandwidth_gbps", metrics.decode_bandwidth_gbps},
+          {"end_to_end_s", metrics.end_to_end_s},
           {"prefill_ms", timing.prefill_ms},
           {"decode_ms", timing.decode_ms},
+          {"decode_busy_ms", timing.decode_busy_ms},
           {"decode_tokens", timing.decode_tokens},
           {"decode_steps", timing.step_ms.size()},
           {"groups", timing.groups}};
@@ -33,23 +38,56 @@ nlohmann::json repeat_json(const GenerationTiming& timing, const Scenario& scena
 }  // namespace
 
 std::string run_table_header() {
-  return "| backend | model | dtype | batch | prompt | new | bugs | TTFT ms | prefill tok/s | decode tok/s | ms/step | "
-         "GB/s |\n"
-         "| --- | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n";
+  std::string names = "| backend | model | dtype | batch | prompt | new | bugs |";
+  std::string rule = "| --- | --- | --- | ---: | ---: | ---: | --- |";
+  for (const RunFigure& figure : run_figures()) {
+    names.append(" ").append(figure.label).append(" |");
+    rule.append(" ---: |");
+  }
+  return names + " repeats |\n" + rule + " ---: |\n";
 }
 
 std::string run_table_row(const Scenario& scenario, const RunResult& result) {
   const Workload& workload = scenario.workload;
   const RunMetrics& metrics = result.metrics;
-  const std::string throughput = fixed(metrics.decode_tokens_per_s.median, 1) + " ± " +
-                                 fixed(100.0 * metrics.decode_tokens_per_s.spread(), 1) + "%";
-  return "| " + result.backend + " | " + scenario.model_config.name + " | " + dtype_name(scenario.dtype) + " | " +
-         std::to_string(std::min(workload.batch_size, workload.requests)) + " | " +
-         std::to_string(workload.prompt_length()) + " | " + std::to_string(workload.new_tokens) + " | " +
-         scenario.bugs.describe() + " | " + fixed(metrics.ttft_ms.median, 2) + " | " +
-         fixed(metrics.prefill_tokens_per_s.median, 1) + " | " + throughput + " | " +
-         fixed(metrics.decode_ms_per_step.median, 3) + " | " + fixed(metrics.achieved_bandwidth_gbps.median, 2) +
-         " |\n";
+  std::string row = "| " + result.backend + " | " + scenario.model_config.name + " | " + dtype_name(scenario.dtype) +
+                    " | " + std::to_string(std::min(workload.batch_size, workload.requests)) + " | " +
+                    std::to_string(workload.prompt_length()) + " | " + std::to_string(workload.new_tokens) + " | " +
+                    scenario.bugs.describe() + " |";
+  for (const RunFigure& figure : run_figures()) {
+    const Estimate& estimate = metrics.*figure.estimate;
+    if (present(figure, metrics)) {
+      row.append(" ").append(format_figure(estimate, figure.decimals)).append(" |");
+    } else {
+      row.append(" - |");
+    }
+  }
+  return row + " " + std::to_string(metrics.repeats) + " |\n";
+}
+
+std::string format_figure(const Estimate& estimate, int decimals) {
+  return fixed(estimate.median, decimals) + " " + format_interval(estimate);
+}
+
+std::string run_table_legend(double target_ci) {
+  return "± is the 95% confidence interval of the median over the repeats; noisy: wider than ±" +
+         fixed(100 * target_ci, target_ci * 100 < 10 ? 1 : 0) + "% (run.target_ci) or fewer than " +
+         std::to_string(kSamplesFor95) + " repeats. tok/s = batch / wall time per step (docs/metrics.md)\n";
+}
+
+nlohmann::json run_metrics_json(const RunResult& result) {
+  const RunMetrics& metrics = result.metrics;
+  nlohmann::json medians = {{"decode_steps", metrics.decode_steps},
+                            {"decode_tokens_per_step", metrics.decode_tokens_per_step},
+                            {"decode_bytes_per_step", metrics.decode_bytes_per_step}};
+  nlohmann::json intervals = nlohmann::json::object();
+  for (const RunFigure& figure : run_figures()) {
+    if (!present(figure, metrics)) continue;
+    const Estimate& estimate = metrics.*figure.estimate;
+    medians[figure.key] = estimate.median;
+    intervals[figure.key] = to_json(estimate);
+  }
+  return {{"metrics", medians}, {"intervals", intervals}};
 }
 
 nlohmann::json run_result_json(const Scenario& scenario, const RunResult& result) {
@@ -57,7 +95,11 @@ nlohmann::json run_result_json(const Scenario& scenario, const RunResult& result
   const RunMetrics& metrics = result.metrics;
   nlohmann::json repeats = nlohmann::json::array();
   for (const GenerationTiming& timing : result.repeats) repeats.push_back(repeat_json(timing, scenario));
-  return {
+  const nlohmann::json figures = run_metrics_json(result);
+  nlohmann::json run = run_policy_to_json(scenario);
+  run["repeats_run"] = metrics.repeats;
+  run["stopped_because"] = result.stopped_because;
+  nlohmann::json json = {
       {"schema_version", kResultSchemaVersion},
 #ifdef DECODELAB_VERSION
       {"decodelab_version", DECODELAB_VERSION},
@@ -76,7 +118,7 @@ nlohmann::json run_result_json(const Scenario& scenario, const RunResult& result
         {"dtype", dtype_name(scenario.dtype)},
         {"config", model_config_to_json(config)}}},
       {"workload", workload_to_json(scenario.workload)},
-      {"run", {{"warmup", scenario.warmup}, {"repeats", scenario.repeats}}},
+      {"run", run},
       {"bugs", bugs_to_json(scenario.bugs)},
       {"memory",
        {{"weight_bytes", result.memory.weight_bytes},
@@ -84,23 +126,13 @@ nlohmann::json run_result_json(const Scenario& scenario, const RunResult& result
         {"kv_cache_bytes", result.memory.kv_cache_bytes},
         {"workspace_bytes", result.memory.workspace_bytes},
         {"total_bytes", result.memory.total()}}},
-      {"metrics",
-       {{"decode_tokens_per_s", metrics.decode_tokens_per_s.median},
-        {"prefill_tokens_per_s", metrics.prefill_tokens_per_s.median},
-        {"decode_ms_per_step", metrics.decode_ms_per_step.median},
-        {"ttft_ms", metrics.ttft_ms.median},
-        {"total_s", metrics.total_s.median},
-        {"achieved_bandwidth_gbps", metrics.achieved_bandwidth_gbps.median}}},
-      {"metrics_spread",
-       {{"decode_tokens_per_s", metrics.decode_tokens_per_s.spread()},
-        {"prefill_tokens_per_s", metrics.prefill_tokens_per_s.spread()},
-        {"decode_ms_per_step", metrics.decode_ms_per_step.spread()},
-        {"ttft_ms", metrics.ttft_ms.spread()},
-        {"total_s", metrics.total_s.spread()},
-        {"achieved_bandwidth_gbps", metrics.achieved_bandwidth_gbps.spread()}}},
+      {"metrics", figures["metrics"]},
+      {"intervals", figures["intervals"]},
       {"repeats", repeats},
       {"outputs", result.tokens},
   };
+  if (result.machine) json["machine"] = to_json(*result.machine);
+  return json;
 }
 
 RunResult run_summary_from_json(const nlohmann::json& result) {
@@ -109,20 +141,26 @@ RunResult run_summary_from_json(const nlohmann::json& result) {
   summary.device = result.value("device", "");
   const nlohmann::json none = nlohmann::json::object();
   const nlohmann::json& medians = result.contains("metrics") ? result["metrics"] : none;
-  const nlohmann::json& spreads = result.contains("metrics_spread") ? result["metrics_spread"] : none;
-  auto stats = [&](const char* name) {
-    const double median = medians.value(name, 0.0);
-    // min and max chosen so that spread() gives back the stored spread.
-    return MetricStats{median, median, median * (1.0 + spreads.value(name, 0.0))};
-  };
+  const nlohmann::json& intervals = result.contains("intervals") ? result["intervals"] : none;
   RunMetrics& metrics = summary.metrics;
-  metrics.decode_tokens_per_s = stats("decode_tokens_per_s");
-  metrics.decode_ms_per_step = stats("decode_ms_per_step");
-  metrics.ttft_ms = stats("ttft_ms");
-  metrics.total_s = stats("total_s");
-  metrics.achieved_bandwidth_gbps = stats("achieved_bandwidth_gbps");
-  metrics.prefill_tokens_per_s = stats("prefill_tokens_per_s");
+  metrics.decode_steps = medians.value("decode_steps", int64_t{0});
+  metrics.decode_tokens_per_step = medians.value("decode_tokens_per_step", 0.0);
+  metrics.decode_bytes_per_step = medians.value("decode_bytes_per_step", 0.0);
+  if (result.contains("run") && result["run"].is_object()) metrics.repeats = result["run"].value("repeats_run", 0);
+  for (const RunFigure& figure : run_figures()) {
+    metrics.*figure.estimate = estimate_from_json(intervals.value(figure.key, none));
+  }
   return summary;
+}
+
+std::vector<HeadlineFigure> headline_figures(const RunResult& result) {
+  std::vector<HeadlineFigure> figures;
+  for (const RunFigure& figure : run_figures()) {
+    if (!present(figure, result.metrics)) continue;
+    const Estimate& estimate = result.metrics.*figure.estimate;
+    figures.push_back({figure.key, figure.label, fixed(estimate.median, figure.decimals), estimate});
+  }
+  return figures;
 }
 
 }  // namespace decodelab

@@ -7,14 +7,63 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <iostream>
 
+#include "engine/clock.h"
 #include "engine/errors.h"
 #include "engine/hf_checkpoint.h"
 #include "engine/saturating.h"
 #include "engine/weights.h"
 #include "lab/byte_size.h"
+#include "profiling/roof_measure.h"
 
 namespace decodelab {
+
+const char* describe(RepeatStop stop) {
+  switch (stop) {
+    case RepeatStop::TargetReached: return "target_ci reached";
+    case RepeatStop::MaxRepeats: return "max_repeats reached";
+    case RepeatStop::MaxSeconds: return "max_seconds reached";
+  }
+  return "";
+}
+
+bool want_another_repeat(const RepeatPolicy& policy, int done, double elapsed_seconds, const Estimate& primary,
+                         RepeatStop& stop) {
+  if (done < policy.min_repeats) return true;
+  if (!primary.noisy) {
+    stop = RepeatStop::TargetReached;
+    return false;
+  }
+  if (done >= policy.max_repeats) {
+    stop = RepeatStop::MaxRepeats;
+    return false;
+  }
+  if (elapsed_seconds >= policy.max_seconds) {
+    stop = RepeatStop::MaxSeconds;
+    return false;
+  }
+  return true;
+}
+
+MachineState check_machine_for_timing(Backend& backend, int threads, bool warn) {
+  const std::optional<DeviceSpec> cached = cached_device_spec(backend, threads);
+  const double quiet = cached && !cached->measured->noisy ? cached->measured->probe_bandwidth : 0.0;
+  MachineState state = check_machine(backend, threads, quiet);
+  if (warn && state.contended) {
+    std::fputs(state.warning().c_str(), stderr);
+    std::fflush(stderr);
+  }
+  return state;
+}
+
+RunAnalysis analyze_checking_roofs(const Trace& trace, DeviceSpec& spec, Backend& backend, int threads,
+                                   const MachineState& machine) {
+  RunAnalysis analysis = analyze(trace, &spec);
+  if (!analysis.roofs_suspect() || machine.contended || !spec.measured || spec.measured->measured_at <= 0) return analysis;
+  spec = remeasure_device_spec(backend, threads, spec, &std::cerr, &machine);
+  return analyze(trace, &spec);
+}
 
 void warn_if_unoptimised_build() {
   static std::atomic<bool> warned{false};
@@ -45,7 +94,8 @@ BackendKind choose_backend(BackendChoice choice, std::optional<BackendKind> over
         throw ResourceError(
             "backend cuda: this build of decodelab has no CUDA backend (configure with DECODELAB_CUDA=ON)");
       }
-      if (!cuda_device_available()) throw ResourceError("backend cuda: no CUDA device is available on this machine");
+      if (!cuda_device_available())
+        throw ResourceError("backend cuda: no CUDA device is usable on this machine: " + cuda_unavailable_reason());
       return BackendKind::Cuda;
   }
   return BackendKind::Cpu;
@@ -154,7 +204,8 @@ RunResult summarize_run(const Scenario& scenario, const Backend& backend, const 
   result.device = backend.device_description();
   result.memory = memory;
   for (const GenerationResult& generation : timed) result.repeats.push_back(generation.timing);
-  result.metrics = summarize_repeats(result.repeats, scenario.model_config, scenario.dtype, scenario.workload);
+  result.metrics = summarize_repeats(result.repeats, scenario.model_config, scenario.dtype, scenario.workload,
+                                     scenario.repeats.target_ci);
   if (!timed.empty()) {
     result.tokens = std::move(timed.back().tokens);
     result.last_logits = std::move(timed.back().last_logits);
@@ -168,6 +219,22 @@ std::string progress_text(const Scenario& scenario, const char* phase, int index
   return scenario.name + ": " + phase + " " + std::to_string(index) + "/" + std::to_string(count);
 }
 
+// "quickstart: repeat 3/6" for a fixed count, "quickstart: repeat 7 (6-30)" when adaptive.
+std::string repeat_progress_text(const Scenario& scenario, int index) {
+  const RepeatPolicy& policy = scenario.repeats;
+  if (policy.min_repeats == policy.max_repeats) return progress_text(scenario, "repeat", index, policy.max_repeats);
+  return scenario.name + ": repeat " + std::to_string(index) + " (" + std::to_string(policy.min_repeats) + "-" +
+         std::to_string(policy.max_repeats) + ")";
+}
+
+// " done (0.412 s; ±2.1% so far)": the repeat's time and the primary figure's interval.
+std::string repeat_done_text(const GenerationTiming& timing, const Estimate& primary) {
+  char text[96];
+  std::snprintf(text, sizeof text, " done (%.3f s; %s so far)", timing.total_ms / 1e3,
+                format_interval(primary).c_str());
+  return text;
+}
+
 }  // namespace
 
 RunResult run_scenario(const Scenario& scenario, const RunOptions& options, Backend* open) {
@@ -176,25 +243,40 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options, Back
   std::unique_ptr<Backend> owned = open ? nullptr : open_backend(scenario, options);
   Backend* backend = open ? open : owned.get();
   LoadedScenario loaded(*backend, scenario, options.max_memory_bytes);
+  std::optional<MachineState> machine;
+  if (options.check_machine) machine = check_machine_for_timing(*backend, kernel_threads(scenario, options));
   const Progress progress(options.progress);
   std::vector<GenerationResult> timed;
+  std::string stopped_because;
   try {
     for (int i = 0; i < scenario.warmup; ++i) {
       progress.status(progress_text(scenario, "warm-up", i + 1, scenario.warmup));
       loaded.generate(nullptr);
       progress.finished(progress_text(scenario, "warm-up", i + 1, scenario.warmup) + " done");
     }
-    for (int i = 0; i < scenario.repeats; ++i) {
-      progress.status(progress_text(scenario, "repeat", i + 1, scenario.repeats));
+    // Repeats until the decode wall time per step (the run's primary figure) is known to
+    // ±target_ci, or the policy's count or time budget ends them. A progress line per repeat
+    // says how sure that figure is so far, so a log shows why the repeats go on.
+    const RepeatPolicy& policy = scenario.repeats;
+    const int64_t timed_begin = now_ns();
+    std::vector<GenerationTiming> timings;
+    Estimate primary;
+    RepeatStop stop = RepeatStop::MaxRepeats;
+    for (int i = 0;; ++i) {
+      if (i > 0 && !want_another_repeat(policy, i, (now_ns() - timed_begin) / 1e9, primary, stop)) break;
+      const std::string label = repeat_progress_text(scenario, i + 1);
+      progress.status(label);
       timed.push_back(loaded.generate(options.sink));
-      char elapsed[48];
-      std::snprintf(elapsed, sizeof elapsed, " done (%.3f s)", timed.back().timing.total_ms / 1e3);
-      progress.finished(progress_text(scenario, "repeat", i + 1, scenario.repeats) + elapsed);
+      timings.push_back(timed.back().timing);
+      primary = summarize_repeats(timings, scenario.model_config, scenario.dtype, scenario.workload, policy.target_ci)
+                    .primary();
+      progress.finished(label + repeat_done_text(timed.back().timing, primary));
       if (timed.size() > 1) {  // only the last repeat's outputs are reported
         timed[timed.size() - 2].tokens.clear();
         timed[timed.size() - 2].last_logits.clear();
       }
     }
+    stopped_because = describe(stop);
   } catch (const NumericalError&) {
     progress.clear();
     if (options.check_numerics) loaded.check_numerics();  // names the op when it finds one
@@ -206,7 +288,10 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options, Back
     progress.finished(scenario.name + ": numerics checked");
   }
   progress.clear();
-  return summarize_run(scenario, *backend, loaded.memory(), std::move(timed));
+  RunResult result = summarize_run(scenario, *backend, loaded.memory(), std::move(timed));
+  result.stopped_because = stopped_because;
+  result.machine = machine;
+  return result;
 }
 
 }  // namespace decodelab

@@ -15,6 +15,9 @@
 #include "lab/progress.h"
 #include "lab/run_metrics.h"
 #include "lab/scenario.h"
+#include "profiling/analysis.h"
+#include "profiling/machine_check.h"
+#include "profiling/trace.h"
 
 namespace decodelab {
 
@@ -24,6 +27,9 @@ struct RunOptions {
   std::optional<int64_t> max_memory_bytes;  // --max-memory: refuse plans above this
   EventSink* sink = nullptr;                // sees the timed repeats (not the warm-ups)
   ProgressMode progress = ProgressMode::Off;  // stderr: a status line, or a line per repeat
+  // Check the machine once the scenario is loaded, before any timing (warns on stderr when
+  // contended; RunResult::machine holds what it saw).
+  bool check_machine = false;
   bool cuda_graphs = false;                 // --cuda-graphs: as the scenario's run.cuda_graphs
   // After the repeats (or as soon as NaN/Inf shows in the logits), one more generation
   // with every op's output checked, to name the first op that produced a non-finite value.
@@ -35,10 +41,22 @@ struct RunResult {
   std::string device;   // the backend's device description
   MemoryPlan memory;
   std::vector<GenerationTiming> repeats;     // one per timed repeat, in order
-  RunMetrics metrics;                        // medians (and spread) over the repeats
+  RunMetrics metrics;                        // medians with their intervals over the repeats
+  std::string stopped_because;               // why the repeats ended (see RepeatStop)
+  std::optional<MachineState> machine;       // the machine check taken before timing, when one was
   std::vector<std::vector<int32_t>> tokens;  // [requests][new_tokens], from the last repeat
   std::vector<float> last_logits;            // [requests * vocab], from the last repeat
 };
+
+// Why a run's (or a comparison's) timed repeats ended.
+enum class RepeatStop { TargetReached, MaxRepeats, MaxSeconds };
+// "target_ci reached", "max_repeats reached", "max_seconds reached".
+const char* describe(RepeatStop stop);
+// Another repeat? Not before min_repeats are done; then none once the primary figure's
+// interval is within the target (not noisy), max_repeats are done, or `elapsed_seconds`
+// of timed work reached max_seconds. `stop` says which ended the loop.
+bool want_another_repeat(const RepeatPolicy& policy, int done, double elapsed_seconds, const Estimate& primary,
+                         RepeatStop& stop);
 
 // auto = cuda when compiled in and a device exists, else cpu. An explicit cuda without
 // one is a ResourceError (exit code 2), raised before any work.
@@ -93,6 +111,17 @@ RunResult summarize_run(const Scenario& scenario, const Backend& backend, const 
 
 // On `backend` when given (already opened with open_backend), else on a backend of its own.
 RunResult run_scenario(const Scenario& scenario, const RunOptions& options, Backend* backend = nullptr);
+
+// The machine check before timing (profiling/machine_check.h), against the quiet bandwidth
+// probe cached with this machine's roofs when there is one; a contended machine is said on
+// stderr (with the numbers and what to do) when `warn`.
+MachineState check_machine_for_timing(Backend& backend, int threads, bool warn = true);
+
+// The trace analysed against `spec`; when a point ran above its roof with a working set
+// larger than the cache (the roofs are suspect) and the machine is quiet, the roofs are
+// measured again (cached only if better) and the trace analysed against them.
+RunAnalysis analyze_checking_roofs(const Trace& trace, DeviceSpec& spec, Backend& backend, int threads,
+                                   const MachineState& machine);
 
 // Once per process: a warning on stderr when this binary was built without optimisation.
 void warn_if_unoptimised_build();

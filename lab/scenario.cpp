@@ -3,6 +3,7 @@
 // against it; everything else is checked in the order the schema lists it.
 #include "lab/scenario.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <system_error>
@@ -14,6 +15,8 @@
 namespace decodelab {
 
 namespace fs = std::filesystem;
+
+const char* to_string(SlowdownMetric metric) { return metric == SlowdownMetric::EndToEnd ? "end_to_end" : "decode"; }
 
 const char* to_string(BackendChoice choice) {
   switch (choice) {
@@ -130,17 +133,43 @@ void parse_workload(const YamlField& field, const ModelConfig& model, Workload& 
 }
 
 void parse_run(const YamlField& field, Scenario& scenario) {
-  const YamlMapping mapping = YamlMapping::of(field, {"warmup", "repeats", "cuda_graphs"});
+  const YamlMapping mapping = YamlMapping::of(
+      field, {"warmup", "repeats", "min_repeats", "max_repeats", "max_seconds", "target_ci", "cuda_graphs"});
   if (auto graphs = mapping.optional("cuda_graphs")) scenario.cuda_graphs = graphs->boolean();
   if (auto warmup = mapping.optional("warmup")) scenario.warmup = static_cast<int>(warmup->integer(0, INT32_MAX));
-  if (auto repeats = mapping.optional("repeats")) scenario.repeats = static_cast<int>(repeats->integer(1, INT32_MAX));
+  RepeatPolicy& policy = scenario.repeats;
+  const std::optional<YamlField> exact = mapping.optional("repeats");
+  const std::optional<YamlField> least = mapping.optional("min_repeats");
+  const std::optional<YamlField> most = mapping.optional("max_repeats");
+  if (exact && (least || most)) {
+    (least ? *least : *most).fail("give repeats (an exact count) or min_repeats/max_repeats, not both");
+  }
+  if (exact) policy.min_repeats = policy.max_repeats = static_cast<int>(exact->integer(1, INT32_MAX));
+  if (least) {
+    policy.min_repeats = static_cast<int>(least->integer(1, INT32_MAX));
+    if (!most) policy.max_repeats = std::max(policy.max_repeats, policy.min_repeats);
+  }
+  if (most) policy.max_repeats = static_cast<int>(most->integer(policy.min_repeats, INT32_MAX));
+  if (auto seconds = mapping.optional("max_seconds")) {
+    policy.max_seconds = seconds->number(0.0);
+    if (!(policy.max_seconds > 0)) seconds->expected("a number of seconds > 0");
+  }
+  if (auto target = mapping.optional("target_ci")) {
+    policy.target_ci = target->number(0.0);
+    if (!(policy.target_ci > 0 && policy.target_ci < 1)) target->expected("a fraction in (0, 1), e.g. 0.03 for ±3%");
+  }
 }
 
 void parse_expected_slowdown(const YamlField& field, Scenario& scenario) {
-  const YamlMapping mapping = YamlMapping::of(field, {"min", "max"});
-  scenario.expected_slowdown_min = mapping.required("min", "a number ≥ 1").number(1.0);
-  const YamlField max = mapping.required("max", "a number ≥ min");
-  scenario.expected_slowdown_max = max.number(scenario.expected_slowdown_min);
+  const YamlMapping mapping = YamlMapping::of(field, {"min", "max", "of"});
+  ExpectedSlowdown expected;
+  expected.min = mapping.required("min", "a number ≥ 1").number(1.0);
+  expected.max = mapping.required("max", "a number ≥ min").number(expected.min);
+  // Which slowdown the range is about must be said: the two differ by the prefill's share.
+  const std::string of = mapping.required("of", "decode (per-token throughput) or end_to_end (the whole generation)")
+                             .choice({"decode", "end_to_end"});
+  expected.of = of == "end_to_end" ? SlowdownMetric::EndToEnd : SlowdownMetric::Decode;
+  scenario.expected_slowdown = expected;
 }
 
 void parse_bugs(const YamlField& field, Scenario& scenario) {
@@ -186,6 +215,7 @@ Scenario parse_scenario(const YAML::Node& document, const fs::path& file,
 
   Scenario scenario;
   scenario.file = file;
+  for (const ScenarioOverride& override_value : overrides) scenario.overridden_keys.push_back(override_value.key);
   scenario.name = root.has("name") ? root.optional("name")->text() : "";
   if (scenario.name.empty()) scenario.name = file.stem().string();
   if (auto description = root.optional("description")) scenario.description = description->text();

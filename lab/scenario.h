@@ -16,9 +16,16 @@
 //     new_tokens: 128        # ≥ 1; prompt + new_tokens ≤ max_position_embeddings
 //     seed: 0                # optional, default 0
 //     host_overhead_us: 0    # optional, default 0
-//   run: {warmup: 1, repeats: 3}   # optional, these defaults; warmup ≥ 0, repeats ≥ 1;
-//                                  # cuda_graphs: true replays each decode step as a CUDA graph
-//   expected_slowdown: {min: 2, max: 4}  # optional: the range the lesson expects (decodelab lab)
+//   run:                     # optional, these defaults (docs/metrics.md, "Repeats"):
+//     warmup: 1              #   untimed generations first, ≥ 0
+//     min_repeats: 6         #   timed repeats at least (6 is the fewest with a 95% interval)
+//     max_repeats: 30        #   ... at most, ≥ min_repeats
+//     max_seconds: 20        #   ... or until this much timed work, > 0 (min_repeats always run)
+//     target_ci: 0.03        #   stop once the interval of the median is within ±3%, in (0, 1)
+//     repeats: 3             #   instead of min/max_repeats: exactly this many (≥ 1)
+//     cuda_graphs: false     #   true replays each decode step as a CUDA graph
+//   expected_slowdown: {min: 2, max: 4, of: decode}  # optional: the range the lesson expects
+//                            # (decodelab lab); of: decode (per-token throughput) | end_to_end
 //   sweep: product           # optional: how list-valued keys combine (product | zip; decodelab sweep);
 //                            # the workload keys, dtype, backend and threads sweep when given as lists
 //   bugs:                    # optional, all false: each false, true, or a mapping of options
@@ -36,6 +43,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +61,27 @@ enum class BackendChoice { Auto, Cpu, Cuda };
 constexpr int kMaxCpuThreads = 1024;
 const char* to_string(BackendChoice choice);
 
+// How many timed repeats a run takes: at least min_repeats, then until the interval of
+// the median is within ±target_ci, max_repeats are done, or max_seconds of timed work.
+struct RepeatPolicy {
+  int min_repeats = 6;
+  int max_repeats = 30;
+  double max_seconds = 20;
+  double target_ci = 0.03;
+  bool operator==(const RepeatPolicy&) const = default;
+};
+
+// Which slowdown a figure, a range or a verdict is about (docs/metrics.md).
+enum class SlowdownMetric { Decode, EndToEnd };
+const char* to_string(SlowdownMetric metric);  // "decode", "end_to_end"
+
+// The slowdown range a lesson documents, and which slowdown it is about.
+struct ExpectedSlowdown {
+  double min = 0;
+  double max = 0;
+  SlowdownMetric of = SlowdownMetric::Decode;
+};
+
 struct Scenario {
   std::string name;
   std::string description;
@@ -64,12 +93,13 @@ struct Scenario {
   int threads = 0;  // CPU kernel threads; 0 = every core
   Workload workload;
   int warmup = 1;
-  int repeats = 3;
+  RepeatPolicy repeats;
   bool cuda_graphs = false;  // run.cuda_graphs: capture a decode step, replay it (CUDA only)
   BugSet bugs;
-  // The slowdown range the lesson documents (buggy total time / fixed); 0 = not stated.
-  double expected_slowdown_min = 0;
-  double expected_slowdown_max = 0;
+  std::optional<ExpectedSlowdown> expected_slowdown;
+  // Dotted keys a --set changed ("workload.new_tokens"): a range written for the file's
+  // workload does not hold once one of its workload keys was changed.
+  std::vector<std::string> overridden_keys;
 };
 
 // One --set: "workload.batch_size=4" -> {key "workload.batch_size", value "4"}. An empty
@@ -101,6 +131,8 @@ Scenario fixed_twin(const Scenario& scenario);
 std::string scenario_to_yaml(const Scenario& scenario);
 nlohmann::json scenario_to_json(const Scenario& scenario);
 nlohmann::json workload_to_json(const Workload& workload);
+// run: {warmup, min_repeats, max_repeats, max_seconds, target_ci, cuda_graphs}.
+nlohmann::json run_policy_to_json(const Scenario& scenario);
 // Each bug as false, true, or its options: {"host_sync": {"per": "layer"}, ...}.
 nlohmann::json bugs_to_json(const BugSet& bugs);
 

@@ -52,6 +52,16 @@ nlohmann::json bugs_to_json(const BugSet& bugs) {
   return json;
 }
 
+nlohmann::json run_policy_to_json(const Scenario& scenario) {
+  const RepeatPolicy& policy = scenario.repeats;
+  return {{"warmup", scenario.warmup},
+          {"min_repeats", policy.min_repeats},
+          {"max_repeats", policy.max_repeats},
+          {"max_seconds", policy.max_seconds},
+          {"target_ci", policy.target_ci},
+          {"cuda_graphs", scenario.cuda_graphs}};
+}
+
 nlohmann::json scenario_to_json(const Scenario& scenario) {
   nlohmann::json json = {{"name", scenario.name},
           {"description", scenario.description},
@@ -60,11 +70,11 @@ nlohmann::json scenario_to_json(const Scenario& scenario) {
           {"dtype", dtype_name(scenario.dtype)},
           {"backend", to_string(scenario.backend)},
           {"workload", workload_to_json(scenario.workload)},
-          {"run", {{"warmup", scenario.warmup}, {"repeats", scenario.repeats}, {"cuda_graphs", scenario.cuda_graphs}}},
+          {"run", run_policy_to_json(scenario)},
           {"bugs", bugs_to_json(scenario.bugs)}};
   if (scenario.threads > 0) json["threads"] = scenario.threads;  // absent = every core, as in older results
-  if (scenario.expected_slowdown_max > 0)
-    json["expected_slowdown"] = {{"min", scenario.expected_slowdown_min}, {"max", scenario.expected_slowdown_max}};
+  if (const auto& expected = scenario.expected_slowdown)
+    json["expected_slowdown"] = {{"min", expected->min}, {"max", expected->max}, {"of", to_string(expected->of)}};
   return json;
 }
 
@@ -94,7 +104,10 @@ std::string scenario_to_yaml(const Scenario& scenario) {
 
   out << YAML::Key << "run" << YAML::Value << YAML::Flow << YAML::BeginMap;
   out << YAML::Key << "warmup" << YAML::Value << scenario.warmup;
-  out << YAML::Key << "repeats" << YAML::Value << scenario.repeats;
+  out << YAML::Key << "min_repeats" << YAML::Value << scenario.repeats.min_repeats;
+  out << YAML::Key << "max_repeats" << YAML::Value << scenario.repeats.max_repeats;
+  out << YAML::Key << "max_seconds" << YAML::Value << scenario.repeats.max_seconds;
+  out << YAML::Key << "target_ci" << YAML::Value << scenario.repeats.target_ci;
   if (scenario.cuda_graphs) out << YAML::Key << "cuda_graphs" << YAML::Value << true;
   out << YAML::EndMap;
 
@@ -108,10 +121,11 @@ std::string scenario_to_yaml(const Scenario& scenario) {
     }
   });
   out << YAML::EndMap;
-  if (scenario.expected_slowdown_max > 0) {
+  if (const auto& expected = scenario.expected_slowdown) {
     out << YAML::Key << "expected_slowdown" << YAML::Value << YAML::Flow << YAML::BeginMap;
-    out << YAML::Key << "min" << YAML::Value << scenario.expected_slowdown_min;
-    out << YAML::Key << "max" << YAML::Value << scenario.expected_slowdown_max;
+    out << YAML::Key << "min" << YAML::Value << expected->min;
+    out << YAML::Key << "max" << YAML::Value << expected->max;
+    out << YAML::Key << "of" << YAML::Value << to_string(expected->of);
     out << YAML::EndMap;
   }
   out << YAML::EndMap;

@@ -5,6 +5,7 @@
 
 #include "lab/run_report.h"
 #include "profiling/analysis.h"
+#include "profiling/roof_measure.h"
 #include "profiling/trace.h"
 
 namespace decodelab {
@@ -20,25 +21,57 @@ nlohmann::json sweep_row_key(const SweepPoint& point, const Scenario& scenario, 
 }
 
 SweepRow run_sweep_point(const SweepPoint& point, const Scenario& scenario, RunOptions options, Backend& backend,
-                         const DeviceSpec& spec) {
+                         SweepContext& context) {
   Trace trace;
+  options.sink = &trace;
+  options.check_machine = !context.machine;
+  SweepRow row{run_scenario(scenario, options, &backend), {}};
+  if (!context.machine) context.machine = row.result.machine.value_or(MachineState{});
+  row.result.machine = context.machine;
+  const int threads = kernel_threads(scenario, options);  // a swept `threads:` is the scenario's
+  if (!context.spec) context.spec = default_device_spec(backend, threads, nullptr, {}, &*context.machine);
   trace.metadata().backend = backend.name();
   trace.metadata().device = backend.device_description();
   trace.metadata().dtype = dtype_name(scenario.dtype);
   trace.metadata().model = ModelShape::of(scenario.model_config);
-  trace.metadata().device_spec = spec;
-  options.sink = &trace;
-  SweepRow row{run_scenario(scenario, options, &backend), {}};
-  const RunAnalysis analysis = analyze(trace, &spec);
+  trace.metadata().device_spec = *context.spec;
+  const RunAnalysis analysis = analyze_checking_roofs(trace, *context.spec, backend, threads, *context.machine);
   row.json = run_result_json(scenario, row.result);
   row.json["swept"] = swept_values_json(point);
-  if (const PhaseStats* decode = analysis.phase(Phase::Decode)) {
-    row.json["decode_roofline"] = {{"intensity_flop_per_byte", decode->point.intensity()},
-                                   {"limiter", limiter_name(decode->limiter)},
-                                   {"roof_fraction", decode->point.roof_fraction()},
-                                   {"ridge_point", analysis.roofs.ridge_point(Precision::Fp16)}};
-  }
+  if (nlohmann::json decode = decode_roofline_json(analysis); !decode.is_null()) row.json["decode_roofline"] = decode;
   return row;
+}
+
+nlohmann::json decode_roofline_json(const RunAnalysis& analysis) {
+  const PhaseStats* decode = analysis.phase(Phase::Decode);
+  if (!decode) return nullptr;
+  nlohmann::json reading = {
+      {"intensity_flop_per_byte", decode->point.intensity()},
+      {"limiter", limiter_name(decode->limiter)},
+      {"near_limiter", decode->near ? nlohmann::json(limiter_name(*decode->near)) : nlohmann::json()},
+      {"roof_fraction", decode->point.roof_fraction()},
+      {"ridge_point", analysis.roofs.ridge_point(Precision::Fp16)}};
+  if (decode->point.roof_fraction() > analysis.thresholds.above_roof_fraction) {
+    // Above the roof: say why (analysis.h, AboveRoof), never a bare "132%".
+    const double cache = analysis.device_spec.cache_bytes;
+    const double per_step = decode->steps > 0 ? decode->point.bytes / static_cast<double>(decode->steps) : 0.0;
+    reading["above_roof"] = cache > 0 && per_step <= cache ? "in cache" : "roof suspect";
+  }
+  return reading;
+}
+
+std::string decode_limiter_cell(const nlohmann::json& decode_roofline) {
+  std::string cell = decode_roofline.value("limiter", std::string("-"));
+  const nlohmann::json near = decode_roofline.value("near_limiter", nlohmann::json());
+  if (near.is_string()) cell += ", near " + near.get<std::string>();
+  return cell;
+}
+
+std::string decode_roof_fraction_cell(const nlohmann::json& decode_roofline) {
+  char percent[32];
+  std::snprintf(percent, sizeof percent, "%.0f%%", 100 * decode_roofline.value("roof_fraction", 0.0));
+  const std::string above = decode_roofline.value("above_roof", std::string());
+  return percent + (above.empty() ? "" : " (" + above + ")");
 }
 
 std::string sweep_table_header(const SweepPoint& point) {
@@ -59,11 +92,12 @@ std::string sweep_table_row(const SweepPoint& point, const Scenario& scenario, c
                             const nlohmann::json& decode_roofline) {
   std::string swept;
   for (const auto& [key, value] : point.values) swept += "| " + value + " ";
-  char reading[160] = "| - | - | - |";
+  std::string reading = "| - | - | - |";
   if (decode_roofline.is_object()) {
-    std::snprintf(
-        reading, sizeof reading, "| %.2f | %s | %.0f%% |", decode_roofline.value("intensity_flop_per_byte", 0.0),
-        decode_roofline.value("limiter", std::string("-")).c_str(), 100 * decode_roofline.value("roof_fraction", 0.0));
+    char intensity[32];
+    std::snprintf(intensity, sizeof intensity, "%.2f", decode_roofline.value("intensity_flop_per_byte", 0.0));
+    reading = "| " + std::string(intensity) + " | " + decode_limiter_cell(decode_roofline) + " | " +
+              decode_roof_fraction_cell(decode_roofline) + " |";
   }
   std::string row_text = run_table_row(scenario, result);
   while (!row_text.empty() && row_text.back() == '\n') row_text.pop_back();

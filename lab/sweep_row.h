@@ -6,12 +6,15 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "lab/runner.h"
 #include "lab/scenario.h"
 #include "lab/sweep.h"
+#include "profiling/analysis.h"
 #include "profiling/device_spec.h"
+#include "profiling/machine_check.h"
 
 namespace decodelab {
 
@@ -27,10 +30,30 @@ struct SweepRow {
   nlohmann::json json;  // run_result_json + "swept" + "decode_roofline" (absent: no decode phase)
 };
 
+// What a sweep's points share: the machine, checked before the first point is timed and
+// recorded in every row, and the roofs the points are read against, taken after that check
+// (a contended machine's roofs are not cached). Empty members are filled by the first point;
+// a caller that checked and measured already (a Slurm task) fills them itself.
+struct SweepContext {
+  std::optional<MachineState> machine;
+  std::optional<DeviceSpec> spec;  // measured again when a point ran above its roofs
+};
+
 // Runs the point on `backend` (opened with open_backend) and reads its decode phase
-// against `spec`. `options.sink` is replaced by the point's own trace.
+// against `context.spec`. `options.sink` is replaced by the point's own trace.
 SweepRow run_sweep_point(const SweepPoint& point, const Scenario& scenario, RunOptions options, Backend& backend,
-                         const DeviceSpec& spec);
+                         SweepContext& context);
+
+// The row's "decode_roofline": the decode phase's intensity, limiter (and the one it is
+// near), % of roof, the ridge point, and `above_roof` ("in cache" or "roof suspect") when
+// the point sits above its roof. Null without a decode phase.
+nlohmann::json decode_roofline_json(const RunAnalysis& analysis);
+
+// The cells of a row's decode_roofline as tables print them: the limiter, with the one it
+// is near ("memory, near latency"), and % of roof with why a point is above it ("132% (in
+// cache)").
+std::string decode_limiter_cell(const nlohmann::json& decode_roofline);
+std::string decode_roof_fraction_cell(const nlohmann::json& decode_roofline);
 
 // The table: the swept keys' columns, run_table_header()'s, then the decode phase's
 // roofline reading; one line per row.

@@ -24,7 +24,7 @@ const char* phase_name(Phase phase) {
 }
 
 void TimelineStats::add(const TimelineStats& other) {
-  wall_seconds += other.wall_seconds;
+  span_seconds += other.span_seconds;
   busy_seconds += other.busy_seconds;
   idle_seconds += other.idle_seconds;
   gaps += other.gaps;
@@ -120,24 +120,74 @@ std::string phase_sentence(const PhaseStats& phase, const std::string& precision
   const RooflinePoint& point = phase.point;
   const std::string roof = point.memory_side() ? "the bandwidth roof" : "the " + precision + " compute roof";
   const std::string fraction = format_percent(point.memory_side() ? point.memory_fraction() : point.compute_fraction());
+  const std::string verdict = name + " is " + limiter_verdict(phase.limiter, phase.near);
   switch (phase.limiter) {
     case Limiter::Memory:
     case Limiter::Compute:
-      return name + " is " + limiter_name(phase.limiter) + "-bound at " + fraction + " of " + roof;
+      return verdict + (phase.near ? ", " : " ") + "at " + fraction + " of " + roof;
     case Limiter::Latency:
-      return name + " is latency-bound: " + fraction + " of " + roof + ", neither unit near its peak";
+      return verdict + ": " + fraction + " of " + roof + ", neither unit near its peak";
     case Limiter::Overhead:
       if (phase.timeline.idle_fraction() >= analysis.thresholds.idle_overhead_fraction) {
-        return name + " is overhead-bound: the device waits " + format_percent(phase.timeline.idle_fraction()) +
-               " of the time, in " + std::to_string(phase.timeline.gaps) + " gaps";
+        return verdict + ": the device waits " + format_percent(phase.timeline.idle_fraction()) + " of the time, in " +
+               std::to_string(phase.timeline.gaps) + " gaps";
       }
-      return name + " is overhead-bound: its ops average " + format_seconds(point.mean_seconds()) + ", under the " +
+      return verdict + ": its ops average " + format_seconds(point.mean_seconds()) + ", under the " +
              format_seconds(analysis.thresholds.tiny_op_seconds(analysis.gpu)) + " a launch dominates";
   }
   return name;
 }
 
+// Every group above its roof gets an explanation; the cache decides which one. The notes
+// say it once per phase and explanation, naming the groups.
+void explain_points_above_roof(RunAnalysis& analysis, const std::array<double, 3>& working_set) {
+  const double cache = analysis.device_spec.cache_bytes;
+  for (const OpGroup& group : analysis.categories) {
+    if (group.point.roof_fraction() <= analysis.thresholds.above_roof_fraction) continue;
+    AboveRoof above;
+    above.phase = group.phase;
+    above.category = group.category;
+    above.roof_fraction = group.point.roof_fraction();
+    above.working_set_bytes = working_set[static_cast<size_t>(group.phase)];
+    above.cache_bytes = cache;
+    above.cache_resident = cache > 0 && above.working_set_bytes <= cache;
+    const std::string pass = group.phase == Phase::Decode ? "a decode step" : group.phase == Phase::Prefill ? "a prefill" : "the rest of the run";
+    if (above.cache_resident) {
+      above.explanation = "cache-resident: " + pass + " touches " + format_bytes(above.working_set_bytes) + ", within the " +
+                          format_bytes(cache) + " last-level cache, so its data stays in cache and the DRAM bandwidth roof "
+                          "does not bound it";
+    } else {
+      above.explanation = "roof suspect: " + pass + " touches " + format_bytes(above.working_set_bytes) +
+                          (cache > 0 ? ", more than the " + format_bytes(cache) + " last-level cache, "
+                                     : " and the cache size is unknown, ") +
+                          "so the " + analysis.device_spec.roofs_origin() +
+                          " roofs read low (measured under load?): measure them again on a quiet machine "
+                          "(decodelab roofline --measure)";
+    }
+    analysis.above_roof.push_back(std::move(above));
+  }
+  std::vector<std::pair<std::string, std::string>> notes;  // explanation -> "decode matmul (132%), ..."
+  for (const AboveRoof& above : analysis.above_roof) {
+    const std::string name = std::string(phase_name(above.phase)) + " " + op_category_name(above.category) + " (" +
+                             format_percent(above.roof_fraction) + ")";
+    auto found = std::find_if(notes.begin(), notes.end(), [&](const auto& note) { return note.first == above.explanation; });
+    if (found == notes.end()) {
+      notes.emplace_back(above.explanation, name);
+    } else {
+      found->second += ", " + name;
+    }
+  }
+  for (const auto& [explanation, names] : notes) {
+    analysis.notes.push_back(names + " ran above " + (names.find(',') == std::string::npos ? "its roof" : "their roofs") +
+                             ": " + explanation);
+  }
+}
+
 }  // namespace
+
+bool RunAnalysis::roofs_suspect() const {
+  return std::any_of(above_roof.begin(), above_roof.end(), [](const AboveRoof& above) { return !above.cache_resident; });
+}
 
 RunAnalysis analyze(const Trace& trace, const DeviceSpec* device, const AnalysisOptions& options) {
   RunAnalysis analysis;
@@ -173,16 +223,16 @@ RunAnalysis analyze(const Trace& trace, const DeviceSpec* device, const Analysis
     if (range.parent >= 0 && trace.ranges()[static_cast<size_t>(range.parent)].kind == RangeKind::Group) {
       step.group = trace.ranges()[static_cast<size_t>(range.parent)].index;
     }
-    step.timeline.wall_seconds = (range.end_ns - range.begin_ns) * kNs;
-    phase_timelines[static_cast<size_t>(Phase::Decode)].wall_seconds += step.timeline.wall_seconds;
+    step.timeline.span_seconds = (range.end_ns - range.begin_ns) * kNs;
+    phase_timelines[static_cast<size_t>(Phase::Decode)].span_seconds += step.timeline.span_seconds;
   }
   for (size_t p = 0; p < placer.prefills.size(); ++p) {
     const TraceRange& range = placer.prefills.at(p);
-    phase_timelines[static_cast<size_t>(Phase::Prefill)].wall_seconds += (range.end_ns - range.begin_ns) * kNs;
+    phase_timelines[static_cast<size_t>(Phase::Prefill)].span_seconds += (range.end_ns - range.begin_ns) * kNs;
   }
   for (size_t r = 0; r < placer.runs.size(); ++r) {
     const TraceRange& range = placer.runs.at(r);
-    run_timelines[r].wall_seconds = (range.end_ns - range.begin_ns) * kNs;
+    run_timelines[r].span_seconds = (range.end_ns - range.begin_ns) * kNs;
   }
   auto for_each_timeline = [&](const Placement& where, auto&& update) {
     update(analysis.timeline);
@@ -225,9 +275,9 @@ RunAnalysis analyze(const Trace& trace, const DeviceSpec* device, const Analysis
     if (call.kind != HostCallKind::Synchronize && call.kind != HostCallKind::DeviceToHost) continue;
     for_each_timeline(placer.place(call.begin_ns), [](TimelineStats& timeline) { ++timeline.syncs; });
   }
-  analysis.timeline.wall_seconds = 0;
-  for (const TimelineStats& run : run_timelines) analysis.timeline.wall_seconds += run.wall_seconds;
-  if (run_timelines.empty()) analysis.timeline.wall_seconds = (trace.last_ns() - trace.first_ns()) * kNs;
+  analysis.timeline.span_seconds = 0;
+  for (const TimelineStats& run : run_timelines) analysis.timeline.span_seconds += run.span_seconds;
+  if (run_timelines.empty()) analysis.timeline.span_seconds = (trace.last_ns() - trace.first_ns()) * kNs;
   for (StepStats& step : analysis.steps) {
     step.overhead_bound = step.timeline.idle_fraction() >= thresholds.idle_overhead_fraction;
   }
@@ -272,6 +322,7 @@ RunAnalysis analyze(const Trace& trace, const DeviceSpec* device, const Analysis
   const double busy_total = analysis.timeline.busy_seconds;
   auto finish = [&](OpGroup& group) {
     group.limiter = classify_limiter(group.point, analysis.gpu, thresholds);
+    group.near = near_limiter(group.point, analysis.gpu, thresholds);
     group.share_of_device_time = busy_total > 0 ? group.point.seconds / busy_total : 0.0;
   };
   for (auto& [key, entry] : categories) {
@@ -283,13 +334,13 @@ RunAnalysis analyze(const Trace& trace, const DeviceSpec* device, const Analysis
     finish(group);
     analysis.top_ops.push_back(group);
   }
-  for (const OpGroup& group : analysis.categories) {
-    if (group.share_of_device_time < 0.05 || group.point.roof_fraction() <= thresholds.above_roof_fraction) continue;
-    analysis.notes.push_back(std::string(phase_name(group.phase)) + " " + op_category_name(group.category) + " runs at " +
-                             format_percent(group.point.roof_fraction()) +
-                             " of its roof: its data stays in cache between steps (a small model), or the " +
-                             analysis.device_spec.roofs_origin() +
-                             " roofs are low (re-measure on a quiet machine: decodelab roofline --measure)");
+  {
+    // A pass's declared bytes: one decode step, one prefill, or all of the rest.
+    std::array<double, 3> working_set{};
+    const double passes[3] = {static_cast<double>(std::max<size_t>(1, placer.prefills.size())),
+                              static_cast<double>(std::max<size_t>(1, placer.steps.size())), 1.0};
+    for (size_t p = 0; p < 3; ++p) working_set[p] = phase_work[p].point.bytes / passes[p];
+    explain_points_above_roof(analysis, working_set);
   }
   if (analysis.ops_without_timing > 0) {
     analysis.notes.push_back(std::to_string(analysis.ops_without_timing) +
@@ -319,6 +370,7 @@ RunAnalysis analyze(const Trace& trace, const DeviceSpec* device, const Analysis
     stats.limiter = stats.timeline.idle_fraction() >= thresholds.idle_overhead_fraction
                         ? Limiter::Overhead
                         : classify_limiter(work, analysis.gpu, thresholds);
+    stats.near = near_limiter(work, analysis.gpu, thresholds, stats.timeline.idle_fraction());
     const auto& by_precision = phase_work[slot].compute_seconds;
     const auto dominant = static_cast<Precision>(std::max_element(by_precision.begin(), by_precision.end()) - by_precision.begin());
     stats.summary = phase_sentence(stats, precision_name(dominant), analysis);
@@ -341,7 +393,7 @@ RunAnalysis analyze(const Trace& trace, const DeviceSpec* device, const Analysis
     RunTimeline run;
     run.index = placer.runs.at(r).index;
     run.timeline = run_timelines[r];
-    run.summary = "run " + std::to_string(r) + ": " + format_seconds(run.timeline.wall_seconds) + " wall, device busy " +
+    run.summary = "run " + std::to_string(r) + ": " + format_seconds(run.timeline.span_seconds) + " host time, device busy " +
                   format_percent(run.timeline.busy_fraction()) + ", " + std::to_string(run.timeline.gaps) + " gaps, " +
                   std::to_string(run.timeline.syncs) + " syncs, " + std::to_string(run.timeline.ops) + " ops";
     analysis.runs.push_back(run);

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,10 @@ constexpr size_t kOpCategoryCount = static_cast<size_t>(OpCategory::Other) + 1;
 
 // Device and host activity over a span of time (a run, a phase, a step).
 struct TimelineStats {
-  double wall_seconds = 0;    // host time of the span's ranges
+  // The span's length on the clock its ranges were taken on: for a decodelab trace the
+  // host clock inside the ranges (enqueue, host overhead, syncs: "host time" in reports,
+  // host_seconds in JSON); for an Nsight Systems export the device timeline or NVTX ranges.
+  double span_seconds = 0;
   double busy_seconds = 0;    // device executing the span's ops (union of their intervals)
   double idle_seconds = 0;    // device waiting before the span's ops
   int64_t gaps = 0;           // idle intervals at least LimiterThresholds::gap_seconds long
@@ -51,7 +55,19 @@ struct OpGroup {
   std::string precision;   // compute roof(s) the ops were held to: "fp16", "fp32", "fp32+fp16"
   RooflinePoint point;     // work, time, roof times, count
   Limiter limiter = Limiter::Latency;
+  std::optional<Limiter> near;  // the limiter across a threshold the reading sits close to
   double share_of_device_time = 0;  // of the run's busy device time
+};
+
+// A group of ops that ran above its roof, and why (never drawn above it unexplained).
+struct AboveRoof {
+  Phase phase = Phase::Other;
+  OpCategory category = OpCategory::Other;
+  double roof_fraction = 0;
+  double working_set_bytes = 0;  // the phase's declared bytes per pass (decode: per step)
+  double cache_bytes = 0;        // the device's last-level cache; 0 = unknown
+  bool cache_resident = false;   // working set within the cache: the DRAM roof does not bound it
+  std::string explanation;
 };
 
 struct StepStats {
@@ -69,6 +85,7 @@ struct PhaseStats {
   RooflinePoint point;     // its ops with device times and declared work
   double opaque_fraction = 0;  // share of its op time in ops with no declared work (graph replays)
   Limiter limiter = Limiter::Latency;
+  std::optional<Limiter> near;
   int64_t steps = 0;       // decode steps or prefills in the phase
   std::string summary;     // "decode is memory-bound at 81% of the bandwidth roof"
 };
@@ -85,7 +102,8 @@ struct AnalysisOptions {
 };
 
 struct RunAnalysis {
-  static constexpr int kSchemaVersion = 1;
+  // 2: a timeline's "wall_seconds" (host time) renamed "host_seconds"; near limiters; above_roof.
+  static constexpr int kSchemaVersion = 2;
 
   // What ran where (from the trace's metadata) and the roofs it was held to.
   std::string backend;
@@ -104,10 +122,14 @@ struct RunAnalysis {
   std::vector<OpGroup> top_ops;       // name × label × phase × precision, by device time
   std::vector<StepStats> steps;       // decode steps, in order
   int64_t ops_without_timing = 0;     // ops whose device time never arrived
+  std::vector<AboveRoof> above_roof;  // groups above their roof, each explained
   std::string summary;                // one sentence per phase and the device's idle share
   std::vector<std::string> notes;     // caveats about the reading itself (roofs too low, untimed ops)
 
   const PhaseStats* phase(Phase which) const;
+  // A group ran above its roof with a working set larger than the cache (or an unknown
+  // cache): the measured roofs are suspect and worth measuring again.
+  bool roofs_suspect() const;
 };
 
 // Uses the trace's own device spec when `device` is null.

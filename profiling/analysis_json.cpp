@@ -23,7 +23,7 @@ nlohmann::json point_json(const RooflinePoint& point) {
 }
 
 nlohmann::json timeline_json(const TimelineStats& timeline) {
-  return {{"wall_seconds", timeline.wall_seconds},
+  return {{"host_seconds", timeline.span_seconds},
           {"device_seconds", timeline.device_seconds()},
           {"busy_seconds", timeline.busy_seconds},
           {"idle_seconds", timeline.idle_seconds},
@@ -39,6 +39,7 @@ nlohmann::json group_json(const OpGroup& group) {
                          {"category", op_category_name(group.category)},
                          {"precision", group.precision},
                          {"limiter", limiter_name(group.limiter)},
+                         {"near_limiter", group.near ? nlohmann::json(limiter_name(*group.near)) : nlohmann::json(nullptr)},
                          {"share_of_device_time", group.share_of_device_time}};
   if (!group.name.empty()) json["name"] = group.name;
   if (!group.name.empty()) json["label"] = group.label;
@@ -56,7 +57,8 @@ nlohmann::json thresholds_json(const LimiterThresholds& thresholds) {
           {"above_roof_fraction", thresholds.above_roof_fraction},
           {"gap_seconds_gpu", thresholds.gap_seconds_gpu},
           {"gap_seconds_cpu", thresholds.gap_seconds_cpu},
-          {"bandwidth_view_below_intensity", thresholds.bandwidth_view_below_intensity}};
+          {"bandwidth_view_below_intensity", thresholds.bandwidth_view_below_intensity},
+          {"near_margin", thresholds.near_margin}};
 }
 
 }  // namespace
@@ -80,6 +82,16 @@ nlohmann::json to_json(const RunAnalysis& analysis) {
   json["device_spec"] = to_json(analysis.device_spec);
   json["roofs"] = to_json(analysis.roofs);
   json["roofs_origin"] = analysis.device_spec.roofs_origin();
+  json["above_roof"] = nlohmann::json::array();
+  for (const AboveRoof& above : analysis.above_roof) {
+    json["above_roof"].push_back({{"phase", phase_name(above.phase)},
+                                  {"category", op_category_name(above.category)},
+                                  {"roof_fraction", above.roof_fraction},
+                                  {"working_set_bytes", above.working_set_bytes},
+                                  {"cache_bytes", above.cache_bytes},
+                                  {"cache_resident", above.cache_resident},
+                                  {"explanation", above.explanation}});
+  }
   json["thresholds"] = thresholds_json(analysis.thresholds);
   json["summary"] = analysis.summary;
   json["notes"] = analysis.notes;
@@ -95,6 +107,7 @@ nlohmann::json to_json(const RunAnalysis& analysis) {
     nlohmann::json entry = {{"phase", phase_name(phase.phase)},
                             {"steps", phase.steps},
                             {"limiter", limiter_name(phase.limiter)},
+                            {"near_limiter", phase.near ? nlohmann::json(limiter_name(*phase.near)) : nlohmann::json(nullptr)},
                             {"opaque_fraction", phase.opaque_fraction},
                             {"summary", phase.summary},
                             {"timeline", timeline_json(phase.timeline)}};

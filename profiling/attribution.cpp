@@ -8,6 +8,8 @@
 #include <sstream>
 
 #include "profiling/report.h"
+#include "profiling/statistics.h"
+#include "profiling/units.h"
 
 namespace decodelab {
 
@@ -26,30 +28,57 @@ struct GroupPair {
   RooflinePoint buggy;
 };
 
-std::map<GroupKey, GroupPair> pair_groups(const RunAnalysis& fixed, const RunAnalysis& buggy) {
+bool in_scope(Phase phase, AttributionScope scope) { return scope == AttributionScope::EndToEnd || phase == Phase::Decode; }
+
+std::map<GroupKey, GroupPair> pair_groups(const RunAnalysis& fixed, const RunAnalysis& buggy, AttributionScope scope) {
   std::map<GroupKey, GroupPair> groups;
-  for (const OpGroup& group : fixed.categories) groups[{group.phase, group.category}].fixed.add(group.point);
-  for (const OpGroup& group : buggy.categories) groups[{group.phase, group.category}].buggy.add(group.point);
+  for (const OpGroup& group : fixed.categories)
+    if (in_scope(group.phase, scope)) groups[{group.phase, group.category}].fixed.add(group.point);
+  for (const OpGroup& group : buggy.categories)
+    if (in_scope(group.phase, scope)) groups[{group.phase, group.category}].buggy.add(group.point);
   return groups;
 }
 
-std::string format(const char* pattern, double a, double b = 0, double c = 0) {
-  char text[256];
-  std::snprintf(text, sizeof text, pattern, a, b, c);
-  return text;
+// The scope's device timeline: the decode phase, or the whole trace.
+const TimelineStats& scope_timeline(const RunAnalysis& analysis, AttributionScope scope) {
+  static const TimelineStats none;
+  if (scope == AttributionScope::EndToEnd) return analysis.timeline;
+  const PhaseStats* decode = analysis.phase(Phase::Decode);
+  return decode ? decode->timeline : none;
 }
 
-// "copy +1.80 GB, matmul +0.10 GB" — the largest contributions first.
-std::string contributions(std::vector<std::pair<std::string, double>> items, double scale, const char* unit) {
+// "copy +1.80 GB, matmul +100 MB" — the largest contributions first, each formatted by
+// `format` (a unit people use), at most three; "" when every one is zero.
+std::string contributions(std::vector<std::pair<std::string, double>> items,
+                          std::string (*format)(double)) {
   std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return std::abs(a.second) > std::abs(b.second); });
   std::string text;
   int shown = 0;
   for (const auto& [name, value] : items) {
     if (value == 0 || shown == 3) continue;
-    text += (shown++ ? ", " : "") + name + format(" %+.3g ", value * scale) + unit;
+    text += (shown++ ? ", " : "") + name + " " + with_sign(value, format(value));
   }
   return text;
 }
+
+std::string in_parentheses(const std::string& text) { return text.empty() ? "" : " (" + text + ")"; }
+std::string per_token_time(double ms) { return ms == 0 ? "0 µs/token" : with_sign(ms, format_seconds(ms / 1e3)) + "/token"; }
+std::string per_token_time_unsigned(double ms) { return ms == 0 ? "0 µs/token" : format_seconds(ms / 1e3) + "/token"; }
+
+// What a negative part means, per cause.
+std::string negative_note(const std::string& cause) {
+  if (cause == "extra work") return "negative: the buggy run did fewer FLOPs here than the fixed run";
+  if (cause == "extra bytes") return "negative: the buggy run moved fewer bytes here than the fixed run";
+  if (cause == "idle device") return "negative: the device sat idle less in the buggy run";
+  if (cause == "lost efficiency") {
+    return "negative: the buggy run's ops ran closer to their roofs than the fixed run's (bigger or fewer ops amortise "
+           "fixed costs better), which hides part of what the other causes cost";
+  }
+  return "negative: the parts add up to more than the measured difference (repeat-to-repeat noise, or host time "
+         "outside the device timeline)";
+}
+
+std::string headline_of(const Attribution& attribution);
 
 }  // namespace
 
@@ -58,27 +87,27 @@ double Attribution::residual_fraction() const {
 }
 
 Attribution attribute_slowdown(const RunAnalysis& fixed, const RunAnalysis& buggy, double measured_delta_ms,
-                               int64_t tokens) {
+                               int64_t tokens, AttributionScope scope) {
   const double per_token = tokens > 0 ? 1.0 / static_cast<double>(tokens) : 0.0;
   double work_s = 0, bytes_s = 0, efficiency_s = 0;
   double extra_flops = 0, extra_bytes = 0;
   std::vector<std::pair<std::string, double>> flops_by_group, bytes_by_group, efficiency_by_group;
 
-  for (const auto& [key, pair] : pair_groups(fixed, buggy)) {
+  for (const auto& [key, pair] : pair_groups(fixed, buggy, scope)) {
     const std::string name = std::string(phase_name(key.phase)) + " " + op_category_name(key.category);
-    // Efficiency = roof time / time. The extra roof time is costed at the buggy run's own
-    // efficiency (what the extra work really cost); the fixed run's share of the work, redone
-    // at that efficiency instead of its own, is the lost (or gained) efficiency.
-    auto efficiency_of = [](const RooflinePoint& point) {
-      return point.seconds > 0 && point.roof_seconds > 0 ? point.roof_seconds / point.seconds : 0.0;
+    // Cost per unit of roof time, c = t / R; a side without the group borrows the other's.
+    auto cost_of = [](const RooflinePoint& point) {
+      return point.seconds > 0 && point.roof_seconds > 0 ? point.seconds / point.roof_seconds : 0.0;
     };
-    double buggy_efficiency = efficiency_of(pair.buggy);
-    if (buggy_efficiency == 0) buggy_efficiency = efficiency_of(pair.fixed);
+    double fixed_cost = cost_of(pair.fixed), buggy_cost = cost_of(pair.buggy);
+    if (fixed_cost == 0) fixed_cost = buggy_cost;
+    if (buggy_cost == 0) buggy_cost = fixed_cost;
     double more_roof_time = 0, worse_efficiency = pair.buggy.seconds - pair.fixed.seconds;
-    if (buggy_efficiency > 0) {
-      more_roof_time = (pair.buggy.roof_seconds - pair.fixed.roof_seconds) / buggy_efficiency;
-      worse_efficiency = (pair.buggy.seconds - pair.buggy.roof_seconds / buggy_efficiency) +
-                         (pair.fixed.roof_seconds / buggy_efficiency - pair.fixed.seconds);
+    if (fixed_cost > 0) {  // the midpoint split of t = R · c (see the header)
+      more_roof_time = (pair.buggy.roof_seconds - pair.fixed.roof_seconds) * (fixed_cost + buggy_cost) / 2;
+      worse_efficiency = (buggy_cost - fixed_cost) * (pair.fixed.roof_seconds + pair.buggy.roof_seconds) / 2;
+      // Where a side lacks the group its time is not R · c: keep the split exact.
+      worse_efficiency += (pair.buggy.seconds - pair.fixed.seconds) - (more_roof_time + worse_efficiency);
     }
     // Which side of the roof the (buggy) group sits on decides work or bytes.
     const bool compute_side = !pair.buggy.memory_side() || (pair.buggy.count == 0 && !pair.fixed.memory_side());
@@ -93,70 +122,131 @@ Attribution attribute_slowdown(const RunAnalysis& fixed, const RunAnalysis& bugg
     extra_bytes += pair.buggy.bytes - pair.fixed.bytes;
     efficiency_s += worse_efficiency;
     if (pair.fixed.seconds > 0 && pair.buggy.seconds > 0)
-      efficiency_by_group.emplace_back(name + format(" at %.0f%% of roof (fixed %.0f%%)",
-                                                     100 * pair.buggy.roof_fraction(), 100 * pair.fixed.roof_fraction()),
-                                       worse_efficiency);
+      efficiency_by_group.emplace_back(name + " at " + format_percent(pair.buggy.roof_fraction()) + " of roof (fixed " +
+                                           format_percent(pair.fixed.roof_fraction()) + ")",
+                                       worse_efficiency * 1e3 * per_token);
   }
-  const double idle_s = buggy.timeline.idle_seconds - fixed.timeline.idle_seconds;
+  const TimelineStats& fixed_time = scope_timeline(fixed, scope);
+  const TimelineStats& buggy_time = scope_timeline(buggy, scope);
+  const double idle_s = buggy_time.idle_seconds - fixed_time.idle_seconds;
 
   Attribution attribution;
+  attribution.scope = scope;
+  attribution.tokens = tokens;
   attribution.measured_delta_ms = measured_delta_ms;
   attribution.delta_ms_per_token = measured_delta_ms * per_token;
   const PhaseStats* fixed_decode = fixed.phase(Phase::Decode);
   const double fixed_flops_rate = fixed_decode ? fixed_decode->point.achieved_flops() : 0;
   const double fixed_bandwidth = fixed_decode ? fixed_decode->point.achieved_bandwidth() : 0;
+  auto flops_text = [](double value) { return format_flops(value); };
+  auto bytes_text = [](double value) { return format_bytes(value); };
 
   auto add_part = [&](const char* cause, double seconds, std::string explanation) {
-    attribution.parts.push_back({cause, seconds * 1e3, seconds * 1e3 * per_token, std::move(explanation)});
+    AttributionPart part{cause, seconds * 1e3, seconds * 1e3 * per_token, std::move(explanation), ""};
+    if (part.ms < 0) part.sign_note = negative_note(cause);
+    attribution.parts.push_back(std::move(part));
   };
+  std::vector<std::pair<std::string, double>> flops_per_token = flops_by_group, bytes_per_token = bytes_by_group;
+  for (auto& item : flops_per_token) item.second *= per_token;
+  for (auto& item : bytes_per_token) item.second *= per_token;
   add_part("extra work", work_s,
-           format("%+.3f GFLOP/token", extra_flops * per_token / 1e9) +
-               (flops_by_group.empty() ? "" : " (" + contributions(flops_by_group, per_token / 1e9, "GFLOP") + ")") +
-               format(", done at the fixed run's efficiency (its decode ran at %.1f GFLOP/s)", fixed_flops_rate / 1e9));
+           with_sign(extra_flops, format_flops(extra_flops * per_token)) + "/token" +
+               in_parentheses(contributions(flops_per_token, +flops_text)) + ", at the runs' average cost per FLOP" +
+               (fixed_flops_rate > 0 ? " (the fixed decode ran at " + format_flop_rate(fixed_flops_rate) + ")" : ""));
   add_part("extra bytes", bytes_s,
-           format("%+.3f GB/token of DRAM traffic", extra_bytes * per_token / 1e9) +
-               (bytes_by_group.empty() ? "" : " (" + contributions(bytes_by_group, per_token / 1e9, "GB") + ")") +
-               format(", at the buggy run's efficiency for those ops (the fixed decode streamed %.1f GB/s)",
-                      fixed_bandwidth / 1e9));
+           with_sign(extra_bytes, format_bytes(extra_bytes * per_token)) + "/token of DRAM traffic" +
+               in_parentheses(contributions(bytes_per_token, +bytes_text)) + ", at the runs' average cost per byte" +
+               (fixed_bandwidth > 0 ? " (the fixed decode streamed " + format_bandwidth(fixed_bandwidth) + ")" : ""));
   add_part("idle device", idle_s,
-           format("device idle %.2f ms/token vs %.2f ms/token", buggy.timeline.idle_seconds * 1e3 * per_token,
-                  fixed.timeline.idle_seconds * 1e3 * per_token) +
-               format("; syncs and device-to-host reads: %.2f/token vs %.2f/token",
-                      static_cast<double>(buggy.timeline.syncs) * per_token,
-                      static_cast<double>(fixed.timeline.syncs) * per_token) +
-               format("; gaps: %.0f vs %.0f", static_cast<double>(buggy.timeline.gaps),
-                      static_cast<double>(fixed.timeline.gaps)));
+           "device idle " + per_token_time_unsigned(buggy_time.idle_seconds * 1e3 * per_token) + " vs " +
+               per_token_time_unsigned(fixed_time.idle_seconds * 1e3 * per_token) +
+               "; syncs and device-to-host reads: " + format_number(static_cast<double>(buggy_time.syncs) * per_token, 2) +
+               " vs " + format_number(static_cast<double>(fixed_time.syncs) * per_token, 2) + " per token; gaps: " +
+               std::to_string(buggy_time.gaps) + " vs " + std::to_string(fixed_time.gaps));
   add_part("lost efficiency", efficiency_s,
            efficiency_by_group.empty()
                ? std::string("no kind of op ran further from its roof")
                : "the same kinds of op further from their roofs: " +
-                     contributions(efficiency_by_group, 1e3 * per_token, "ms/token"));
+                     contributions(efficiency_by_group, +[](double ms) { return per_token_time_unsigned(ms); }));
 
   double sum = 0;
   for (const AttributionPart& part : attribution.parts) sum += part.ms;
   attribution.residual_ms = measured_delta_ms - sum;
   attribution.residual_ms_per_token = attribution.residual_ms * per_token;
-
-  const auto top = std::max_element(attribution.parts.begin(), attribution.parts.end(),
-                                    [](const auto& a, const auto& b) { return a.ms < b.ms; });
-  if (top != attribution.parts.end() && measured_delta_ms > 0) {
-    attribution.headline = format("%+.3f ms/token, %.0f%% from ", attribution.delta_ms_per_token,
-                                  100 * top->ms / measured_delta_ms) +
-                           top->cause + ": " + top->explanation;
-  } else {
-    attribution.headline = format("%+.3f ms/token: the buggy run is not slower", attribution.delta_ms_per_token);
-  }
+  attribution.headline = headline_of(attribution);
   return attribution;
+}
+
+namespace {
+
+// "+5.78 ms/token, 82% from extra bytes: ..." naming the top cause of the parts; when the
+// top cause is more than the whole difference (other parts offset it), it says so instead
+// of quoting a share above 100%.
+std::string headline_of(const Attribution& attribution) {
+  const auto by_time = [](const auto& a, const auto& b) { return a.ms_per_token < b.ms_per_token; };
+  const auto top = std::max_element(attribution.parts.begin(), attribution.parts.end(), by_time);
+  if (top == attribution.parts.end() || attribution.delta_ms_per_token <= 0) {
+    return per_token_time(attribution.delta_ms_per_token) + ": the buggy run is not slower";
+  }
+  const double share = top->ms_per_token / attribution.delta_ms_per_token;
+  if (share <= 1.0) {
+    return per_token_time(attribution.delta_ms_per_token) + ", " + format_percent(share) + " from " + top->cause + ": " +
+           top->explanation;
+  }
+  const auto bottom = std::min_element(attribution.parts.begin(), attribution.parts.end(), by_time);
+  return per_token_time(attribution.delta_ms_per_token) + ": " + top->cause + " " + per_token_time(top->ms_per_token) +
+         " (" + top->explanation + "), offset by " + bottom->cause + " " + per_token_time(bottom->ms_per_token);
+}
+
+}  // namespace
+
+Attribution median_attribution(const std::vector<Attribution>& pairs, double delta_ms_per_token) {
+  Attribution result;
+  result.pairs = static_cast<int>(pairs.size());
+  result.delta_ms_per_token = delta_ms_per_token;
+  if (pairs.empty()) return result;
+  result.scope = pairs.front().scope;
+  result.tokens = pairs.front().tokens;
+  // Per-token figures are what compare across pairs; per-repeat ms follow from the tokens.
+  const double ms_per_token_to_ms = static_cast<double>(result.tokens);
+  result.measured_delta_ms = delta_ms_per_token * ms_per_token_to_ms;
+  double sum = 0;
+  for (size_t cause = 0; cause < pairs.front().parts.size(); ++cause) {
+    std::vector<double> values;
+    for (const Attribution& pair : pairs) values.push_back(pair.parts[cause].ms_per_token);
+    const double median = median_of(values);
+    // The explanation of the pair whose part is closest to the median.
+    size_t closest = 0;
+    for (size_t i = 1; i < pairs.size(); ++i) {
+      if (std::abs(values[i] - median) < std::abs(values[closest] - median)) closest = i;
+    }
+    AttributionPart part = pairs[closest].parts[cause];
+    part.ms_per_token = median;
+    part.ms = median * ms_per_token_to_ms;
+    part.sign_note = median < 0 ? negative_note(part.cause) : "";
+    sum += median;
+    result.parts.push_back(std::move(part));
+  }
+  result.residual_ms_per_token = delta_ms_per_token - sum;
+  result.residual_ms = result.residual_ms_per_token * ms_per_token_to_ms;
+  result.headline = headline_of(result);
+  return result;
 }
 
 nlohmann::json to_json(const Attribution& attribution) {
   nlohmann::json parts = nlohmann::json::array();
-  for (const AttributionPart& part : attribution.parts)
-    parts.push_back({{"cause", part.cause},
-                     {"ms", part.ms},
-                     {"ms_per_token", part.ms_per_token},
-                     {"explanation", part.explanation}});
-  return {{"delta_ms", attribution.measured_delta_ms},
+  for (const AttributionPart& part : attribution.parts) {
+    nlohmann::json entry = {{"cause", part.cause},
+                            {"ms", part.ms},
+                            {"ms_per_token", part.ms_per_token},
+                            {"explanation", part.explanation}};
+    if (!part.sign_note.empty()) entry["sign_note"] = part.sign_note;
+    parts.push_back(entry);
+  }
+  return {{"scope", attribution.scope == AttributionScope::Decode ? "decode" : "end_to_end"},
+          {"pairs", attribution.pairs},
+          {"tokens", attribution.tokens},
+          {"delta_ms", attribution.measured_delta_ms},
           {"delta_ms_per_token", attribution.delta_ms_per_token},
           {"parts", parts},
           {"residual_ms", attribution.residual_ms},
@@ -167,17 +257,23 @@ nlohmann::json to_json(const Attribution& attribution) {
 
 std::string format_attribution(const Attribution& attribution) {
   std::ostringstream out;
-  out << "why slower: " << attribution.headline << "\n\n"
-      << "| cause | ms/token | share | explanation |\n| --- | ---: | ---: | --- |\n";
+  const std::string scope = attribution.scope == AttributionScope::Decode ? "decode time" : "end-to-end time";
+  out << "why slower (" << scope << ", medians over " << attribution.pairs << " pairs of repeats): "
+      << (attribution.headline.empty() ? headline_of(attribution) : attribution.headline) << "\n\n"
+      << "| cause | per token | share | explanation |\n| --- | ---: | ---: | --- |\n";
+  auto share = [&](double ms_per_token) {
+    return attribution.delta_ms_per_token != 0 ? format_percent(ms_per_token / attribution.delta_ms_per_token) : "-";
+  };
   for (const AttributionPart& part : attribution.parts) {
-    const double share = attribution.measured_delta_ms != 0 ? part.ms / attribution.measured_delta_ms : 0;
-    out << "| " << part.cause << " | " << format("%+.3f", part.ms_per_token) << " | "
-        << format("%.0f%%", 100 * share) << " | " << part.explanation << " |\n";
+    out << "| " << part.cause << " | " << per_token_time(part.ms_per_token) << " | " << share(part.ms_per_token) << " | "
+        << part.explanation << (part.sign_note.empty() ? "" : ". " + part.sign_note) << " |\n";
   }
-  out << "| residual | " << format("%+.3f", attribution.residual_ms_per_token) << " | "
-      << format("%.0f%%", 100 * (attribution.measured_delta_ms != 0 ? attribution.residual_ms / attribution.measured_delta_ms : 0))
-      << " | measured difference minus the parts" << (attribution.residual_fraction() > 0.10 ? " (over 10%: noisy)" : "")
+  out << "| residual | " << per_token_time(attribution.residual_ms_per_token) << " | "
+      << share(attribution.residual_ms_per_token) << " | the medians' difference minus the parts"
+      << (attribution.residual_fraction() > 0.10 ? " (over 10%: the parts explain the difference only roughly)" : "")
       << " |\n";
+  out << "| total | " << per_token_time(attribution.delta_ms_per_token)
+      << " | 100% | the difference of the medians the slowdown compares |\n";
   return out.str();
 }
 
@@ -189,20 +285,24 @@ std::string attribution_html(const Attribution& attribution) {
   std::vector<std::pair<std::string, double>> bars;
   for (const AttributionPart& part : attribution.parts) bars.emplace_back(part.cause, part.ms_per_token);
   bars.emplace_back("residual", attribution.residual_ms_per_token);
+  const std::string headline = attribution.headline.empty() ? headline_of(attribution) : attribution.headline;
   double largest = 0;
   for (const auto& bar : bars) largest = std::max(largest, std::abs(bar.second));
   std::ostringstream html;
-  html << "<div class=\"attribution\"><p><b>Why slower:</b> " << xml_escape(attribution.headline) << "</p>";
+  html << "<div class=\"attribution\"><p><b>Why slower:</b> " << xml_escape(headline) << "</p>";
   html << "<table style=\"border-collapse:collapse\">";
   for (size_t i = 0; i < bars.size(); ++i) {
     const double width = largest > 0 ? 100.0 * std::abs(bars[i].second) / largest : 0;
     const char* colour = bars[i].second >= 0 ? "#b3154f" : "#2b6a24";
     html << "<tr><td style=\"padding:2px 8px\">" << xml_escape(bars[i].first) << "</td>"
          << "<td style=\"padding:2px 8px;width:320px\"><div style=\"background:" << colour
-         << ";height:12px;width:" << format("%.1f", width) << "%\"></div></td>"
-         << "<td style=\"padding:2px 8px;text-align:right\">" << format("%+.3f ms/token", bars[i].second) << "</td>"
+         << ";height:12px;width:" << format_number(width, 3) << "%\"></div></td>"
+         << "<td style=\"padding:2px 8px;text-align:right\">" << xml_escape(per_token_time(bars[i].second)) << "</td>"
          << "<td style=\"padding:2px 8px;font-size:12px\">"
-         << (i < attribution.parts.size() ? xml_escape(attribution.parts[i].explanation) : std::string("measured minus the parts"))
+         << (i < attribution.parts.size()
+                 ? xml_escape(attribution.parts[i].explanation +
+                              (attribution.parts[i].sign_note.empty() ? "" : ". " + attribution.parts[i].sign_note))
+                 : std::string("the medians' difference minus the parts"))
          << "</td></tr>";
   }
   html << "</table></div>";

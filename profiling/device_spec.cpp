@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -53,6 +54,25 @@ double Roofs::ridge_point(Precision precision) const {
   return bandwidth > 0 ? flops(precision) / bandwidth : 0.0;
 }
 
+std::string Roofs::age_and_spread(int64_t now_seconds) const {
+  if (measured_at <= 0) return "";
+  const double age = static_cast<double>(std::max<int64_t>(0, now_seconds - measured_at));
+  char text[96];
+  if (age < 120) {
+    std::snprintf(text, sizeof text, "taken just now");
+  } else if (age < 2 * 3600) {
+    std::snprintf(text, sizeof text, "taken %.0f min ago", age / 60);
+  } else if (age < 2 * 86400) {
+    std::snprintf(text, sizeof text, "taken %.0f h ago", age / 3600);
+  } else {
+    std::snprintf(text, sizeof text, "taken %.0f days ago", age / 86400);
+  }
+  std::string result = text;
+  if (noisy) result += " on a noisy or contended machine";
+  std::snprintf(text, sizeof text, ", spread %.0f%%", spread * 100);
+  return result + text;
+}
+
 Roofs DeviceSpec::effective_roofs() const {
   if (!datasheet && !measured) throw std::logic_error("device spec '" + name + "' has no roofs");
   if (!measured) return *datasheet;
@@ -69,7 +89,17 @@ Roofs DeviceSpec::effective_roofs() const {
   take(merged.fp16_flops, real.fp16_flops > 0 ? real.fp16_flops : real.bf16_flops);
   take(merged.bf16_flops, real.bf16_flops > 0 ? real.bf16_flops : real.fp16_flops);
   merged.source = "measured where measured (" + real.source + "), datasheet otherwise (" + datasheet->source + ")";
+  merged.measured_at = real.measured_at;
+  merged.spread = real.spread;
+  merged.noisy = real.noisy;
+  merged.probe_bandwidth = real.probe_bandwidth;
   return merged;
+}
+
+std::string DeviceSpec::roofs_provenance(int64_t now_seconds) const {
+  const std::string origin = roofs_origin();
+  const std::string quality = measured ? measured->age_and_spread(now_seconds) : "";
+  return quality.empty() ? origin : origin + " (" + quality + ")";
 }
 
 std::string DeviceSpec::roofs_origin() const {
@@ -168,6 +198,37 @@ class SpecReader {
     return result;
   }
 
+  // measured_at (ISO 8601 UTC), spread, noisy, probe_bandwidth_gb_s: all optional.
+  void quality(const YAML::Node& map, Roofs& roofs) const {
+    if (const YAML::Node at = map["measured_at"]; at.IsDefined()) {
+      std::tm parts{};
+      const std::string text = at.IsScalar() ? at.as<std::string>() : "";
+      if (!strptime(text.c_str(), "%Y-%m-%dT%H:%M:%SZ", &parts)) {
+        fail(at, "measured.measured_at", "expected a UTC time such as 2026-12-01T12:00:00Z, got '" + text + "'");
+      }
+      roofs.measured_at = static_cast<int64_t>(timegm(&parts));
+    }
+    if (const YAML::Node spread = map["spread"]; spread.IsDefined()) {
+      if (!spread.IsScalar()) fail(spread, "measured.spread", "expected a fraction");
+      try {
+        roofs.spread = spread.as<double>();
+      } catch (const YAML::Exception&) {
+        fail(spread, "measured.spread", "expected a fraction, got '" + spread.as<std::string>() + "'");
+      }
+      if (!(roofs.spread >= 0)) fail(spread, "measured.spread", "expected a fraction ≥ 0");
+    }
+    if (const YAML::Node noisy = map["noisy"]; noisy.IsDefined()) {
+      try {
+        roofs.noisy = noisy.as<bool>();
+      } catch (const YAML::Exception&) {
+        fail(noisy, "measured.noisy", "expected true or false");
+      }
+    }
+    if (const YAML::Node probe = map["probe_bandwidth_gb_s"]; probe.IsDefined()) {
+      roofs.probe_bandwidth = positive(probe, "measured.probe_bandwidth_gb_s") * 1e9;
+    }
+  }
+
  private:
   std::string file_;
 };
@@ -185,11 +246,12 @@ DeviceSpec parse_device_spec(std::string_view yaml_text, const std::string& file
   if (!root.IsMap()) throw InputError(file_name, 0, "", "expected a mapping of device fields");
   reader.only_keys(root, "",
                    {"name", "description", "source", "sm_count", "match", "memory_bandwidth_tb_s",
-                    "memory_bandwidth_gb_s", "peak_tflops", "peak_gflops", "measured", "machine"});
+                    "memory_bandwidth_gb_s", "peak_tflops", "peak_gflops", "cache_mb", "measured", "machine"});
   DeviceSpec spec;
   spec.name = reader.text(root, "name", "name", true);
   spec.description = reader.text(root, "description", "description", false);
   if (root["sm_count"].IsDefined()) spec.sm_count = reader.count(root["sm_count"], "sm_count");
+  if (root["cache_mb"].IsDefined()) spec.cache_bytes = reader.positive(root["cache_mb"], "cache_mb") * 1024 * 1024;
   if (const YAML::Node match = root["match"]; match.IsDefined()) {
     if (!match.IsSequence()) reader.fail(match, "match", "expected a list of device-name substrings");
     for (const auto& item : match) {
@@ -203,8 +265,10 @@ DeviceSpec parse_device_spec(std::string_view yaml_text, const std::string& file
   if (has_datasheet) spec.datasheet = reader.roofs(root, "");
   if (const YAML::Node measured = root["measured"]; measured.IsDefined()) {
     reader.only_keys(measured, "measured",
-                     {"source", "memory_bandwidth_tb_s", "memory_bandwidth_gb_s", "peak_tflops", "peak_gflops"});
+                     {"source", "memory_bandwidth_tb_s", "memory_bandwidth_gb_s", "peak_tflops", "peak_gflops",
+                      "measured_at", "spread", "noisy", "probe_bandwidth_gb_s"});
     spec.measured = reader.roofs(measured, "measured");
+    reader.quality(measured, *spec.measured);
   }
   if (const YAML::Node machine = root["machine"]; machine.IsDefined()) {
     reader.only_keys(machine, "machine", {"hostname", "cpu_model", "threads"});
@@ -271,6 +335,20 @@ void write_roofs(std::ostringstream& out, const Roofs& roofs, const std::string&
   out << indent << (tera ? "peak_tflops: {" : "peak_gflops: {") << peaks << "}\n";
 }
 
+void write_quality(std::ostringstream& out, const Roofs& roofs, const std::string& indent) {
+  if (roofs.measured_at > 0) {
+    const std::time_t at = static_cast<std::time_t>(roofs.measured_at);
+    std::tm parts{};
+    gmtime_r(&at, &parts);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts);
+    out << indent << "measured_at: " << text << "\n";
+    out << indent << "spread: " << number(roofs.spread) << "\n";
+    out << indent << "noisy: " << (roofs.noisy ? "true" : "false") << "\n";
+  }
+  if (roofs.probe_bandwidth > 0) out << indent << "probe_bandwidth_gb_s: " << number(roofs.probe_bandwidth / 1e9) << "\n";
+}
+
 }  // namespace
 
 std::string device_spec_to_yaml(const DeviceSpec& spec) {
@@ -289,9 +367,11 @@ std::string device_spec_to_yaml(const DeviceSpec& spec) {
     out << "machine:\n  hostname: " << quoted(spec.machine->hostname) << "\n  cpu_model: "
         << quoted(spec.machine->cpu_model) << "\n  threads: " << spec.machine->threads << "\n";
   }
+  if (spec.cache_bytes > 0) out << "cache_mb: " << number(spec.cache_bytes / (1024 * 1024)) << "\n";
   if (spec.measured) {
     out << "measured:\n";
     write_roofs(out, *spec.measured, "  ");
+    write_quality(out, *spec.measured, "  ");
   }
   return out.str();
 }
@@ -363,15 +443,23 @@ std::optional<DeviceSpec> match_device_spec(std::string_view device_name) {
 // JSON
 
 nlohmann::json to_json(const Roofs& roofs) {
-  return {{"source", roofs.source},
-          {"bandwidth_bytes_per_s", roofs.bandwidth},
-          {"flops_per_s", {{"fp32", roofs.fp32_flops}, {"tf32", roofs.tf32_flops}, {"fp16", roofs.fp16_flops},
-                           {"bf16", roofs.bf16_flops}}}};
+  nlohmann::json json = {{"source", roofs.source},
+                         {"bandwidth_bytes_per_s", roofs.bandwidth},
+                         {"flops_per_s", {{"fp32", roofs.fp32_flops}, {"tf32", roofs.tf32_flops},
+                                          {"fp16", roofs.fp16_flops}, {"bf16", roofs.bf16_flops}}}};
+  if (roofs.measured_at > 0) {
+    json["measured_at"] = roofs.measured_at;
+    json["spread"] = roofs.spread;
+    json["noisy"] = roofs.noisy;
+  }
+  if (roofs.probe_bandwidth > 0) json["probe_bandwidth_bytes_per_s"] = roofs.probe_bandwidth;
+  return json;
 }
 
 nlohmann::json to_json(const DeviceSpec& spec) {
   nlohmann::json json = {{"name", spec.name}, {"description", spec.description}, {"sm_count", spec.sm_count},
                          {"match", spec.match}};
+  if (spec.cache_bytes > 0) json["cache_bytes"] = spec.cache_bytes;
   if (spec.datasheet) json["datasheet"] = to_json(*spec.datasheet);
   if (spec.measured) json["measured"] = to_json(*spec.measured);
   if (spec.machine) {
@@ -394,6 +482,10 @@ Roofs roofs_from_json(const nlohmann::json& json, const std::string& where) {
     roofs.tf32_flops = flops.at("tf32").get<double>();
     roofs.fp16_flops = flops.at("fp16").get<double>();
     roofs.bf16_flops = flops.at("bf16").get<double>();
+    roofs.measured_at = json.value("measured_at", int64_t{0});
+    roofs.spread = json.value("spread", 0.0);
+    roofs.noisy = json.value("noisy", false);
+    roofs.probe_bandwidth = json.value("probe_bandwidth_bytes_per_s", 0.0);
     return roofs;
   } catch (const nlohmann::json::exception& error) {
     throw InputError(where, 0, "", std::string("malformed roofs: ") + error.what());
@@ -409,6 +501,7 @@ DeviceSpec device_spec_from_json(const nlohmann::json& json, const std::string& 
     spec.description = json.at("description").get<std::string>();
     spec.sm_count = json.at("sm_count").get<int>();
     spec.match = json.at("match").get<std::vector<std::string>>();
+    spec.cache_bytes = json.value("cache_bytes", 0.0);
     if (json.contains("datasheet")) spec.datasheet = roofs_from_json(json["datasheet"], where + ".datasheet");
     if (json.contains("measured")) spec.measured = roofs_from_json(json["measured"], where + ".measured");
     if (json.contains("machine")) {

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
+
 namespace decodelab {
 
 // The unit an op's FLOPs run on: CUDA cores / CPU FMA units (fp32), or tensor cores.
@@ -27,10 +29,18 @@ struct Roofs {
   double fp16_flops = 0;
   double bf16_flops = 0;
   std::string source;     // where the figures come from
+  // Measured roofs only (docs/metrics.md, "Roofs"): when, how steady, in what machine state.
+  int64_t measured_at = 0;       // Unix seconds; 0 = not measured here (a datasheet, a quoted reference)
+  double spread = 0;             // the largest (max - min) / median among the measured figures
+  bool noisy = false;            // a figure's repeats disagreed, or the machine was contended
+  double probe_bandwidth = 0;    // the machine check's bandwidth probe at that time (bytes/s); 0 = none
 
   // Peak for a precision; an unknown figure falls back to its sibling (fp16 <-> bf16,
   // tf32 -> fp32), then to fp32.
   double flops(Precision precision) const;
+  // "taken 2 h ago, spread 3%" / "taken 5 min ago on a noisy or contended machine, spread 38%";
+  // "" when not measured here.
+  std::string age_and_spread(int64_t now_seconds) const;
   // FLOP/B where the bandwidth slope meets the compute roof.
   double ridge_point(Precision precision) const;
   bool has_any_flops() const { return fp32_flops > 0 || tf32_flops > 0 || fp16_flops > 0 || bf16_flops > 0; }
@@ -53,11 +63,17 @@ struct DeviceSpec {
   std::optional<Roofs> datasheet;
   std::optional<Roofs> measured;
   std::optional<MachineIdentity> machine;  // for measured roofs of a CPU
+  // The last-level cache (GPU L2, CPU L3) in bytes; 0 = unknown. A working set within it
+  // is not bounded by the DRAM bandwidth roof.
+  double cache_bytes = 0;
 
   // Measured where measured, datasheet otherwise; throws std::logic_error if neither exists.
   Roofs effective_roofs() const;
   // "measured", "datasheet" or "measured + datasheet".
   std::string roofs_origin() const;
+  // What a printed roof says about itself: its origin, then the measured set's age and
+  // spread ("measured (taken 2 h ago, spread 3%)").
+  std::string roofs_provenance(int64_t now_seconds) const;
   bool operator==(const DeviceSpec&) const = default;
 };
 

@@ -178,8 +178,8 @@ void read_verdict(NsysAnalysis& analysis) {
   }
   if (analysis.sync_calls > 0) {
     std::string share;
-    if (timeline.wall_seconds > 0) {
-      share = " (" + format_percent(analysis.sync_seconds / timeline.wall_seconds) +
+    if (timeline.span_seconds > 0) {
+      share = " (" + format_percent(analysis.sync_seconds / timeline.span_seconds) +
               (analysis.nvtx_pattern.empty() ? " of the trace's span)" : " of the ranges' host time)");
     }
     analysis.findings.push_back(std::to_string(analysis.sync_calls) + " host syncs hold the host " +
@@ -293,13 +293,13 @@ void sweep_devices(const NsysTables& tables, const std::vector<bool>& included, 
       if (idle >= gap_line_ns) ++lane.timeline.gaps;
       lane.timeline.largest_gap_seconds = std::max(lane.timeline.largest_gap_seconds, idle * kNs);
     }
-    lane.timeline.wall_seconds = filtered ? analysis.nvtx_seconds : (device_free - span_start) * kNs;
+    lane.timeline.span_seconds = filtered ? analysis.nvtx_seconds : (device_free - span_start) * kNs;
     first_start = analysis.devices.empty() ? span_start : std::min(first_start, span_start);
     last_end = analysis.devices.empty() ? device_free : std::max(last_end, device_free);
     analysis.timeline.add(lane.timeline);
     analysis.devices.push_back(std::move(lane));
   }
-  analysis.timeline.wall_seconds = filtered ? analysis.nvtx_seconds : (last_end - first_start) * kNs;
+  analysis.timeline.span_seconds = filtered ? analysis.nvtx_seconds : (last_end - first_start) * kNs;
 }
 
 void count_kernel(std::map<std::string, NsysKernelStats>& kernels, const std::string& name, int64_t count,

@@ -67,7 +67,7 @@ std::string format_nsys_analysis(const NsysAnalysis& analysis) {
 
 nlohmann::json to_json(const NsysAnalysis& analysis) {
   auto timeline_json = [](const TimelineStats& t) {
-    return nlohmann::json{{"wall_s", t.wall_seconds},   {"busy_s", t.busy_seconds}, {"idle_s", t.idle_seconds},
+    return nlohmann::json{{"span_s", t.span_seconds},   {"busy_s", t.busy_seconds}, {"idle_s", t.idle_seconds},
                           {"busy_fraction", t.busy_fraction()}, {"gaps", t.gaps}, {"largest_gap_s", t.largest_gap_seconds},
                           {"syncs", t.syncs},           {"ops", t.ops}};
   };

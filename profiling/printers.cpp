@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <sstream>
 
 #include "profiling/text_table.h"
@@ -14,7 +15,7 @@ namespace {
 
 std::string roofs_line(const RunAnalysis& analysis) {
   const Roofs& roofs = analysis.roofs;
-  std::string line = analysis.device_spec.roofs_origin() + " roofs: " + format_bandwidth(roofs.bandwidth) + ", fp32 " +
+  std::string line = analysis.device_spec.roofs_provenance(std::time(nullptr)) + " roofs: " + format_bandwidth(roofs.bandwidth) + ", fp32 " +
                      format_flop_rate(roofs.flops(Precision::Fp32));
   if (roofs.flops(Precision::Fp16) != roofs.flops(Precision::Fp32)) line += ", fp16 " + format_flop_rate(roofs.flops(Precision::Fp16));
   if (roofs.flops(Precision::Bf16) != roofs.flops(Precision::Fp16)) line += ", bf16 " + format_flop_rate(roofs.flops(Precision::Bf16));
@@ -33,7 +34,7 @@ std::vector<std::string> work_cells(const OpGroup& group) {
           has_flops ? format_flop_rate(point.achieved_flops()) : "-",
           format_bandwidth(point.achieved_bandwidth()),
           format_percent(point.roof_fraction()),
-          limiter_name(group.limiter)};
+          limiter_cell(group.limiter, group.near)};
 }
 
 std::string csv_field(const std::string& text) {
@@ -99,6 +100,10 @@ std::string format_device_roofs(const DeviceSpec& spec) {
     out << "  machine: " << spec.machine->hostname << ", " << spec.machine->cpu_model << ", " << spec.machine->threads
         << " threads\n";
   }
+  if (spec.measured && spec.measured->measured_at > 0) {
+    out << "  measured roofs: " << spec.measured->age_and_spread(std::time(nullptr)) << "\n";
+  }
+  if (spec.cache_bytes > 0) out << "  last-level cache: " << format_bytes(spec.cache_bytes) << "\n";
   out << "  An op whose FLOP/B is below the ridge point is held to the bandwidth roof; above it, to the compute roof.\n";
   return out.str();
 }
@@ -113,13 +118,13 @@ std::string format_console(const RunAnalysis& analysis, size_t max_rows) {
   for (const std::string& note : analysis.notes) out << "note: " << note << "\n";
   out << "\n";
 
-  TextTable phases({"phase", "steps", "wall", "device busy", "idle", "gaps", "syncs", "ops", "% roof", "limiter"});
+  TextTable phases({"phase", "steps", "host time", "device busy", "idle", "gaps", "syncs", "ops", "% roof", "limiter"});
   for (const PhaseStats& phase : analysis.phases) {
     const TimelineStats& timeline = phase.timeline;
-    phases.add({phase_name(phase.phase), std::to_string(phase.steps), format_seconds(timeline.wall_seconds),
+    phases.add({phase_name(phase.phase), std::to_string(phase.steps), format_seconds(timeline.span_seconds),
                 format_seconds(timeline.busy_seconds), format_percent(timeline.idle_fraction()), std::to_string(timeline.gaps),
                 std::to_string(timeline.syncs), std::to_string(timeline.ops), format_percent(phase.point.roof_fraction()),
-                limiter_name(phase.limiter)});
+                limiter_cell(phase.limiter, phase.near)});
   }
   out << phases.str() << "\n";
 
@@ -158,7 +163,7 @@ std::string format_console(const RunAnalysis& analysis, size_t max_rows) {
 std::string ops_csv(const std::vector<LabelledRun>& runs) {
   std::string out =
       "run,phase,category,precision,count,seconds,share_of_device_time,flops,bytes,intensity,achieved_flops_per_s,"
-      "achieved_bytes_per_s,compute_fraction,memory_fraction,roof_fraction,limiter\n";
+      "achieved_bytes_per_s,compute_fraction,memory_fraction,roof_fraction,limiter,near_limiter\n";
   for (const LabelledRun& run : runs) {
     for (const OpGroup& group : run.analysis->categories) {
       const RooflinePoint& point = group.point;
@@ -168,7 +173,7 @@ std::string ops_csv(const std::vector<LabelledRun>& runs) {
           csv_number(point.flops), csv_number(point.bytes), csv_number(point.intensity()),
           csv_number(point.achieved_flops()), csv_number(point.achieved_bandwidth()),
           csv_number(point.compute_fraction()), csv_number(point.memory_fraction()), csv_number(point.roof_fraction()),
-          limiter_name(group.limiter)};
+          limiter_name(group.limiter), group.near ? limiter_name(*group.near) : ""};
       for (size_t i = 0; i < fields.size(); ++i) out += (i ? "," : "") + fields[i];
       out += "\n";
     }
@@ -179,7 +184,20 @@ std::string ops_csv(const std::vector<LabelledRun>& runs) {
 nlohmann::json report_json(const std::vector<LabelledRun>& runs) {
   nlohmann::json json = {{"schema", "decodelab-report"}, {"schema_version", RunAnalysis::kSchemaVersion}};
   json["runs"] = nlohmann::json::array();
-  for (const LabelledRun& run : runs) json["runs"].push_back({{"label", run.label}, {"result", to_json(*run.analysis)}});
+  for (const LabelledRun& run : runs) {
+    nlohmann::json entry = {{"label", run.label}, {"result", to_json(*run.analysis)}};
+    if (!run.headline.empty()) {
+      nlohmann::json medians = nlohmann::json::object(), intervals = nlohmann::json::object();
+      for (const HeadlineFigure& figure : run.headline) {
+        medians[figure.key] = figure.estimate.median;
+        intervals[figure.key] = to_json(figure.estimate);
+      }
+      entry["metrics"] = medians;
+      entry["intervals"] = intervals;
+    }
+    if (run.machine) entry["machine"] = to_json(*run.machine);
+    json["runs"].push_back(entry);
+  }
   return json;
 }
 

@@ -7,13 +7,27 @@
 #include <vector>
 
 #include "profiling/analysis.h"
+#include "profiling/machine_check.h"
+#include "profiling/statistics.h"
 
 namespace decodelab {
 
-// A run in a printout: a label the caller chooses ("fixed", "buggy", "run") and its analysis.
+// One headline figure of a run as the caller measured it (lab/run_report.h): printed in
+// the report under its label, with its interval, stored under its docs/metrics.md key.
+struct HeadlineFigure {
+  std::string key;    // "decode_tokens_per_s"
+  std::string label;  // "decode tok/s"
+  std::string value;  // the median as the CLI table prints it: "27.3"
+  Estimate estimate;
+};
+
+// A run in a printout: a label the caller chooses ("fixed", "buggy", "run"), its analysis,
+// and optionally what the caller measured over all repeats and the machine it ran on.
 struct LabelledRun {
   std::string label;
   const RunAnalysis* analysis = nullptr;
+  std::vector<HeadlineFigure> headline;  // empty: the report shows the trace's figures only
+  const MachineState* machine = nullptr;
 };
 
 // A device's roofs side by side (datasheet, measured), ridge points, and their sources.
@@ -23,10 +37,11 @@ std::string format_device_roofs(const DeviceSpec& spec);
 std::string format_console(const RunAnalysis& analysis, size_t max_rows = 10);
 
 // run,phase,category,precision,count,seconds,share_of_device_time,flops,bytes,intensity,
-// achieved_flops_per_s,achieved_bytes_per_s,compute_fraction,memory_fraction,roof_fraction,limiter
+// achieved_flops_per_s,achieved_bytes_per_s,compute_fraction,memory_fraction,roof_fraction,limiter,near_limiter
 std::string ops_csv(const std::vector<LabelledRun>& runs);
 
-// result.json of a report: {"schema": "decodelab-report", "schema_version", "runs": [{label, result}]}.
+// result.json of a report: {"schema": "decodelab-report", "schema_version", "runs": [{label,
+// result, metrics and intervals (the headline figures, when given), machine (when given)}]}.
 nlohmann::json report_json(const std::vector<LabelledRun>& runs);
 
 }  // namespace decodelab

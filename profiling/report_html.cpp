@@ -4,6 +4,8 @@
 // directory is written to a temporary name and renamed into place.
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -33,6 +35,8 @@ h3 { font-size: 14px; margin: 14px 0 6px; color: #374151; }
 .figures { display: grid; grid-template-columns: repeat(3, 1fr); gap: 8px 12px; }
 .figures div { font-size: 12px; color: #6b7280; }
 .figures b { display: block; font-size: 16px; color: #111827; font-variant-numeric: tabular-nums; }
+.figures small { font-size: 12px; color: #6b7280; font-weight: 500; }
+.figure.noisy b { color: #92400e; }
 table { border-collapse: collapse; width: 100%; font-size: 12.5px; font-variant-numeric: tabular-nums; }
 th, td { padding: 5px 8px; border-bottom: 1px solid #f0f1f3; text-align: right; white-space: nowrap; }
 th { color: #4b5563; font-weight: 600; border-bottom: 1px solid #d1d5db; background: #fafafa; }
@@ -51,13 +55,24 @@ footer { color: #6b7280; font-size: 12px; margin-top: 18px; }
 
 std::string escape(const std::string& text) { return xml_escape(text); }
 
-std::string pill(Limiter limiter) {
+std::string pill(Limiter limiter, std::optional<Limiter> near = std::nullopt) {
   const std::string name = limiter_name(limiter);
-  return "<span class=\"pill " + name + "\">" + name + "</span>";
+  return "<span class=\"pill " + name + "\">" + escape(limiter_cell(limiter, near)) + "</span>";
 }
 
 std::string figure(const std::string& name, const std::string& value) {
   return "<div><b>" + escape(value) + "</b>" + escape(name) + "</div>";
+}
+
+// A headline figure: the median as the CLI prints it, its interval, and the JSON key and
+// exact median as data attributes (what a test compares with --json).
+std::string headline_figure(const HeadlineFigure& figure) {
+  char median[40];
+  std::snprintf(median, sizeof median, "%.17g", figure.estimate.median);
+  return "<div class=\"figure" + std::string(figure.estimate.noisy ? " noisy" : "") + "\" data-metric=\"" +
+         escape(figure.key) + "\" data-median=\"" + median + "\"><b>" + escape(figure.value) + " <small>" +
+         escape(format_interval(figure.estimate)) + "</small></b>" + escape(figure.label) + " (n=" +
+         std::to_string(figure.estimate.samples) + ")</div>";
 }
 
 std::string run_card(const LabelledRun& run, size_t index) {
@@ -65,19 +80,30 @@ std::string run_card(const LabelledRun& run, size_t index) {
   std::ostringstream html;
   html << "<div class=\"card\" style=\"--run: " << run_colour(index) << "\"><div class=\"label\">" << escape(run.label)
        << "</div><p class=\"sentence\">" << escape(analysis.summary) << "</p>";
+  if (run.machine && run.machine->contended) {
+    html << "<p class=\"caveat\">The machine was busy while this ran: " << escape(run.machine->summary()) << ". "
+         << escape(run.machine->advice) << ".</p>";
+  }
   for (const std::string& note : analysis.notes) html << "<p class=\"caveat\">" << escape(note) << "</p>";
+  if (!run.headline.empty()) {
+    html << "<div class=\"figures\">";
+    for (const HeadlineFigure& figure : run.headline) html << headline_figure(figure);
+    html << "</div><p class=\"note\">Medians over every timed repeat, ± the 95% interval of the median; the "
+            "figures below come from the traced repeats.</p>";
+  }
   html << "<div class=\"figures\">";
   const size_t runs_recorded = std::max<size_t>(1, analysis.runs.size());
-  html << figure(runs_recorded > 1 ? "wall time per run (" + std::to_string(runs_recorded) + " runs)" : "wall time",
-                 format_seconds(analysis.timeline.wall_seconds / static_cast<double>(runs_recorded)));
-  html << figure("device busy", format_percent(analysis.timeline.busy_fraction()));
+  if (run.headline.empty()) {
+    html << figure(runs_recorded > 1 ? "host time per traced run (" + std::to_string(runs_recorded) + " runs)" : "host time",
+                   format_seconds(analysis.timeline.span_seconds / static_cast<double>(runs_recorded)));
+  }
+  html << figure("device busy share", format_percent(analysis.timeline.busy_fraction()));
   html << figure("device idle", format_seconds(analysis.timeline.idle_seconds));
   if (const PhaseStats* decode = analysis.phase(Phase::Decode); decode && decode->steps > 0) {
     const double steps = static_cast<double>(decode->steps);
-    html << figure("per decode step (device)", format_seconds(decode->timeline.device_seconds() / steps));
     html << figure("ops per step", format_number(static_cast<double>(decode->timeline.ops) / steps, 3));
     html << figure("host syncs per step", format_number(static_cast<double>(decode->timeline.syncs) / steps, 2));
-    html << figure("decode bandwidth", format_bandwidth(decode->point.achieved_bandwidth()));
+    html << figure("decode ops' bandwidth", format_bandwidth(decode->point.achieved_bandwidth()));
     html << figure("decode bytes per step", format_bytes(decode->point.bytes / steps));
     html << figure("decode FLOPs per step", format_flops(decode->point.flops / steps));
   }
@@ -98,7 +124,7 @@ std::string group_row(const OpGroup& group, const std::string& name) {
        << escape(format_bytes(point.bytes)) << "</td><td>" << (has_flops ? format_number(point.intensity(), 2) : "—")
        << "</td><td>" << (has_flops ? escape(format_flop_rate(point.achieved_flops())) : "—") << "</td><td>"
        << escape(format_bandwidth(point.achieved_bandwidth()))
-       << "</td><td>" << escape(format_percent(point.roof_fraction())) << "</td><td>" << pill(group.limiter) << "</td></tr>\n";
+       << "</td><td>" << escape(format_percent(point.roof_fraction())) << "</td><td>" << pill(group.limiter, group.near) << "</td></tr>\n";
   return html.str();
 }
 
@@ -114,16 +140,16 @@ std::string group_header(const char* first_column) {
 
 std::string phase_table(const RunAnalysis& analysis) {
   std::ostringstream html;
-  html << "<table><tr><th>phase</th><th>steps</th><th>wall</th><th>device busy</th><th>device idle</th><th>gaps</th>"
+  html << "<table><tr><th>phase</th><th>steps</th><th>host time</th><th>device busy</th><th>device idle</th><th>gaps</th>"
           "<th>largest gap</th><th>syncs</th><th>ops</th><th>% of roof</th><th>limiter</th></tr>\n";
   for (const PhaseStats& phase : analysis.phases) {
     const TimelineStats& timeline = phase.timeline;
     html << "<tr><td>" << phase_name(phase.phase) << "</td><td>" << phase.steps << "</td><td>"
-         << escape(format_seconds(timeline.wall_seconds)) << "</td><td>" << escape(format_seconds(timeline.busy_seconds))
+         << escape(format_seconds(timeline.span_seconds)) << "</td><td>" << escape(format_seconds(timeline.busy_seconds))
          << "</td><td>" << escape(format_seconds(timeline.idle_seconds)) << " (" << escape(format_percent(timeline.idle_fraction()))
          << ")</td><td>" << timeline.gaps << "</td><td>" << escape(format_seconds(timeline.largest_gap_seconds)) << "</td><td>"
          << timeline.syncs << "</td><td>" << timeline.ops << "</td><td>" << escape(format_percent(phase.point.roof_fraction()))
-         << "</td><td>" << pill(phase.limiter) << "</td></tr>\n";
+         << "</td><td>" << pill(phase.limiter, phase.near) << "</td></tr>\n";
   }
   html << "</table>\n";
   return html.str();
@@ -155,13 +181,18 @@ std::string roofs_table(const DeviceSpec& spec) {
     });
   }
   html << "</table>\n";
-  for (const auto& [name, roofs] : sets) html << "<p class=\"note\">" << name << ": " << escape(roofs->source) << "</p>\n";
+  for (const auto& [name, roofs] : sets) {
+    const std::string quality = roofs->age_and_spread(std::time(nullptr));
+    html << "<p class=\"note\">" << name << (quality.empty() ? "" : " (" + escape(quality) + ")") << ": "
+         << escape(roofs->source) << "</p>\n";
+  }
+  if (spec.cache_bytes > 0) html << "<p class=\"note\">last-level cache: " << escape(format_bytes(spec.cache_bytes)) << "</p>\n";
   return html.str();
 }
 
 }  // namespace
 
-std::string report_html(const std::vector<LabelledRun>& runs, const std::string& title) {
+std::string report_html(const std::vector<LabelledRun>& runs, const std::string& title, const ReportSummary* summary) {
   std::ostringstream html;
   html << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
        << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>" << escape(title) << "</title>\n<style>"
@@ -172,10 +203,17 @@ std::string report_html(const std::vector<LabelledRun>& runs, const std::string&
     html << "<p>" << escape(first.device) << " · " << escape(first.backend) << " backend";
     if (!first.model.name.empty()) html << " · " << escape(first.model.name);
     if (!first.dtype.empty()) html << " " << escape(first.dtype);
-    html << " · roofs: " << escape(first.device_spec.roofs_origin()) << "</p>";
+    html << " · roofs: " << escape(first.device_spec.roofs_provenance(std::time(nullptr))) << "</p>";
   }
   html << "</header>\n";
 
+  if (summary && (!summary->figures.empty() || !summary->sentences.empty())) {
+    html << "<section><h2>Slowdown</h2><div class=\"figures\">";
+    for (const HeadlineFigure& figure : summary->figures) html << headline_figure(figure);
+    html << "</div>";
+    for (const std::string& sentence : summary->sentences) html << "<p class=\"note\">" << escape(sentence) << "</p>";
+    html << "</section>\n";
+  }
   html << "<section><h2>Summary</h2><div class=\"cards\">\n";
   for (size_t r = 0; r < runs.size(); ++r) html << run_card(runs[r], r);
   html << "</div></section>\n";
@@ -222,13 +260,8 @@ std::string report_html(const std::vector<LabelledRun>& runs, const std::string&
 
   if (!runs.empty()) {
     const RunAnalysis& first = *runs.front().analysis;
-    const LimiterThresholds& t = first.thresholds;
     html << "<section><h2>Device roofs</h2>" << roofs_table(first.device_spec) << "</section>\n";
-    html << "<footer>Limiter rules: an op under " << escape(format_seconds(t.tiny_op_seconds(first.gpu)))
-         << " is overhead-bound; a unit is near its roof from " << escape(format_percent(t.busy_fraction))
-         << " of its peak, below that for both units the op is latency-bound; a phase or step whose device is idle "
-         << escape(format_percent(t.idle_overhead_fraction)) << " of the time or more is overhead-bound; gaps are idle intervals of "
-         << escape(format_seconds(t.gap_seconds(first.gpu))) << " or more. Result schema version "
+    html << "<footer>" << escape(limiter_rules_text(first.thresholds, first.gpu)) << " Result schema version "
          << RunAnalysis::kSchemaVersion << ".</footer>\n";
   }
   html << "</main>\n</body>\n</html>\n";
@@ -236,13 +269,21 @@ std::string report_html(const std::vector<LabelledRun>& runs, const std::string&
 }
 
 void write_report_directory(const std::filesystem::path& directory, const std::vector<LabelledRun>& runs,
-                            const std::string& title) {
+                            const std::string& title, const ReportSummary* summary) {
   std::filesystem::create_directories(directory);
   save_file_atomically(directory / "roofline.svg", roofline_svg(runs));
   save_file_atomically(directory / "ops.csv", ops_csv(runs));
-  save_file_atomically(directory / "result.json", report_json(runs).dump(2) + "\n");
+  nlohmann::json result = report_json(runs);
+  if (summary) {
+    for (const HeadlineFigure& figure : summary->figures) {
+      result["summary"]["metrics"][figure.key] = figure.estimate.median;
+      result["summary"]["intervals"][figure.key] = to_json(figure.estimate);
+    }
+    result["summary"]["sentences"] = summary->sentences;
+  }
+  save_file_atomically(directory / "result.json", result.dump(2) + "\n");
   // The page last: once report.html exists, everything it describes is in place.
-  save_file_atomically(directory / "report.html", report_html(runs, title));
+  save_file_atomically(directory / "report.html", report_html(runs, title, summary));
 }
 
 }  // namespace decodelab

@@ -19,9 +19,13 @@
 #include "engine/device_buffer.h"
 #include "engine/errors.h"
 #include "engine/weights.h"
+#include "profiling/machine_check.h"
+#include "profiling/statistics.h"
 #include "profiling/units.h"
 
 namespace decodelab {
+
+std::vector<DType> default_matmul_dtypes() { return {DType::F32, DType::F16, DType::BF16}; }
 
 TimedSamples TimedSamples::of(std::vector<double> seconds, double noisy_spread) {
   TimedSamples samples;
@@ -29,8 +33,7 @@ TimedSamples TimedSamples::of(std::vector<double> seconds, double noisy_spread) 
   if (samples.seconds.empty()) return samples;
   std::vector<double> sorted = samples.seconds;
   std::sort(sorted.begin(), sorted.end());
-  const size_t middle = sorted.size() / 2;
-  samples.median = sorted.size() % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+  samples.median = median_of(sorted);
   samples.best = sorted.front();
   samples.spread = samples.median > 0 ? (sorted.back() - sorted.front()) / samples.median : 0.0;
   samples.noisy = samples.spread > noisy_spread;
@@ -87,6 +90,22 @@ std::string spread_note(const TimedSamples& samples) {
 
 }  // namespace
 
+CopyMeasurement measure_copy(Backend& backend, size_t source_bytes, const RoofMeasureOptions& options) {
+  const int64_t row = 1024;
+  const int64_t rows = std::max<int64_t>(1, static_cast<int64_t>(source_bytes / sizeof(float)) / row);
+  DeviceBuffer source(backend, static_cast<size_t>(rows * row) * sizeof(float));
+  DeviceBuffer destination(backend, source.bytes());
+  fill_random(backend, source.get(), DType::F32, static_cast<size_t>(rows * row), 1);
+  const Tensor from = Tensor::contiguous(source.get(), DType::F32, {rows, row});
+  const Tensor to = Tensor::contiguous(destination.get(), DType::F32, {rows, row});
+  OpTimer timer(backend, options);
+  CopyMeasurement copy;
+  copy.timing = timer.sample([&](OpId id) { backend.copy(from, to, id); });
+  copy.bytes_moved = 2.0 * static_cast<double>(source.bytes());
+  copy.bandwidth = copy.bytes_moved / copy.timing.best;
+  return copy;
+}
+
 FmaPeak measure_fma_peak(Backend& backend, const RoofMeasureOptions& options, std::ostream* progress) {
   FmaPeak peak;
   const double probe_flops = backend.fma_probe(1, 0);  // also learns the FLOPs of one round
@@ -116,18 +135,15 @@ RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& option
   const int64_t row = 1024;
   const int64_t rows = std::max<int64_t>(1, static_cast<int64_t>(copy_bytes / sizeof(float)) / row);
   {
-    DeviceBuffer source(backend, static_cast<size_t>(rows * row) * sizeof(float));
-    DeviceBuffer destination(backend, source.bytes());
-    fill_random(backend, source.get(), DType::F32, static_cast<size_t>(rows * row), 1);
-    const Tensor from = Tensor::contiguous(source.get(), DType::F32, {rows, row});
-    const Tensor to = Tensor::contiguous(destination.get(), DType::F32, {rows, row});
-    if (progress) *progress << "measuring bandwidth: copy of " << format_bytes(static_cast<double>(source.bytes())) << "\n";
-    measurement.copy = timer.sample([&](OpId id) { backend.copy(from, to, id); });
-    measurement.copy_bytes_moved = 2.0 * static_cast<double>(source.bytes());
-    measurement.copy_bandwidth = measurement.copy_bytes_moved / measurement.copy.best;
+    if (progress) *progress << "measuring bandwidth: copy of " << format_bytes(static_cast<double>(rows * row * 4)) << "\n";
+    const CopyMeasurement copy = measure_copy(backend, static_cast<size_t>(rows * row) * sizeof(float), options);
+    measurement.copy = copy.timing;
+    measurement.copy_bytes_moved = copy.bytes_moved;
+    measurement.copy_bandwidth = copy.bandwidth;
 
     // The same bytes as an fp16 weight [2·rows, 1024] read once by y = x · Wᵀ (x: one
     // row), the access pattern of a decode step's matmuls.
+    DeviceBuffer source(backend, static_cast<size_t>(rows * row) * sizeof(float));
     const int64_t weight_rows = 2 * rows;
     const Tensor weight = Tensor::contiguous(source.get(), DType::F16, {weight_rows, row});
     fill_random(backend, source.get(), DType::F16, static_cast<size_t>(weight_rows * row), 4);
@@ -173,9 +189,25 @@ RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& option
   return measurement;
 }
 
+double RoofMeasurement::largest_spread() const {
+  double largest = std::max({copy.spread, read.spread, fma.spread});
+  for (const Matmul& matmul : matmuls) largest = std::max(largest, matmul.timing.spread);
+  return largest;
+}
+
+bool RoofMeasurement::noisy() const {
+  bool any = machine_contended || copy.noisy || read.noisy || fma.noisy;
+  for (const Matmul& matmul : matmuls) any = any || matmul.timing.noisy;
+  return any;
+}
+
 Roofs RoofMeasurement::roofs() const {
   Roofs result;
   result.bandwidth = bandwidth;
+  result.measured_at = static_cast<int64_t>(std::time(nullptr));
+  result.spread = largest_spread();
+  result.noisy = noisy();
+  result.probe_bandwidth = probe_bandwidth;
   std::ostringstream source;
   const std::time_t now = std::time(nullptr);
   char date[16];
@@ -204,6 +236,7 @@ Roofs RoofMeasurement::roofs() const {
     if (fma_flops_per_s > 0) source << " (" << format_percent(matmul.flops_per_s / fma_flops_per_s) << " of the FMA peak)";
     source << ", " << spread_note(matmul.timing);
   }
+  if (machine_contended) source << "; the machine was contended while measuring (see the machine check)";
   result.source = source.str();
   return result;
 }
@@ -226,6 +259,35 @@ std::string RoofMeasurement::describe() const {
     out << ")\n";
   }
   return out.str();
+}
+
+namespace {
+
+nlohmann::json samples_json(const TimedSamples& samples) {
+  return {{"best_s", samples.best}, {"median_s", samples.median}, {"spread", samples.spread},
+          {"noisy", samples.noisy}, {"repeats", samples.seconds.size()}};
+}
+
+}  // namespace
+
+nlohmann::json to_json(const RoofMeasurement& measurement) {
+  nlohmann::json json = {
+      {"copy", {{"bandwidth_gbps", measurement.copy_bandwidth / 1e9},
+                {"bytes_moved", measurement.copy_bytes_moved},
+                {"timing", samples_json(measurement.copy)}}},
+      {"read", {{"bandwidth_gbps", measurement.read_bandwidth / 1e9},
+                {"bytes_moved", measurement.read_bytes},
+                {"timing", samples_json(measurement.read)}}},
+      {"bandwidth_gbps", measurement.bandwidth / 1e9},
+      {"matmuls", nlohmann::json::array()}};
+  for (const RoofMeasurement::Matmul& matmul : measurement.matmuls) {
+    json["matmuls"].push_back({{"dtype", dtype_name(matmul.dtype)}, {"size", matmul.size},
+                               {"gflops", matmul.flops_per_s / 1e9}, {"timing", samples_json(matmul.timing)}});
+  }
+  if (measurement.fma_flops_per_s > 0) {
+    json["fma_probe"] = {{"gflops", measurement.fma_flops_per_s / 1e9}, {"timing", samples_json(measurement.fma)}};
+  }
+  return json;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -280,30 +342,138 @@ DeviceSpec measured_spec(const std::string& description, const MachineIdentity& 
   return spec;
 }
 
-DeviceSpec default_device_spec(Backend& backend, int threads, std::ostream* progress, const RoofMeasureOptions& options) {
-  if (is_gpu(backend)) {
-    if (std::optional<DeviceSpec> known = match_device_spec(backend.device_description())) return *known;
+double host_cache_bytes() {
+  // The largest cache level sysfs lists for CPU 0 (the last level, shared by the cores).
+  double largest = 0;
+  for (int index = 0; index < 8; ++index) {
+    std::ifstream file("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/size");
+    std::string text;
+    if (!(file >> text) || text.empty()) continue;
+    char* end = nullptr;
+    double value = std::strtod(text.c_str(), &end);
+    if (end && (*end == 'K' || *end == 'k')) value *= 1024;
+    if (end && (*end == 'M' || *end == 'm')) value *= 1024 * 1024;
+    largest = std::max(largest, value);
   }
+  return largest;
+}
+
+namespace {
+
+MachineIdentity identity_for(const Backend& backend, int threads) {
   MachineIdentity machine = this_machine(threads);
   if (is_gpu(backend)) machine.cpu_model = backend.device_description();  // the GPU is what was measured
-  const std::filesystem::path cache = roof_cache_path(machine);
-  if (std::filesystem::exists(cache)) {
-    try {
-      DeviceSpec cached = load_device_spec(cache);
-      if (cached.machine == machine && cached.measured) return cached;
-      if (progress) *progress << "roof cache " << cache.string() << " is for another machine; measuring again\n";
-    } catch (const InputError& error) {
-      if (progress) *progress << "roof cache unreadable (" << error.what() << "); measuring again\n";
-    }
+  return machine;
+}
+
+// Saves `fresh` unless the cached spec is better; returns the spec to use.
+DeviceSpec keep_the_better(const DeviceSpec& fresh, const std::optional<DeviceSpec>& cached,
+                           const std::filesystem::path& cache, std::ostream* progress) {
+  std::string reason;
+  if (cached && cached->measured && !should_replace_cached_roofs(*fresh.measured, *cached->measured, reason)) {
+    if (progress) *progress << "kept the cached roofs (" << cache.string() << "): " << reason << "\n";
+    return *cached;
   }
-  if (progress) *progress << "measuring this device's roofs once (cached in " << cache.string() << ")\n";
-  const DeviceSpec spec = measured_spec(backend.device_description(), machine, measure_roofs(backend, options, progress));
   try {
-    save_device_spec(spec, cache);
+    save_device_spec(fresh, cache);
+    if (progress && !reason.empty()) *progress << "cached the new roofs: " << reason << "\n";
   } catch (const std::exception& error) {
     if (progress) *progress << "could not cache the roofs: " << error.what() << "\n";
   }
-  return spec;
+  return fresh;
+}
+
+DeviceSpec measure_into_cache(Backend& backend, int threads, std::ostream* progress, const RoofMeasureOptions& options,
+                              const MachineState* machine, const std::optional<DeviceSpec>& cached) {
+  const MachineIdentity identity = identity_for(backend, threads);
+  const std::filesystem::path cache = roof_cache_path(identity);
+  RoofMeasurement measurement = measure_roofs(backend, options, progress);
+  if (machine) {
+    measurement.machine_contended = machine->contended;
+    measurement.probe_bandwidth = machine->probe_bandwidth;
+  }
+  DeviceSpec spec = measured_spec(backend.device_description(), identity, measurement);
+  if (!is_gpu(backend)) spec.cache_bytes = host_cache_bytes();
+  return keep_the_better(spec, cached, cache, progress);
+}
+
+}  // namespace
+
+bool should_replace_cached_roofs(const Roofs& fresh, const Roofs& cached, std::string& reason,
+                                 double steady_contention) {
+  auto compute = [](const Roofs& roofs) { return roofs.flops(Precision::Fp32); };
+  if (fresh.noisy && !cached.noisy) {
+    reason = "the new measurement is noisy (spread " + format_percent(fresh.spread) +
+             (fresh.source.find("contended") != std::string::npos ? ", on a contended machine" : "") +
+             ") and the cached one is not";
+    return false;
+  }
+  if (!fresh.noisy && cached.noisy) {
+    reason = "it replaces a noisy one";
+    return true;
+  }
+  const bool slower = fresh.bandwidth < steady_contention * cached.bandwidth ||
+                      (compute(cached) > 0 && compute(fresh) < steady_contention * compute(cached));
+  if (!fresh.noisy && slower) {
+    reason = "the new roofs (" + format_bandwidth(fresh.bandwidth) + ", " + format_flop_rate(compute(fresh)) +
+             ") are far below the cached quiet ones (" + format_bandwidth(cached.bandwidth) + ", " +
+             format_flop_rate(compute(cached)) + "): a steady contention, not the hardware";
+    return false;
+  }
+  if (fresh.noisy && cached.noisy) {
+    const bool higher = fresh.bandwidth >= cached.bandwidth && compute(fresh) >= compute(cached);
+    reason = higher ? "both are noisy; the new roofs are higher" : "both are noisy; the cached roofs are higher";
+    return higher;
+  }
+  reason = "";
+  return true;
+}
+
+std::optional<DeviceSpec> cached_device_spec(Backend& backend, int threads) {
+  if (is_gpu(backend) && match_device_spec(backend.device_description())) return std::nullopt;
+  const MachineIdentity machine = identity_for(backend, threads);
+  const std::filesystem::path cache = roof_cache_path(machine);
+  std::error_code error;
+  if (!std::filesystem::exists(cache, error)) return std::nullopt;
+  try {
+    DeviceSpec cached = load_device_spec(cache);
+    if (cached.machine == machine && cached.measured) {
+      if (!is_gpu(backend) && cached.cache_bytes <= 0) cached.cache_bytes = host_cache_bytes();
+      return cached;
+    }
+  } catch (const InputError&) {
+  }
+  return std::nullopt;
+}
+
+DeviceSpec default_device_spec(Backend& backend, int threads, std::ostream* progress, const RoofMeasureOptions& options,
+                               const MachineState* machine) {
+  if (is_gpu(backend)) {
+    if (std::optional<DeviceSpec> known = match_device_spec(backend.device_description())) return *known;
+  }
+  const std::filesystem::path cache = roof_cache_path(identity_for(backend, threads));
+  const std::optional<DeviceSpec> cached = cached_device_spec(backend, threads);
+  if (cached) {
+    // A noisy cache is measured again once the machine is quiet; otherwise it is used.
+    const bool quiet_now = machine && !machine->contended;
+    if (!cached->measured->noisy || !quiet_now) return *cached;
+    if (progress) *progress << "the cached roofs were measured on a noisy machine; measuring again now that it is quiet\n";
+  } else if (std::filesystem::exists(cache)) {
+    if (progress) *progress << "roof cache " << cache.string() << " is for another machine or unreadable; measuring again\n";
+  }
+  if (progress) *progress << "measuring this device's roofs (cached in " << cache.string() << ")\n";
+  return measure_into_cache(backend, threads, progress, options, machine, cached);
+}
+
+DeviceSpec remeasure_device_spec(Backend& backend, int threads, const DeviceSpec& current, std::ostream* progress,
+                                 const MachineState* machine) {
+  if (!current.measured || current.measured->measured_at <= 0) return current;  // a datasheet: nothing to measure
+  // Measured minutes ago: measuring again would only repeat it (the reading stays "suspect").
+  if (std::time(nullptr) - current.measured->measured_at < 600) return current;
+  if (progress) *progress << "a point ran above its roof: measuring the roofs again\n";
+  std::optional<DeviceSpec> cached = cached_device_spec(backend, threads);
+  if (!cached) cached = current;
+  return measure_into_cache(backend, threads, progress, {}, machine, cached);
 }
 
 }  // namespace decodelab

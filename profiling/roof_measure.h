@@ -20,6 +20,7 @@
 
 #include <filesystem>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,12 +29,16 @@
 
 namespace decodelab {
 
+// fp32, fp16, bf16: the dtypes whose matmul a measurement times (out of line: GCC 12 warns
+// about an inlined initializer list here as possibly uninitialised).
+std::vector<DType> default_matmul_dtypes();
+
 struct RoofMeasureOptions {
   size_t copy_bytes = 0;  // bytes of one copy's source; 0 = 256 MiB on CPU, 1 GiB on CUDA
   int matmul_size = 0;    // M = N = K; 0 = 1024 on CPU, 8192 on CUDA
   int warmups = 1;
   int repeats = 5;
-  std::vector<DType> matmul_dtypes = {DType::F32, DType::F16, DType::BF16};
+  std::vector<DType> matmul_dtypes = default_matmul_dtypes();
   double noisy_spread = 0.10;  // (max - min) / median above this flags a figure as noisy
   double fma_probe_flops = 2e10;  // FLOPs per FMA-probe repeat (about 0.05 s on a 2-core CPU)
 };
@@ -48,6 +53,15 @@ struct TimedSamples {
 
   static TimedSamples of(std::vector<double> seconds, double noisy_spread);
 };
+
+// Copies of one buffer timed on the device: the bandwidth of the fastest (bytes read +
+// written). Shared by the roofs and the machine check's short probe.
+struct CopyMeasurement {
+  double bytes_moved = 0;  // per copy, read + written
+  TimedSamples timing;
+  double bandwidth = 0;    // bytes/s, the fastest copy
+};
+CopyMeasurement measure_copy(Backend& backend, size_t source_bytes, const RoofMeasureOptions& options);
 
 struct RoofMeasurement {
   double copy_bytes_moved = 0;  // per copy, read + written
@@ -67,9 +81,21 @@ struct RoofMeasurement {
   TimedSamples fma;      // the backend's FMA probe, when it has one
   double fma_flops_per_s = 0;  // 0 = no probe: the compute roofs are the matmuls'
 
-  Roofs roofs() const;          // with a source line saying how they were measured
+  // Set by the caller from the machine check taken before the measurement.
+  bool machine_contended = false;
+  double probe_bandwidth = 0;   // that check's bandwidth probe (bytes/s)
+
+  double largest_spread() const;  // (max - min) / median of the least steady figure
+  bool noisy() const;             // any figure noisy, or the machine contended
+  // With a source line saying how they were measured, and when, how steady (measured_at,
+  // spread, noisy, probe_bandwidth).
+  Roofs roofs() const;
   std::string describe() const;  // one line per figure, with spread and noise flags
 };
+
+// Every figure with its samples' summary (bandwidths in GB/s = 1e9 B/s, rates in
+// GFLOP/s, times in seconds): what `decodelab roofline --measure --json` writes.
+nlohmann::json to_json(const RoofMeasurement& measurement);
 
 RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& options = {}, std::ostream* progress = nullptr);
 
@@ -95,12 +121,37 @@ std::filesystem::path roof_cache_path(const MachineIdentity& machine);
 DeviceSpec measured_spec(const std::string& description, const MachineIdentity& machine,
                          const RoofMeasurement& measurement);
 
+// This machine's last-level cache in bytes (sysfs), 0 when unknown.
+double host_cache_bytes();
+
+// The cached measurement for this backend's machine and thread count, if any (nothing is
+// measured). CUDA devices with a configs/devices spec have none.
+std::optional<DeviceSpec> cached_device_spec(Backend& backend, int threads);
+
+// Whether a fresh measurement should replace the cached one ("a good roof is never
+// replaced by a worse one"): yes when nothing is cached, or the cached one is noisy and
+// the new one is not; no when the new one is noisy and the cached one is not, or when
+// both are steady but the new bandwidth or compute roof is below `steady_contention` of
+// the cached one (a steady contention that left a low spread). Between two noisy ones,
+// the higher roofs. `reason` says why, for the user.
+bool should_replace_cached_roofs(const Roofs& fresh, const Roofs& cached, std::string& reason,
+                                 double steady_contention = 0.75);
+
 // The roofs a run on this backend is held to by default:
 //  - CUDA: the configs/devices spec matching the device name (datasheet, plus measured
 //    reference figures where the file has them); an unknown GPU is measured and cached.
-//  - CPU: the cached measurement for this machine and thread count; measured and cached
-//    on first use (a cache for another machine is never used).
+//  - CPU: the cached measurement for this machine and thread count; measured on first
+//    use, and measured again while the cached one is noisy and the machine (`machine`,
+//    the check taken before timing, when given) is quiet. A measurement replaces the
+//    cache only as should_replace_cached_roofs() allows.
+struct MachineState;
 DeviceSpec default_device_spec(Backend& backend, int threads, std::ostream* progress = nullptr,
-                               const RoofMeasureOptions& options = {});
+                               const RoofMeasureOptions& options = {}, const MachineState* machine = nullptr);
+
+// Measures the roofs again now (a point ran above its roof and the roofs are suspect) and
+// caches them if allowed; returns the spec to analyse with (the better of the two). Roofs
+// measured less than 10 minutes ago are kept as they are.
+DeviceSpec remeasure_device_spec(Backend& backend, int threads, const DeviceSpec& current, std::ostream* progress,
+                                 const MachineState* machine);
 
 }  // namespace decodelab

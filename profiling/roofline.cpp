@@ -3,6 +3,7 @@
 #include "profiling/roofline.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace decodelab {
@@ -49,6 +50,90 @@ Limiter classify_limiter(double op_seconds, double compute_fraction, double memo
 
 Limiter classify_limiter(const RooflinePoint& point, bool gpu, const LimiterThresholds& thresholds) {
   return classify_limiter(point.mean_seconds(), point.compute_fraction(), point.memory_fraction(), gpu, thresholds);
+}
+
+namespace {
+
+double relative_distance(double value, double threshold) {
+  return threshold > 0 ? std::fabs(value / threshold - 1) : INFINITY;
+}
+
+}  // namespace
+
+std::optional<Limiter> near_limiter(double op_seconds, double compute_fraction, double memory_fraction, bool gpu,
+                                    const LimiterThresholds& thresholds, double idle_fraction) {
+  const Limiter work = classify_limiter(op_seconds, compute_fraction, memory_fraction, gpu, thresholds);
+  const bool idle_rule = idle_fraction >= 0;
+  const Limiter limiter = idle_rule && idle_fraction >= thresholds.idle_overhead_fraction ? Limiter::Overhead : work;
+  std::optional<Limiter> nearest;
+  double closest = thresholds.near_margin;
+  auto consider = [&](double distance, Limiter across) {
+    if (across != limiter && distance <= closest) {
+      closest = distance;
+      nearest = across;
+    }
+  };
+  const double tiny = thresholds.tiny_op_seconds(gpu);
+  const double busier = std::max(compute_fraction, memory_fraction);
+  const Limiter unit = memory_fraction > compute_fraction ? Limiter::Memory : Limiter::Compute;
+  if (idle_rule) consider(relative_distance(idle_fraction, thresholds.idle_overhead_fraction),
+                          limiter == Limiter::Overhead ? work : Limiter::Overhead);
+  if (limiter == Limiter::Overhead && !(idle_rule && idle_fraction >= thresholds.idle_overhead_fraction)) {
+    // Just under the tiny-op line: across it, the units decide.
+    consider(relative_distance(op_seconds, tiny), classify_limiter(tiny, compute_fraction, memory_fraction, gpu, thresholds));
+  } else if (work != Limiter::Overhead) {
+    consider(relative_distance(op_seconds, tiny), Limiter::Overhead);
+  }
+  if (work != Limiter::Overhead) {
+    consider(relative_distance(busier, thresholds.busy_fraction), work == Limiter::Latency ? unit : Limiter::Latency);
+    const double lesser = std::min(compute_fraction, memory_fraction);
+    if ((work == Limiter::Memory || work == Limiter::Compute) && lesser > 0) {
+      consider(busier / lesser - 1, work == Limiter::Memory ? Limiter::Compute : Limiter::Memory);
+    }
+  }
+  return nearest;
+}
+
+std::optional<Limiter> near_limiter(const RooflinePoint& point, bool gpu, const LimiterThresholds& thresholds,
+                                    double idle_fraction) {
+  return near_limiter(point.mean_seconds(), point.compute_fraction(), point.memory_fraction(), gpu, thresholds,
+                      idle_fraction);
+}
+
+std::string limiter_verdict(Limiter limiter, std::optional<Limiter> near) {
+  std::string text = std::string(limiter_name(limiter)) + "-bound";
+  if (near) text += std::string(", near ") + limiter_name(*near) + "-bound";
+  return text;
+}
+
+std::string limiter_cell(Limiter limiter, std::optional<Limiter> near) {
+  std::string text = limiter_name(limiter);
+  if (near) text += std::string(", near ") + limiter_name(*near);
+  return text;
+}
+
+std::string limiter_rules_text(const LimiterThresholds& t, bool gpu) {
+  auto percent = [](double fraction) {
+    char text[16];
+    std::snprintf(text, sizeof text, "%.0f%%", fraction * 100);
+    return std::string(text);
+  };
+  auto micro = [](double seconds) {
+    char text[24];
+    std::snprintf(text, sizeof text, "%.0f µs", seconds * 1e6);
+    return std::string(text);
+  };
+  const double low = t.busy_fraction * (1 - t.near_margin), high = t.busy_fraction * (1 + t.near_margin);
+  return "Limiter rules: an op averaging under " + micro(t.tiny_op_seconds(gpu)) +
+         " is overhead-bound (a launch dominates it); otherwise, when neither the compute nor the memory unit reaches " +
+         percent(t.busy_fraction) + " of its roof, latency-bound; otherwise bound by the busier unit. A phase or step " +
+         "whose device is idle " + percent(t.idle_overhead_fraction) + " of the time or more is overhead-bound. A " +
+         "reading within " + percent(t.near_margin) + " of a line (e.g. the busier unit between " + percent(low) +
+         " and " + percent(high) + ", or compute and memory fractions within " + percent(t.near_margin) +
+         " of each other: near the ridge) is called near the limiter across it. Gaps are device idle intervals of " +
+         micro(t.gap_seconds(gpu)) + " or more. A point above " + percent(t.above_roof_fraction) +
+         " of its roof is explained: a working set within the last-level cache is not bounded by the DRAM roof; " +
+         "otherwise the roof is suspect and measured again.";
 }
 
 namespace {

@@ -48,6 +48,11 @@ struct LimiterThresholds {
   double above_roof_fraction = 1.10;
   // Below this intensity (FLOP/B) a reading quotes bandwidth rather than FLOP/s.
   double bandwidth_view_below_intensity = 1.0;
+  // A figure within this share of a threshold (relative: 0.15 puts 51%..69% near the 60%
+  // busy line), or a point whose compute and memory fractions differ by less than it (near
+  // the ridge), is called near the limiter across that line: "memory-bound, near
+  // latency-bound". The verdict then does not flip silently when noise moves the point.
+  double near_margin = 0.15;
 
   double tiny_op_seconds(bool gpu) const { return gpu ? tiny_op_seconds_gpu : tiny_op_seconds_cpu; }
   double gap_seconds(bool gpu) const { return gpu ? gap_seconds_gpu : gap_seconds_cpu; }
@@ -83,6 +88,20 @@ Limiter classify_limiter(double op_seconds, double compute_fraction, double memo
                          const LimiterThresholds& thresholds);
 // The limiter of a group of ops: its mean op duration and unit fractions.
 Limiter classify_limiter(const RooflinePoint& point, bool gpu, const LimiterThresholds& thresholds);
+
+// The limiter across the closest threshold when the figures lie within near_margin of it
+// (tiny-op duration, the busy fraction, the ridge; for a phase or step also the idle share
+// with `idle_fraction` >= 0), else nullopt.
+std::optional<Limiter> near_limiter(double op_seconds, double compute_fraction, double memory_fraction, bool gpu,
+                                    const LimiterThresholds& thresholds, double idle_fraction = -1);
+std::optional<Limiter> near_limiter(const RooflinePoint& point, bool gpu, const LimiterThresholds& thresholds,
+                                    double idle_fraction = -1);
+// "memory-bound", or "memory-bound, near latency-bound".
+std::string limiter_verdict(Limiter limiter, std::optional<Limiter> near);
+// The same, short, for table cells: "memory", "memory, near latency".
+std::string limiter_cell(Limiter limiter, std::optional<Limiter> near);
+// The rules in one paragraph, generated from the thresholds (the reports' footnote).
+std::string limiter_rules_text(const LimiterThresholds& thresholds, bool gpu);
 
 // One kernel's summary in the shape of Nsight Compute's "speed of light" section.
 struct KernelReport {

@@ -312,13 +312,28 @@ std::string roofline_svg(const std::vector<LabelledRun>& runs) {
       }
       const double px = x.at(std::clamp(point.intensity(), x.min(), x.max()));
       const double py = y.at(std::clamp(point.achieved_flops(), y.min(), y.max()));
+      // A point above its roof is never drawn there unexplained: a dashed ring, the reason
+      // in its label and tooltip (analysis.h, AboveRoof).
+      const auto& above_list = runs[r].analysis->above_roof;
+      const auto above = std::find_if(above_list.begin(), above_list.end(), [&](const AboveRoof& entry) {
+        return entry.phase == group.phase && entry.category == group.category;
+      });
+      const bool is_above = above != above_list.end();
       svg << "<g><title>" << xml_escape(runs[r].label + " · " + phase_name(group.phase) + " · " + op_category_name(group.category))
           << ": " << xml_escape(format_flop_rate(point.achieved_flops())) << " at " << format_number(point.intensity(), 2)
-          << " FLOP/B, " << xml_escape(format_percent(point.roof_fraction())) << " of roof, " << limiter_name(group.limiter) << "</title>";
+          << " FLOP/B, " << xml_escape(format_percent(point.roof_fraction())) << " of roof, "
+          << xml_escape(limiter_cell(group.limiter, group.near)) << (is_above ? "; " + xml_escape(above->explanation) : "")
+          << "</title>";
       point_marker(svg, group.phase, px, py, colour, r == 0);
+      if (is_above) {
+        svg << "<circle cx=\"" << num(px) << "\" cy=\"" << num(py) << "\" r=\"11\" fill=\"none\" stroke=\"#d97706\" "
+            << "stroke-width=\"1.5\" stroke-dasharray=\"3 2\"/>";
+      }
       svg << "</g>\n";
       labels.block(Box{px - 6, py - 6, px + 6, py + 6});
-      points.push_back({px, py, group_name(group), colour});
+      std::string name = group_name(group);
+      if (is_above) name += above->cache_resident ? " (in cache)" : " (roof suspect)";
+      points.push_back({px, py, name, colour});
     }
   }
   std::set<std::pair<std::string, std::pair<int, int>>> labelled;  // one label per name and spot

@@ -44,6 +44,8 @@ std::string format_bandwidth(double bytes_per_s) { return with_prefix(bytes_per_
 std::string format_flop_rate(double flops_per_s) { return with_prefix(flops_per_s, "FLOP/s"); }
 std::string format_flops(double flops) { return with_prefix(flops, "FLOP"); }
 
+std::string with_sign(double value, const std::string& formatted) { return value > 0 ? "+" + formatted : formatted; }
+
 std::string format_percent(double fraction) {
   char buffer[32];
   const double percent = fraction * 100.0;

@@ -13,5 +13,7 @@ std::string format_flop_rate(double flops_per_s);    // "688 TFLOP/s", "91.4 GFL
 std::string format_flops(double flops);              // "1.10 TFLOP", "2.0 MFLOP"
 std::string format_percent(double fraction);         // "70%", "0.4%"
 std::string format_number(double value, int significant = 3);
+// The formatted text of `value` with an explicit "+" when it is positive ("+412 µs").
+std::string with_sign(double value, const std::string& formatted);
 
 }  // namespace decodelab

@@ -1,14 +1,18 @@
 // Shared helpers of the [cuda] tests: a CPU backend and a CUDA backend side by side,
 // "twin" tensors that hold the same seeded bytes on both, read-back of a view as floats,
 // and a comparison that reports the shape, the worst error and the first mismatches.
-// Every helper works without a device; the tests return early (SUCCEED) when
-// cuda_device_available() is false, so the suite passes on machines without a GPU.
+// Every helper works without a device; the tests return early (SUCCEED, and one warning
+// with the CUDA runtime's reason) when no device is usable, so the suite passes on
+// machines without a GPU — unless DECODELAB_REQUIRE_CUDA=1 (scripts/gpu-check.sh sets
+// it): then a missing device fails every such test with the runtime's reason, so a GPU
+// check cannot pass by skipping.
 #pragma once
 
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -31,7 +35,33 @@ struct Devices {
   OpId id() { return next_id++; }
 };
 
-// Both backends, or nothing when this machine has no CUDA device (or build).
+// DECODELAB_REQUIRE_CUDA set to anything but "" or "0".
+inline bool cuda_required() {
+  const char* value = std::getenv("DECODELAB_REQUIRE_CUDA");
+  return value && value[0] != '\0' && std::strcmp(value, "0") != 0;
+}
+
+// What a [cuda] test does when no device is usable: fail (required) or skip, and why.
+struct MissingDevice {
+  bool fail = false;
+  std::string message;
+};
+inline MissingDevice missing_device(const std::string& reason, bool required) {
+  if (required) return {true, "DECODELAB_REQUIRE_CUDA=1 and no usable CUDA device: " + reason};
+  return {false, "[cuda] tests skipped, no usable CUDA device: " + reason};
+}
+
+// Fails or skips the current test for a missing device; a skip warns once per process.
+inline void report_missing_device() {
+  const MissingDevice missing = missing_device(cuda_unavailable_reason(), cuda_required());
+  if (missing.fail) FAIL(missing.message);
+  static bool warned = false;
+  if (!warned) WARN(missing.message);
+  warned = true;
+  SUCCEED(missing.message);
+}
+
+// Both backends, or nothing when this machine has no usable CUDA device (or build).
 inline std::optional<Devices> open_devices(const BackendOptions& cuda_options = {}) {
   if (!cuda_device_available()) return std::nullopt;
   Devices devices;
@@ -40,12 +70,12 @@ inline std::optional<Devices> open_devices(const BackendOptions& cuda_options = 
   return devices;
 }
 
-#define DECODELAB_CUDA_DEVICES_OR_SKIP(devices, ...)         \
+#define DECODELAB_CUDA_DEVICES_OR_SKIP(devices, ...)                        \
   auto devices##_maybe = ::decodelab::cuda_test::open_devices(__VA_ARGS__); \
-  if (!devices##_maybe) {                                   \
-    SUCCEED("no CUDA device: skipped");                     \
-    return;                                                 \
-  }                                                         \
+  if (!devices##_maybe) {                                                  \
+    ::decodelab::cuda_test::report_missing_device();                       \
+    return;                                                                \
+  }                                                                        \
   ::decodelab::cuda_test::Devices& devices = *devices##_maybe
 
 // The same storage on both backends; views are described once and placed on either.

@@ -2,6 +2,8 @@
 // idle per step, gaps, syncs, phases, category rows, limiters and the summary sentence.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "profiling/analysis.h"
 #include "tests/support/profiling_fixtures.h"
 
@@ -78,7 +80,7 @@ TEST_CASE("timeline: busy, idle and gaps per step, idle belongs to the op that e
   CHECK(step0.busy_seconds == Approx(550e-6));
   CHECK(step0.idle_seconds == Approx(540e-6));
   CHECK(step0.gaps == 1);
-  CHECK(step0.wall_seconds == Approx(1e-3));
+  CHECK(step0.span_seconds == Approx(1e-3));
   CHECK(analysis.steps[0].overhead_bound);  // 540 / 1090 idle
 
   const TimelineStats& step1 = analysis.steps[1].timeline;
@@ -99,7 +101,7 @@ TEST_CASE("timeline: busy, idle and gaps per step, idle belongs to the op that e
   CHECK(analysis.timeline.idle_seconds == Approx(1045e-6));
   CHECK(analysis.timeline.device_seconds() == Approx((3255 - 10) * 1e-6));
   CHECK(analysis.timeline.syncs == 2);
-  CHECK(analysis.timeline.wall_seconds == Approx(10e-3));
+  CHECK(analysis.timeline.span_seconds == Approx(10e-3));
   REQUIRE(analysis.runs.size() == 1);
   CHECK(analysis.runs[0].timeline.busy_seconds == Approx(analysis.timeline.busy_seconds));
 
@@ -126,9 +128,9 @@ TEST_CASE("phases: ops are placed by the range they were enqueued in", "[analysi
   // decode idles 1045 of 2695 µs: more than the 30% line, so overhead-bound
   CHECK(decode->limiter == Limiter::Overhead);
   CHECK(prefill->limiter == Limiter::Memory);
-  CHECK_THAT(analysis.summary, Catch::Contains("decode is overhead-bound"));
-  CHECK_THAT(analysis.summary, Catch::Contains("prefill is memory-bound at"));
-  CHECK_THAT(analysis.summary, Catch::Contains("host syncs per decode step"));
+  CHECK_THAT(analysis.summary, Catch::Matchers::Contains("decode is overhead-bound"));
+  CHECK_THAT(analysis.summary, Catch::Matchers::Contains("prefill is memory-bound at"));
+  CHECK_THAT(analysis.summary, Catch::Matchers::Contains("host syncs per decode step"));
 }
 
 TEST_CASE("category rows and top ops: work, roof and limiter", "[analysis]") {
@@ -177,12 +179,12 @@ TEST_CASE("gap line: an idle interval exactly at the line is a gap, just below i
 
 TEST_CASE("analysis refuses a trace without roofs, and handles an empty one", "[analysis]") {
   Trace trace;
-  CHECK_THROWS_WITH(analyze(trace), Catch::Contains("no device roofs"));
+  CHECK_THROWS_WITH(analyze(trace), Catch::Matchers::Contains("no device roofs"));
   const DeviceSpec device = test_device();
   const RunAnalysis empty = analyze(trace, &device);
   CHECK(empty.steps.empty());
   CHECK(empty.timeline.busy_seconds == 0.0);
-  CHECK_THAT(empty.summary, Catch::Contains("idle"));
+  CHECK_THAT(empty.summary, Catch::Matchers::Contains("idle"));
   const nlohmann::json json = to_json(empty);
   CHECK(json["schema_version"] == RunAnalysis::kSchemaVersion);
 }
@@ -192,7 +194,7 @@ TEST_CASE("result JSON carries the schema version and every section", "[analysis
   const DeviceSpec device = test_device();
   const nlohmann::json json = to_json(analyze(trace, &device));
   CHECK(json["schema"] == "decodelab-result");
-  CHECK(json["schema_version"] == 1);
+  CHECK(json["schema_version"] == 2);
   CHECK(json["steps"].size() == 3);
   CHECK(json["steps"][1]["timeline"]["syncs"] == 1);
   CHECK(json["categories"][0]["category"] == "matmul");
@@ -208,7 +210,8 @@ TEST_CASE("work above its roof is called out: the roofs, not the op, are wrong",
   trace.add_op(big_matmul(1), 0, 1, 0, 100 * kUs);  // 41 MB in 100 µs: 4x the 100 GB/s roof
   const RunAnalysis fast = analyze(trace, &device);
   REQUIRE(fast.notes.size() == 1);
-  CHECK_THAT(fast.notes[0], Catch::Contains("of its roof") && Catch::Contains("cache") && Catch::Contains("re-measure"));
+  CHECK_THAT(fast.notes[0], Catch::Matchers::Contains("ran above its roof") && Catch::Matchers::Contains("cache") &&
+                                Catch::Matchers::Contains("measure them again"));
 
   Trace honest;
   honest.metadata().backend = "cpu";
@@ -238,6 +241,39 @@ TEST_CASE("decode steps replayed as captured graphs are read as such, not as idl
   REQUIRE(decode);
   CHECK(decode->opaque_fraction == Approx(890.0 / 910.0));
   CHECK(decode->point.count == 3);  // only the adds carry declared work
-  CHECK_THAT(decode->summary, Catch::Contains("captured graphs"));
+  CHECK_THAT(decode->summary, Catch::Matchers::Contains("captured graphs"));
   CHECK(analysis.timeline.busy_seconds == Approx(3 * 910e-6));  // the replays still count as busy time
+}
+
+TEST_CASE("a point above its roof is explained: in cache, or the roofs are suspect", "[analysis]") {
+  // Roofs a tenth of what the synthetic matmuls reach: every matmul group runs above them.
+  DeviceSpec low = test_device();
+  low.measured->bandwidth = 10e9;
+  low.measured->measured_at = 1700000000;
+  SECTION("a decode step's bytes within the cache") {
+    low.cache_bytes = 1e9;
+    const RunAnalysis analysis = analyze(synthetic_trace(), &low);
+    REQUIRE_FALSE(analysis.above_roof.empty());
+    for (const AboveRoof& above : analysis.above_roof) {
+      CHECK(above.cache_resident);
+      CHECK_THAT(above.explanation, Catch::Matchers::Contains("within the 1.00 GB last-level cache"));
+    }
+    CHECK_FALSE(analysis.roofs_suspect());
+    CHECK(std::any_of(analysis.notes.begin(), analysis.notes.end(), [](const std::string& note) {
+      return note.find("decode matmul") != std::string::npos && note.find("cache-resident") != std::string::npos;
+    }));
+  }
+  SECTION("larger than the cache: the roofs are suspect") {
+    low.cache_bytes = 1e6;
+    const RunAnalysis analysis = analyze(synthetic_trace(), &low);
+    REQUIRE_FALSE(analysis.above_roof.empty());
+    CHECK(analysis.roofs_suspect());
+    CHECK_THAT(analysis.above_roof.front().explanation, Catch::Matchers::Contains("roof suspect") && Catch::Matchers::Contains("roofline --measure"));
+    const nlohmann::json json = to_json(analysis);
+    CHECK(json["above_roof"].size() == analysis.above_roof.size());
+  }
+  SECTION("roofs it does not exceed: nothing to explain") {
+    const DeviceSpec normal = test_device();
+    CHECK(analyze(synthetic_trace(), &normal).above_roof.empty());
+  }
 }

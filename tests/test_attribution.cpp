@@ -2,6 +2,8 @@
 // really adds (bytes, idle time) is the one that dominates.
 #include <catch2/catch.hpp>
 
+#include <cctype>
+
 #include "profiling/analysis.h"
 #include "profiling/attribution.h"
 #include "tests/support/profiling_fixtures.h"
@@ -84,4 +86,65 @@ TEST_CASE("identical runs attribute nothing", "[attribution]") {
   const Pair pair = analyse(run, run);
   const Attribution attribution = attribute_slowdown(pair.fixed, pair.buggy, 0.0, 8);
   for (const AttributionPart& each : attribution.parts) CHECK(std::abs(each.ms) < 1e-9);
+}
+
+TEST_CASE("attribution of the medians: parts and residual add up to the medians' difference", "[attribution]") {
+  SyntheticRun fixed;
+  SyntheticRun buggy = fixed;
+  buggy.fp32_matmuls = true;
+  const Pair pair = analyse(fixed, buggy);
+  // Three pairs of repeats, attributed one by one (here the same traces, different measured deltas).
+  std::vector<Attribution> pairs;
+  for (double extra : {0.0, 0.4, -0.2}) pairs.push_back(attribute_slowdown(pair.fixed, pair.buggy, pair.delta_ms + extra, 8));
+  const double delta_per_token = (pair.delta_ms + 0.1) / 8;  // what the headline's medians differ by
+  const Attribution median = median_attribution(pairs, delta_per_token);
+  CHECK(median.pairs == 3);
+  CHECK(median.delta_ms_per_token == delta_per_token);
+  double sum = median.residual_ms_per_token;
+  for (const AttributionPart& each : median.parts) sum += each.ms_per_token;
+  CHECK(sum == Approx(delta_per_token));
+  CHECK(median.residual_ms_per_token == Approx(0.1 / 8).margin(1e-9));
+  CHECK(median.measured_delta_ms == Approx(pair.delta_ms + 0.1));
+  CHECK(to_json(median)["pairs"] == 3);
+}
+
+TEST_CASE("attribution text: units people use, no e-notation, no empty parentheses, negative parts explained",
+          "[attribution]") {
+  SyntheticRun fixed;
+  SyntheticRun buggy = fixed;
+  buggy.host_gap_us = 500;
+  const Pair pair = analyse(fixed, buggy);
+  const Attribution attribution = attribute_slowdown(pair.fixed, pair.buggy, pair.delta_ms, 8);
+  const std::string text = format_attribution(attribution) + attribution_html(attribution);
+  CHECK(text.find("()") == std::string::npos);
+  for (size_t at = text.find('e'); at != std::string::npos; at = text.find('e', at + 1)) {
+    const bool exponent = at > 0 && std::isdigit(static_cast<unsigned char>(text[at - 1])) && at + 2 < text.size() &&
+                          (text[at + 1] == '-' || text[at + 1] == '+') && std::isdigit(static_cast<unsigned char>(text[at + 2]));
+    CHECK_FALSE(exponent);
+  }
+  CHECK(text.find("µs/token") != std::string::npos);
+  // Identical runs have nothing to list in the parentheses of extra work and bytes.
+  const Pair same = analyse(fixed, fixed);
+  CHECK(format_attribution(attribute_slowdown(same.fixed, same.buggy, 0.0, 8)).find("()") == std::string::npos);
+  // A negative part carries a sentence saying what it means.
+  Attribution negative = attribution;
+  negative.parts[3].ms_per_token = -1;
+  const Attribution with_note = median_attribution({negative}, attribution.delta_ms_per_token);
+  CHECK_THAT(with_note.parts[3].sign_note, Catch::Matchers::Contains("closer to their roofs"));
+  CHECK_THAT(format_attribution(with_note), Catch::Matchers::Contains("negative: the buggy run's ops ran closer"));
+}
+
+TEST_CASE("a headline whose top cause is offset by another says so, never a share above 100%", "[attribution]") {
+  Attribution pair;
+  pair.tokens = 10;
+  pair.parts = {{"extra work", 0, 0, "none", ""},
+                {"extra bytes", 0, 0.869, "4x the weight bytes", ""},
+                {"idle device", 0, 0.001, "no syncs", ""},
+                {"lost efficiency", 0, -0.850, "closer to the roofs", ""}};
+  const Attribution median = median_attribution({pair}, 0.022);
+  CHECK(median.headline ==
+        "+22.0 µs/token: extra bytes +869 µs/token (4x the weight bytes), offset by lost efficiency -850 µs/token");
+  CHECK(median.residual_ms_per_token == Approx(0.022 - 0.020));
+  pair.parts[3].ms_per_token = -0.1;
+  CHECK_THAT(median_attribution({pair}, 0.9).headline, Catch::Matchers::StartsWith("+900 µs/token, 97% from extra bytes"));
 }

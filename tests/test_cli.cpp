@@ -184,7 +184,8 @@ TEST_CASE("cli: a tiny run prints its row and writes JSON and logits", "[cli]") 
   CHECK(json["workload"]["new_tokens"] == 4);
   CHECK(json["bugs"]["host_sync"] == false);
   for (const char* metric :
-       {"decode_tokens_per_s", "decode_ms_per_step", "ttft_ms", "total_s", "achieved_bandwidth_gbps"}) {
+       {"decode_tokens_per_s", "decode_wall_ms_per_step", "decode_busy_ms_per_step", "ttft_ms", "end_to_end_s",
+        "decode_bandwidth_gbps"}) {
     REQUIRE(json["metrics"][metric].is_number());
     CHECK(json["metrics"][metric].get<double>() > 0);
   }

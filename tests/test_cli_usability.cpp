@@ -120,11 +120,27 @@ TEST_CASE("cli: run -o csv|json|jsonl prints its row on stdout, --top the ops, p
   REQUIRE(rows.size() == 1);
   CHECK(rows[0] == read_json(saved));
   CHECK(rows[0]["metrics"]["prefill_tokens_per_s"].get<double>() > 0);
+  CHECK(rows[0]["intervals"]["prefill_tokens_per_s"]["samples"] == 2);  // the row carries the intervals
   // progress: stderr is a file here, so one plain line per finished repeat, no carriage return
   CHECK_THAT(json.err, Contains("quickstart: warm-up 1/1 done\n") && Contains("quickstart: repeat 1/2 done (") &&
                            Contains("quickstart: repeat 2/2 done ("));
   CHECK(json.err.find('\r') == std::string::npos);
   CHECK(json.err.find('\x1b') == std::string::npos);
+
+  // adaptive repeats: a line per repeat that ran, with the range and the interval so far
+  std::vector<std::string> adaptive_arguments = with_tiny({"run", "quickstart", "-o", "json"});
+  adaptive_arguments.insert(adaptive_arguments.end(),
+                            {"--set", "run={warmup: 0, min_repeats: 2, max_repeats: 3, target_ci: 0.5}"});
+  const CommandResult adaptive = run_decodelab(adaptive_arguments);
+  INFO(adaptive.err);
+  REQUIRE(adaptive.exit_code == 0);
+  const int repeats_run = nlohmann::json::parse(adaptive.out)[0]["run"]["repeats_run"].get<int>();
+  CHECK((repeats_run == 2 || repeats_run == 3));
+  for (int i = 1; i <= 3; ++i) {
+    const std::string line = "quickstart: repeat " + std::to_string(i) + " (2-3) done (";
+    CHECK((adaptive.err.find(line) != std::string::npos) == (i <= repeats_run));
+  }
+  CHECK_THAT(adaptive.err, Contains(" so far)\n"));
 
   const CommandResult jsonl = run_decodelab(with_tiny({"run", "quickstart", "-o", "jsonl", "--quiet"}));
   CHECK(jsonl.out.empty());  // --quiet prints nothing
@@ -143,7 +159,9 @@ TEST_CASE("cli: run -o csv|json|jsonl prints its row on stdout, --top the ops, p
   const auto& header = records[0].fields;
   REQUIRE(records[1].fields.size() == header.size());
   for (const char* column : {"backend", "metrics.decode_tokens_per_s", "metrics.prefill_tokens_per_s",
-                             "metrics_spread.decode_tokens_per_s", "workload.batch_size", "model.name"}) {
+                             "intervals.decode_tokens_per_s.low", "intervals.prefill_tokens_per_s.noisy",
+                             "intervals.decode_tokens_per_s.samples", "run.repeats_run", "workload.batch_size",
+                             "model.name"}) {
     INFO(column);
     CHECK(std::find(header.begin(), header.end(), column) != header.end());
   }
@@ -152,6 +170,8 @@ TEST_CASE("cli: run -o csv|json|jsonl prints its row on stdout, --top the ops, p
   };
   CHECK(column("backend") == "cpu");
   CHECK(column("model.name") == "lab-tiny");
+  CHECK(column("intervals.decode_tokens_per_s.samples") == "1");  // with_tiny: one repeat
+  CHECK(column("intervals.decode_tokens_per_s.noisy") == "true");  // below 95%: noisy
 
   // --top: the table of ops by device time, on stdout beside the markdown row
   const CommandResult top = run_decodelab(with_tiny({"run", "quickstart", "--top", "3"}));
@@ -171,9 +191,11 @@ TEST_CASE("cli: lab --resume with another selection keeps every finished row and
   const CommandResult first = run_decodelab(with_tiny({"lab", "--only", "host_sync", "--json", json.string()}));
   INFO(first.err);
   REQUIRE(first.exit_code == 0);
-  CHECK_THAT(first.err, Contains("[1/1] host_sync: done, ") && Contains("x slower"));
+  CHECK_THAT(first.err, Contains("[1/1] host_sync: done, ") && Contains(" slowdown ") && Contains(" pairs"));
   const nlohmann::json saved = read_json(json);
   REQUIRE(saved.size() == 1);
+  CHECK(saved[0].contains("intervals"));  // issue 14's fields, which a merge must keep as they are
+  CHECK(saved[0].contains("headline"));
 
   // run: another bug resumed into the same file -> merged, the saved row kept as it was
   const CommandResult other = run_decodelab(

@@ -125,3 +125,36 @@ TEST_CASE("a measured CPU spec saves and loads back (GB/s units, machine identit
   // JSON round trip (used in traces and results) is exact
   CHECK(device_spec_from_json(to_json(spec), "test") == spec);
 }
+
+TEST_CASE("measured roofs keep when, how steady and the cache size, printed with age and spread", "[device_spec]") {
+  DeviceSpec spec;
+  spec.name = "cpu-quality";
+  spec.cache_bytes = 32.0 * 1024 * 1024;
+  Roofs measured{20e9, 100e9, 0, 100e9, 100e9, "measured (test)"};
+  measured.measured_at = 1764590400;  // 2025-12-01T12:00:00Z
+  measured.spread = 0.38;
+  measured.noisy = true;
+  measured.probe_bandwidth = 18.5e9;
+  spec.measured = measured;
+  spec.machine = MachineIdentity{"host-1", "AMD EPYC", 2};
+  const std::string yaml = device_spec_to_yaml(spec);
+  CHECK(yaml.find("measured_at: 2025-12-01T12:00:00Z") != std::string::npos);
+  CHECK(yaml.find("cache_mb: 32") != std::string::npos);
+  const DeviceSpec loaded = parse_device_spec(yaml, "quality.yaml");
+  REQUIRE(loaded.measured);
+  CHECK(loaded.measured->measured_at == measured.measured_at);
+  CHECK(loaded.measured->spread == Approx(0.38));
+  CHECK(loaded.measured->noisy);
+  CHECK(loaded.measured->probe_bandwidth == Approx(18.5e9));
+  CHECK(loaded.cache_bytes == Approx(spec.cache_bytes));
+  CHECK(device_spec_from_json(to_json(spec), "test") == spec);
+  CHECK(measured.age_and_spread(measured.measured_at + 3 * 3600) ==
+        "taken 3 h ago on a noisy or contended machine, spread 38%");
+  CHECK(spec.roofs_provenance(measured.measured_at + 600) ==
+        "measured (taken 10 min ago on a noisy or contended machine, spread 38%)");
+  CHECK(Roofs{}.age_and_spread(0).empty());
+  CHECK_THROWS_WITH(parse_device_spec(std::string(yaml).replace(yaml.find("2025-12"), 7, "Dec 1st"), "bad.yaml"),
+                    Catch::Matchers::Contains("measured.measured_at"));
+  // The GPU files state their last-level cache.
+  CHECK(find_device_spec("h100-sxm").cache_bytes == Approx(50.0 * 1024 * 1024));
+}

@@ -1,15 +1,19 @@
 // The engine against the independent double-precision reference (tests/support/
 // reference_llama): logits and greedy tokens, on lab-tiny-shaped models from the random
 // init and from generated safetensors checkpoints (GQA, tied and untied, with and without
-// llama3 rope scaling), in fp32, fp16 and bf16.
+// llama3 rope scaling), in fp32, fp16 and bf16; on the CPU backend and, where a device is
+// usable, on CUDA with and without graphs (DECODELAB_REQUIRE_CUDA=1 fails without one).
 // Half-precision runs round every activation, so tokens are compared only while the
 // reference's top-2 gap is wider than the logit tolerance (beyond that a different choice
-// is legitimate, and everything after it diverges).
+// is legitimate, and everything after it diverges). The tolerance is engine/logit_tolerance.h's,
+// the one the GPU check's logit comparisons use.
 #include <catch2/catch.hpp>
 #include <cmath>
 
 #include "engine/generator.h"
 #include "engine/hf_checkpoint.h"
+#include "engine/logit_tolerance.h"
+#include "tests/cuda_test_support.h"
 #include "tests/support/engine_fixtures.h"
 #include "tests/support/reference_llama.h"
 #include "tests/support/safetensors_writer.h"
@@ -21,23 +25,28 @@ namespace {
 
 constexpr int kNewTokens = 8;
 
-// The backends held to the reference: the CPU always, CUDA where a device exists.
-std::vector<BackendKind> backends_present() {
-  std::vector<BackendKind> kinds = {BackendKind::Cpu};
-  if (cuda_backend_compiled() && cuda_device_available()) kinds.push_back(BackendKind::Cuda);
-  return kinds;
-}
-
-// Largest logit error allowed, relative to the row's largest |logit| (at least 1).
-double logit_tolerance(DType dtype) {
-  switch (dtype) {
-    case DType::F16:
-      return 6.0 / 2048;  // 6 units of fp16's 2^-11 epsilon
-    case DType::BF16:
-      return 4.0 / 256;  // 4 units of bf16's 2^-8 epsilon
-    default:
-      return 1e-4;
+// A backend held to the reference: its kind, and CUDA graphs on or off.
+struct BackendUnderTest {
+  BackendKind kind = BackendKind::Cpu;
+  bool graphs = false;
+  std::unique_ptr<Backend> make() const {
+    BackendOptions options;
+    options.cuda_graphs = graphs;
+    return make_backend(kind, options);
   }
+};
+
+// The CPU always; CUDA with and without graphs where a device is usable. Without one,
+// DECODELAB_REQUIRE_CUDA=1 (the GPU check) fails here instead of leaving CUDA out.
+std::vector<BackendUnderTest> backends_present() {
+  std::vector<BackendUnderTest> backends = {{BackendKind::Cpu, false}};
+  if (cuda_device_available()) {
+    backends.push_back({BackendKind::Cuda, false});
+    backends.push_back({BackendKind::Cuda, true});
+  } else if (cuda_test::cuda_required()) {
+    FAIL("DECODELAB_REQUIRE_CUDA=1 and no usable CUDA device: " << cuda_unavailable_reason());
+  }
+  return backends;
 }
 
 double logit_scale(const std::vector<double>& reference) {
@@ -82,7 +91,7 @@ void check_engine_against_reference(Backend& backend, const ModelConfig& config,
   const GenerationResult generation = engine.generate(workload, nullptr);
 
   for (int request = 0; request < workload.requests; ++request) {
-    INFO("backend " << backend.name());
+    INFO("backend " << backend.name() << (backend.supports_graphs() ? ", CUDA graphs" : ""));
     const std::vector<int32_t> prompt = prompt_for_request(workload, request, config.vocab_size);
     const ReferenceLlama::Generation expected = reference.generate_greedy(prompt, kNewTokens);
     INFO("dtype " << dtype_name(dtype) << ", request " << request);
@@ -121,8 +130,8 @@ void check_engine_against_reference(Backend& backend, const ModelConfig& config,
 TEST_CASE("engine vs reference: random init, lab-tiny", "[engine_reference]") {
   const DType dtype = GENERATE(DType::F32, DType::F16, DType::BF16);
   const bool tied = GENERATE(false, true);
-  const BackendKind kind = GENERATE(from_range(backends_present()));
-  auto backend = make_backend(kind, {});
+  const BackendUnderTest under_test = GENERATE(from_range(backends_present()));
+  auto backend = under_test.make();
   const ModelConfig config = tiny_variant(tied, /*llama3=*/false);
   ModelWeights weights = random_weights(*backend, config, dtype, /*seed=*/7);
   const ReferenceLlama reference(config, reference_weights_from_device(*backend, config, weights));
@@ -134,8 +143,8 @@ TEST_CASE("engine vs reference: generated safetensors checkpoints", "[engine_ref
   const DType dtype = GENERATE(DType::F32, DType::F16, DType::BF16);
   const bool tied = GENERATE(false, true);
   const bool llama3 = GENERATE(false, true);
-  const BackendKind kind = GENERATE(from_range(backends_present()));
-  auto backend = make_backend(kind, {});
+  const BackendUnderTest under_test = GENERATE(from_range(backends_present()));
+  auto backend = under_test.make();
   ScratchDirectory directory("engine-reference");
   const ModelConfig written = tiny_variant(tied, llama3);
   write_checkpoint(directory.path(), written, {.dtype = dtype, .seed = 13, .shards = tied ? 1 : 2});
@@ -150,8 +159,8 @@ TEST_CASE("engine vs reference: generated safetensors checkpoints", "[engine_ref
 
 TEST_CASE("engine vs reference: an fp32 checkpoint run in bf16", "[engine_reference]") {
   // The loader rounds the weights; the reference reads them back from the device.
-  const BackendKind kind = GENERATE(from_range(backends_present()));
-  auto backend = make_backend(kind, {});
+  const BackendUnderTest under_test = GENERATE(from_range(backends_present()));
+  auto backend = under_test.make();
   ScratchDirectory directory("engine-reference-convert");
   const ModelConfig config = tiny_variant(/*tied=*/false, /*llama3=*/true);
   write_checkpoint(directory.path(), config, {.dtype = DType::F32, .seed = 17});

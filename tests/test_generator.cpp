@@ -1,13 +1,49 @@
 // The decode loop: the KV-cache path equals a full recompute, batched equals one at a
-// time, random init and prompts are deterministic per seed, timings are filled in.
+// time, random init and prompts are deterministic per seed, timings are filled in and
+// taken only at the run's end.
 #include <catch2/catch.hpp>
 
+#include "engine/weights.h"
+#include "tests/support/counting_backend.h"
 #include "tests/support/engine_fixtures.h"
 
 using namespace decodelab;
 using namespace decodelab::testing;
 
 namespace {
+
+// A run's host side on a virtual clock, with a device timer whose take costs `take_cost_ns`
+// of host time (CUPTI's forced flush) or nothing (the events timer). The device never
+// holds the host back here, so a marker's time is the host's when it was enqueued: a
+// step's time is the host time spent inside it (each blocking read costs kReadNs, each
+// take its cost), and the timer's cost shows in a step exactly when a take happens in it.
+class SimulatedTimerBackend final : public CountingBackend {
+ public:
+  static constexpr int64_t kReadNs = 20'000;
+  SimulatedTimerBackend(int64_t take_cost_ns)
+      : CountingBackend(make_backend(BackendKind::Cpu, {})), take_cost_ns_(take_cost_ns) {}
+
+  void copy_to_host(void* destination, const void* source, size_t bytes, bool pinned, OpId id) override {
+    CountingBackend::copy_to_host(destination, source, bytes, pinned, id);
+    host_ns_ += kReadNs;
+  }
+  void marker(OpId id) override {
+    CountingBackend::marker(id);
+    recorded_.push_back({id, host_ns_, host_ns_});
+  }
+  std::vector<OpTiming> take_timings() override {
+    CountingBackend::take_timings();  // the real stream's timings, replaced by the virtual ones
+    host_ns_ += take_cost_ns_;
+    std::vector<OpTiming> taken;
+    taken.swap(recorded_);
+    return taken;
+  }
+
+ private:
+  int64_t take_cost_ns_;
+  int64_t host_ns_ = 1'000'000;
+  std::vector<OpTiming> recorded_;
+};
 
 GenerationCase small_case(DType dtype) {
   GenerationCase test_case;
@@ -127,4 +163,50 @@ TEST_CASE("the memory plan counts weights, cache and the bugs' extras", "[genera
   BugSet sequential;
   sequential.sequential_generation = true;
   CHECK(plan_memory(config, DType::F16, workload, sequential).kv_cache_bytes == fixed.kv_cache_bytes / 4);
+}
+
+TEST_CASE("device timings are taken at the run's end, never at a host read inside a step", "[generator]") {
+  // Taking timings costs host time that depends on the timer (CUPTI flushes its buffers,
+  // events are queried): were it done at each host read, host_sync's steps would be slower
+  // under CUPTI than under events. With no take inside the steps, both timers give the same
+  // host-side step time for the same recorded run.
+  for (HostSyncPer per : {HostSyncPer::Token, HostSyncPer::Layer, HostSyncPer::Sequence}) {
+    GenerationCase test_case = small_case(DType::F32);
+    test_case.bugs.host_sync = true;
+    test_case.bugs.host_sync_per = per;
+    CountingBackend backend(make_backend(BackendKind::Cpu, {}));
+    Engine engine(backend, test_case.config, random_weights(backend, test_case.config, test_case.dtype, 7),
+                  test_case.bugs);
+    const int64_t reads_before = backend.host_reads();
+    const int64_t takes_before = backend.timing_takes();
+    const GenerationResult result = engine.generate(test_case.workload, nullptr);
+    INFO("host_sync per " << to_string(per));
+    CHECK(backend.host_reads() - reads_before > 5);  // the bug's reads, then the final two
+    CHECK(backend.timing_takes() - takes_before == 1);  // the final synchronize
+    CHECK(backend.timing_takes_between_reads() == 0);
+    CHECK(result.timing.step_ms.size() == 5);
+    for (double step : result.timing.step_ms) CHECK(step > 0);  // every marker still timed
+  }
+}
+
+TEST_CASE("both timers give the same host-side step time for the same run", "[generator]") {
+  // The same run under a timer whose take costs nothing (events) and one whose take costs
+  // 300 us of host time (a forced CUPTI flush): with takes only at the run's end, each step
+  // is charged for its own host reads and nothing else, under either timer.
+  for (HostSyncPer per : {HostSyncPer::Token, HostSyncPer::Layer, HostSyncPer::Sequence}) {
+    GenerationCase test_case = small_case(DType::F32);
+    test_case.bugs.host_sync = true;
+    test_case.bugs.host_sync_per = per;
+    INFO("host_sync per " << to_string(per));
+    std::vector<std::vector<double>> step_ms;
+    for (int64_t take_cost_ns : {int64_t{0}, int64_t{300'000}}) {
+      SimulatedTimerBackend backend(take_cost_ns);
+      Engine engine(backend, test_case.config, random_weights(backend, test_case.config, test_case.dtype, 7),
+                    test_case.bugs);
+      step_ms.push_back(engine.generate(test_case.workload, nullptr).timing.step_ms);
+    }
+    REQUIRE(step_ms[0].size() == 5);
+    CHECK(step_ms[1] == step_ms[0]);
+    for (double step : step_ms[0]) CHECK(step >= SimulatedTimerBackend::kReadNs / 1e6);  // the bug's reads
+  }
 }

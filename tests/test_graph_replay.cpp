@@ -2,10 +2,15 @@
 // between begin_capture() and end_capture() and replays them on the CPU backend. Replayed
 // steps must give the tokens and logits of the eager path, and capture must happen once
 // per group, never for steps whose ops change (no KV cache, host syncs, cache copies).
+// The same backend models the CUDA backend's attention workspace with its planning code
+// (engine/cuda/host/attention_plan.h): a captured step must plan attention as an eager
+// step does, which needs the workspace reserved before the capture.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <functional>
 
+#include "engine/cuda/host/attention_plan.h"
 #include "engine/weights.h"
 #include "tests/support/engine_fixtures.h"
 
@@ -16,10 +21,20 @@ namespace {
 
 class RecordingGraphBackend : public Backend {
  public:
-  RecordingGraphBackend() : cpu_(make_backend(BackendKind::Cpu, {})) {}
+  explicit RecordingGraphBackend(bool graphs = true) : cpu_(make_backend(BackendKind::Cpu, {})), graphs_(graphs) {}
 
   int captures = 0;
   int replays = 0;
+
+  // The plan the CUDA backend would give each attention call on a device of an H200's
+  // size, and whether the call was being captured.
+  static constexpr int kMultiprocessors = 132;
+  struct PlannedAttention {
+    cuda::AttentionShape shape;
+    cuda::AttentionPlan plan;
+    bool captured = false;
+  };
+  std::vector<PlannedAttention> attention_plans;
 
   std::string name() const override { return "cpu-graphs"; }
   std::string device_description() const override { return cpu_->device_description(); }
@@ -35,7 +50,7 @@ class RecordingGraphBackend : public Backend {
   void marker(OpId id) override { cpu_->marker(id); }
   std::vector<OpTiming> take_timings() override { return cpu_->take_timings(); }
 
-  bool supports_graphs() const override { return true; }
+  bool supports_graphs() const override { return graphs_; }
   void begin_capture() override {
     graph_.clear();
     capturing_ = true;
@@ -64,8 +79,18 @@ class RecordingGraphBackend : public Backend {
                 OpId id) override {
     run([=, this] { cpu_->kv_store(k, v, kc, vc, p, r, id); });
   }
+  void reserve_attention(const AttentionBounds& b) override {
+    const cuda::AttentionShape largest{b.max_rows, b.heads, b.kv_heads, b.head_dim, b.capacity};
+    workspace_floats_ = std::max(workspace_floats_, cuda::attention_workspace_floats_up_to(largest, kMultiprocessors));
+  }
   void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& p, int r, float s, const Tensor& o,
                  OpId id) override {
+    // As CudaBackend::attention: the workspace grows only outside a capture.
+    const cuda::AttentionShape shape{q.shape[0], static_cast<int>(q.shape[1] / k.shape[3]), static_cast<int>(k.shape[1]),
+                                     static_cast<int>(k.shape[3]), k.shape[2]};
+    const cuda::AttentionPlan plan = cuda::plan_attention_within(shape, kMultiprocessors, workspace_floats_, !capturing_);
+    if (!capturing_) workspace_floats_ = std::max(workspace_floats_, cuda::attention_workspace_floats(shape, plan));
+    attention_plans.push_back({shape, plan, capturing_});
     run([=, this] { cpu_->attention(q, k, v, p, r, s, o, id); });
   }
   void swiglu(const Tensor& g, const Tensor& u, const Tensor& o, OpId id) override {
@@ -94,8 +119,10 @@ class RecordingGraphBackend : public Backend {
   }
 
   std::unique_ptr<Backend> cpu_;
+  bool graphs_;
   std::vector<std::function<void()>> graph_;
   bool capturing_ = false;
+  size_t workspace_floats_ = 0;
 };
 
 GenerationResult generate_with(Backend& backend, const GenerationCase& test_case) {
@@ -151,4 +178,56 @@ TEST_CASE("steps whose ops change from step to step are never captured", "[gener
   RecordingGraphBackend backend;
   CHECK(generate_with(backend, capturable).tokens == eager.tokens);
   CHECK(backend.captures == 3);
+}
+
+TEST_CASE("a captured decode step plans attention as an eager step does", "[generator][graphs]") {
+  // A context long enough for decode attention to split its keys (prefill, with hundreds of
+  // rows, fills the device unsplit); groups of 2 and 1 sequences plan differently.
+  GenerationCase test_case = graph_case();
+  test_case.workload.requests = 3;
+  test_case.workload.prompt_tokens = 200;
+  test_case.workload.new_tokens = 4;
+  RecordingGraphBackend eager(/*graphs=*/false);
+  const GenerationResult eager_result = generate_with(eager, test_case);
+  RecordingGraphBackend graphs;
+  const GenerationResult graph_result = generate_with(graphs, test_case);
+  CHECK(graph_result.tokens == eager_result.tokens);
+
+  auto same_shape = [](const cuda::AttentionShape& a, const cuda::AttentionShape& b) {
+    return a.rows == b.rows && a.heads == b.heads && a.kv_heads == b.kv_heads && a.head_dim == b.head_dim &&
+           a.capacity == b.capacity;
+  };
+  int captured = 0;
+  for (const auto& call : graphs.attention_plans) {
+    if (!call.captured) continue;
+    ++captured;
+    INFO("captured attention: " << call.shape.rows << " rows, capacity " << call.shape.capacity);
+    CHECK(call.plan.splits > 1);  // the case exercises a split: an unsplit fallback would show
+    CHECK(call.plan == cuda::plan_attention(call.shape, RecordingGraphBackend::kMultiprocessors));
+    const auto eager_call = std::find_if(eager.attention_plans.begin(), eager.attention_plans.end(),
+                                         [&](const auto& other) { return same_shape(other.shape, call.shape); });
+    REQUIRE(eager_call != eager.attention_plans.end());
+    CHECK(eager_call->plan == call.plan);
+  }
+  CHECK(captured == 2 * test_case.config.num_hidden_layers);  // one capture per group, one call per layer
+}
+
+TEST_CASE("attention planning: the reservation covers every row count up to the largest", "[graphs]") {
+  const cuda::AttentionShape largest{64, 32, 8, 64, 4096};  // llama-1b, 64 sequences of 4096 positions
+  const size_t reserved = cuda::attention_workspace_floats_up_to(largest, 132);
+  bool some_split = false;
+  for (int64_t rows = 1; rows <= largest.rows; ++rows) {
+    cuda::AttentionShape shape = largest;
+    shape.rows = rows;
+    const cuda::AttentionPlan plan = cuda::plan_attention(shape, 132);
+    some_split = some_split || plan.splits > 1;
+    CHECK(cuda::attention_workspace_floats(shape, plan) <= reserved);
+    CHECK(cuda::plan_attention_within(shape, 132, reserved, /*may_grow=*/false) == plan);
+  }
+  CHECK(some_split);
+  // Without the reservation a capture (no allocation) falls back to one split.
+  cuda::AttentionShape one_row = largest;
+  one_row.rows = 1;
+  CHECK(cuda::plan_attention_within(one_row, 132, 0, /*may_grow=*/false).splits == 1);
+  CHECK(cuda::plan_attention(one_row, 132).splits > 1);
 }

@@ -60,8 +60,8 @@ TEST_CASE("sweep: SIGINT keeps the completed rows and --resume finishes the rest
   const size_t done = partial["rows"].size();
   CHECK(done >= 1);
   CHECK(done < kSweepPoints);
-  // The table printed so far has a line per completed row (two header lines).
-  CHECK(static_cast<size_t>(std::count(interrupted.out.begin(), interrupted.out.end(), '\n')) == done + 2);
+  // The table printed so far has a line per completed row (two header lines, one legend line).
+  CHECK(static_cast<size_t>(std::count(interrupted.out.begin(), interrupted.out.end(), '\n')) == done + 3);
   for (size_t i = 0; i < done; ++i) CHECK(partial["rows"][i]["swept"]["new_tokens"] == std::to_string(6 + i));
 
   const CommandResult resumed = run_decodelab({"sweep", scenario, "--threads", "1", "--json", json.string(), "--resume"});
@@ -120,8 +120,8 @@ TEST_CASE("lab: SIGTERM keeps the finished bugs and --resume runs only the other
   const size_t done = partial["rows"].size();
   CHECK(done >= 1);
   CHECK(done < 3);
-  for (const char* key : {"bug", "bugs", "fixed_tokens_per_s", "buggy_tokens_per_s", "slowdown", "verdict",
-                          "same_tokens", "backend", "device"}) {
+  for (const char* key : {"bug", "bugs", "fixed_tokens_per_s", "buggy_tokens_per_s", "decode_slowdown",
+                          "end_to_end_slowdown", "headline", "verdict", "same_tokens", "backend", "device", "machine"}) {
     CHECK(partial["rows"][0].contains(key));
   }
 

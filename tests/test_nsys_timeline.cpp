@@ -47,10 +47,10 @@ TEST_CASE("nsys timeline: the whole decode trace", "[nsys_timeline]") {
   REQUIRE(analysis.devices.size() == 1);
   CHECK(analysis.devices[0].device == "NVIDIA H100 80GB HBM3 (0)");
   const TimelineStats& t = analysis.timeline;
-  CHECK(t.wall_seconds == Approx(333 * kUs));
+  CHECK(t.span_seconds == Approx(333 * kUs));
   CHECK(t.busy_seconds == Approx(192 * kUs));
   CHECK(t.idle_seconds == Approx(141 * kUs));
-  CHECK(t.busy_seconds + t.idle_seconds == Approx(t.wall_seconds));
+  CHECK(t.busy_seconds + t.idle_seconds == Approx(t.span_seconds));
   // Gaps of 5 µs or more: before step 1 (6), steps 2 and 3 (57 each), the final read (14).
   CHECK(t.gaps == 4);
   CHECK(t.largest_gap_seconds == Approx(57 * kUs));
@@ -100,7 +100,7 @@ TEST_CASE("nsys timeline: only the decode steps, by their NVTX ranges", "[nsys_t
   CHECK(analysis.nvtx_ranges == 3);
   CHECK(analysis.nvtx_seconds == Approx(210 * kUs));
   const TimelineStats& t = analysis.timeline;
-  CHECK(t.wall_seconds == Approx(210 * kUs));
+  CHECK(t.span_seconds == Approx(210 * kUs));
   CHECK(t.ops == 15);
   CHECK(t.busy_seconds == Approx(183 * kUs));
   CHECK(t.idle_seconds == Approx(126 * kUs));

@@ -2,38 +2,16 @@
 // tree; a scenario is found by path, by path under scenarios/, or by a unique stem.
 #include <catch2/catch.hpp>
 #include <cstdlib>
-#include <optional>
 #include <string>
 
 #include "engine/errors.h"
 #include "lab/paths.h"
+#include "support/scoped_env.h"
 #include "support/temp_dir.h"
 
 using namespace decodelab;
+using decodelab::testing::ScopedEnv;
 using decodelab::testing::TempDir;
-
-namespace {
-
-// Sets DECODELAB_HOME for one scope and restores what was there.
-class HomeOverride {
- public:
-  explicit HomeOverride(const std::string& value) {
-    if (const char* old = std::getenv("DECODELAB_HOME")) previous_ = old;
-    ::setenv("DECODELAB_HOME", value.c_str(), 1);
-  }
-  ~HomeOverride() {
-    if (previous_) {
-      ::setenv("DECODELAB_HOME", previous_->c_str(), 1);
-    } else {
-      ::unsetenv("DECODELAB_HOME");
-    }
-  }
-
- private:
-  std::optional<std::string> previous_;
-};
-
-}  // namespace
 
 TEST_CASE("without DECODELAB_HOME the build's source tree is the data root", "[paths]") {
   if (std::getenv("DECODELAB_HOME")) return;  // someone runs the tests with their own home
@@ -50,7 +28,7 @@ TEST_CASE("DECODELAB_HOME overrides, and a missing one is an input error", "[pat
   dir.write("scenarios/b/two.yaml", "model: only\n");
   dir.write("scenarios/c/two.yaml", "model: only\n");
   {
-    const HomeOverride home(dir.path().string());
+    const ScopedEnv home("DECODELAB_HOME", dir.path().c_str());
     CHECK(data_root().origin == "DECODELAB_HOME");
     CHECK(models_dir() == dir.path() / "configs" / "models");
     CHECK(scenarios_dir() == dir.path() / "scenarios");
@@ -63,6 +41,6 @@ TEST_CASE("DECODELAB_HOME overrides, and a missing one is an input error", "[pat
     CHECK_THROWS_WITH(resolve_scenario_argument("two"), Catch::Matchers::Contains("ambiguous"));
     CHECK_THROWS_AS(resolve_scenario_argument("three"), InputError);
   }
-  const HomeOverride missing((dir.path() / "nope").string());
+  const ScopedEnv missing("DECODELAB_HOME", (dir.path() / "nope").c_str());
   CHECK_THROWS_AS(data_root(), InputError);
 }

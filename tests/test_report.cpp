@@ -45,7 +45,7 @@ struct TwoRuns {
     fixed = analyze(fixed_trace);
     buggy = analyze(buggy_trace);
   }
-  std::vector<LabelledRun> labelled() const { return {{"fixed", &fixed}, {"buggy", &buggy}}; }
+  std::vector<LabelledRun> labelled() const { return {{"fixed", &fixed, {}, nullptr}, {"buggy", &buggy, {}, nullptr}}; }
 };
 
 std::string slurp(const std::filesystem::path& file) {

@@ -125,16 +125,29 @@ TEST_CASE("resume refuses files that are not this command's results", "[results_
 }
 
 TEST_CASE("a lab row survives its JSON round trip, a damaged one is an input error", "[results_file]") {
+  auto estimate = [](double median) {
+    Estimate e;
+    e.median = median;
+    e.low = 0.98 * median;
+    e.high = 1.03 * median;
+    e.samples = 8;
+    e.confidence = 0.96;
+    return e;
+  };
   LabRow row;
   row.bug = "host_sync";
   row.bugs = "host_sync(per=layer)";
-  row.fixed_tokens_per_s = 812.5;
-  row.buggy_tokens_per_s = 101.25;
-  row.slowdown = 7.9;
-  row.decode_slowdown = 8.02;
-  row.expected_min = 2;
-  row.expected_max = 1000;
-  row.verdict = "in range";
+  row.fixed = {{"metrics", {{"decode_tokens_per_s", 812.5}}}, {"intervals", nlohmann::json::object()}};
+  row.buggy = {{"metrics", {{"decode_tokens_per_s", 101.25}}}, {"intervals", nlohmann::json::object()}};
+  row.fixed_tokens_per_s = estimate(812.5);
+  row.buggy_tokens_per_s = estimate(101.25);
+  row.end_to_end_slowdown = estimate(7.9);
+  row.decode_slowdown = estimate(8.02);
+  row.headline.metric = SlowdownMetric::Decode;
+  row.headline.measured = row.decode_slowdown;
+  row.headline.expected = ExpectedSlowdown{2, 1000, SlowdownMetric::Decode};
+  row.headline.verdict = {VerdictKind::InRange, "the decode slowdown 8.02x lies within the expected 2-1000x"};
+  row.pairs = 8;
   row.same_tokens = true;
   row.backend = "cpu";
   row.device = "a CPU";
@@ -145,6 +158,7 @@ TEST_CASE("a lab row survives its JSON round trip, a damaged one is an input err
   CHECK(lab_table({back}) == lab_table({row}));
 
   nlohmann::json damaged = json;
-  damaged["slowdown"] = "fast";
-  CHECK_THROWS_WITH(lab_row_from_json(damaged, "lab.json"), Contains("lab.json") && Contains("rows[].slowdown"));
+  damaged["end_to_end_slowdown"] = "fast";
+  CHECK_THROWS_WITH(lab_row_from_json(damaged, "lab.json"),
+                    Contains("lab.json") && Contains("rows[].end_to_end_slowdown"));
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "profiling/roof_measure.h"
+#include "tests/support/scoped_env.h"
 
 using namespace decodelab;
 
@@ -95,11 +96,8 @@ RoofMeasureOptions small_options() {
 struct TemporaryCache {
   std::filesystem::path directory =
       std::filesystem::temp_directory_path() / ("decodelab-roofs-" + std::to_string(::getpid()));
-  TemporaryCache() { ::setenv("DECODELAB_CACHE_DIR", directory.c_str(), 1); }
-  ~TemporaryCache() {
-    ::unsetenv("DECODELAB_CACHE_DIR");
-    std::filesystem::remove_all(directory);
-  }
+  decodelab::testing::ScopedEnv variable{"DECODELAB_CACHE_DIR", directory.c_str()};
+  ~TemporaryCache() { std::filesystem::remove_all(directory); }
 };
 
 }  // namespace

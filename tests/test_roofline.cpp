@@ -159,3 +159,37 @@ TEST_CASE("roofline point: % of roof is the time at the roof over the time taken
     CHECK(empty.intensity() == 0.0);
   }
 }
+
+TEST_CASE("near a threshold or the ridge, the verdict says so", "[roofline]") {
+  const LimiterThresholds thresholds;  // busy 60%, near_margin 15%: 51%..69% is near the busy line
+  const double long_op = 1e-3;
+  SECTION("just above the busy line: memory-bound, near latency-bound") {
+    CHECK(classify_limiter(long_op, 0.10, 0.62, false, thresholds) == Limiter::Memory);
+    CHECK(near_limiter(long_op, 0.10, 0.62, false, thresholds) == Limiter::Latency);
+    CHECK(limiter_verdict(Limiter::Memory, Limiter::Latency) == "memory-bound, near latency-bound");
+    CHECK(limiter_cell(Limiter::Memory, Limiter::Latency) == "memory, near latency");
+  }
+  SECTION("just below it: latency-bound, near memory-bound; far from it: nothing") {
+    CHECK(near_limiter(long_op, 0.10, 0.57, false, thresholds) == Limiter::Memory);
+    CHECK_FALSE(near_limiter(long_op, 0.10, 0.90, false, thresholds));
+    CHECK_FALSE(near_limiter(long_op, 0.10, 0.30, false, thresholds));
+    CHECK(limiter_verdict(Limiter::Latency, std::nullopt) == "latency-bound");
+  }
+  SECTION("near the ridge: both units busy and close") {
+    CHECK(near_limiter(long_op, 0.80, 0.85, false, thresholds) == Limiter::Compute);
+    CHECK_FALSE(near_limiter(long_op, 0.40, 0.85, false, thresholds));
+  }
+  SECTION("near the tiny-op line, and the idle line of a phase") {
+    CHECK(near_limiter(5.5e-6, 0.1, 0.9, false, thresholds) == Limiter::Overhead);
+    CHECK(near_limiter(4.6e-6, 0.1, 0.9, false, thresholds) == Limiter::Memory);
+    CHECK(near_limiter(long_op, 0.1, 0.9, false, thresholds, 0.28) == Limiter::Overhead);
+    CHECK(near_limiter(long_op, 0.1, 0.9, false, thresholds, 0.32) == Limiter::Memory);
+  }
+  SECTION("the rules' text comes from the thresholds") {
+    LimiterThresholds moved = thresholds;
+    moved.busy_fraction = 0.5;
+    CHECK_THAT(limiter_rules_text(thresholds, false), Catch::Matchers::Contains("60% of its roof") && Catch::Matchers::Contains("51% and 69%"));
+    CHECK_THAT(limiter_rules_text(moved, false), Catch::Matchers::Contains("50% of its roof"));
+    CHECK_THAT(limiter_rules_text(thresholds, true), Catch::Matchers::Contains("under 10 µs"));
+  }
+}

@@ -77,8 +77,11 @@ TEST_CASE("a tiny run: repeats, tokens and logits shaped by the workload, determ
   }
   CHECK(result.last_logits.size() == 3u * 512u);
   CHECK(result.metrics.decode_tokens_per_s.median > 0);
-  CHECK(result.metrics.achieved_bandwidth_gbps.median > 0);
-  CHECK(result.metrics.decode_ms_per_step.median > 0);
+  CHECK(result.metrics.decode_bandwidth_gbps.median > 0);
+  CHECK(result.metrics.decode_wall_ms_per_step.median > 0);
+  CHECK(result.metrics.decode_busy_ms_per_step.median > 0);
+  CHECK(result.metrics.decode_busy_ms_per_step.median <= result.metrics.decode_wall_ms_per_step.median);
+  CHECK(result.stopped_because == "max_repeats reached");
   CHECK(result.memory.total() > 0);
 
   // Same seed, same tokens; and the fixed twin of a buggy run agrees with it too.
@@ -87,4 +90,26 @@ TEST_CASE("a tiny run: repeats, tokens and logits shaped by the workload, determ
   CHECK(buggy_result.tokens == result.tokens);
   const RunResult twin_result = run_scenario(fixed_twin(buggy), options);
   CHECK(twin_result.tokens == result.tokens);
+}
+
+TEST_CASE("adaptive repeats: at least min_repeats, then until the target, max_repeats or max_seconds", "[runner]") {
+  const RepeatPolicy policy{6, 10, 2.0, 0.03};
+  Estimate tight;
+  tight.median = 1;
+  tight.low = 0.99;
+  tight.high = 1.01;
+  tight.samples = 6;
+  tight.confidence = 0.97;
+  Estimate noisy = tight;
+  noisy.noisy = true;
+  RepeatStop stop = RepeatStop::MaxSeconds;
+  CHECK(want_another_repeat(policy, 5, 100.0, tight, stop));  // below min_repeats: always more
+  CHECK_FALSE(want_another_repeat(policy, 6, 0.1, tight, stop));
+  CHECK(stop == RepeatStop::TargetReached);
+  CHECK(want_another_repeat(policy, 6, 0.1, noisy, stop));
+  CHECK_FALSE(want_another_repeat(policy, 10, 0.1, noisy, stop));
+  CHECK(stop == RepeatStop::MaxRepeats);
+  CHECK_FALSE(want_another_repeat(policy, 7, 2.5, noisy, stop));
+  CHECK(stop == RepeatStop::MaxSeconds);
+  CHECK(std::string(describe(stop)) == "max_seconds reached");
 }

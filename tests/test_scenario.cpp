@@ -114,7 +114,8 @@ TEST_CASE("the base scenario of the error table is valid", "[scenario]") {
   CHECK(scenario.workload.seed == 5);
   CHECK(scenario.workload.host_overhead_us == 0.0);
   CHECK(scenario.warmup == 0);
-  CHECK(scenario.repeats == 2);
+  CHECK(scenario.repeats.min_repeats == 2);  // repeats: an exact count
+  CHECK(scenario.repeats.max_repeats == 2);
   CHECK_FALSE(scenario.bugs.any());
 }
 
@@ -132,8 +133,31 @@ TEST_CASE("optional keys take their documented defaults", "[scenario]") {
   CHECK(scenario.workload.prompt_length() == 2);
   CHECK(scenario.workload.seed == 0);
   CHECK(scenario.warmup == 1);
-  CHECK(scenario.repeats == 3);
+  CHECK(scenario.repeats == RepeatPolicy{6, 30, 20, 0.03});
+  CHECK_FALSE(scenario.expected_slowdown);
   CHECK_FALSE(scenario.bugs.any());
+}
+
+TEST_CASE("run: the repeat policy, and expected_slowdown names its metric", "[scenario]") {
+  const TempDir dir;
+  const Scenario adaptive = load_scenario(dir.write(
+      "adaptive.yaml", edited({{12, "run: {warmup: 2, min_repeats: 8, max_repeats: 40, max_seconds: 5, target_ci: 0.02}\n"
+                                    "expected_slowdown: {min: 2, max: 4, of: end_to_end}"}})));
+  CHECK(adaptive.warmup == 2);
+  CHECK(adaptive.repeats == RepeatPolicy{8, 40, 5, 0.02});
+  REQUIRE(adaptive.expected_slowdown);
+  CHECK(adaptive.expected_slowdown->of == SlowdownMetric::EndToEnd);
+  CHECK(adaptive.expected_slowdown->min == 2);
+  // min_repeats alone raises the default maximum with it.
+  CHECK(load_scenario(dir.write("least.yaml", edited({{12, "run: {min_repeats: 50}"}}))).repeats.max_repeats == 50);
+  // Rendered and reloaded, the policy and the metric survive.
+  const Scenario reloaded = load_scenario(dir.write("rendered.yaml", scenario_to_yaml(adaptive)));
+  CHECK(reloaded.repeats == adaptive.repeats);
+  CHECK(reloaded.expected_slowdown->of == SlowdownMetric::EndToEnd);
+  CHECK(scenario_to_json(adaptive)["expected_slowdown"]["of"] == "end_to_end");
+  // --set keys are remembered (a lab verdict needs to know what changed).
+  const Scenario overridden = load_scenario(dir.write("o.yaml", kBaseScenario), {"workload.new_tokens=3", "run.warmup=1"});
+  CHECK(overridden.overridden_keys == std::vector<std::string>{"workload.new_tokens", "run.warmup"});
 }
 
 TEST_CASE("bug values: false, true (default variant) or a mapping of the variant", "[scenario]") {
@@ -209,6 +233,15 @@ TEST_CASE("malformed scenarios: each error names the file, the line and the key"
       {edited({{12, "run: {warmup: -1, repeats: 2}"}}), 12, "run.warmup", "expected an integer ≥ 0, got '-1'"},
       {edited({{12, "run: {warmup: 0, repeats: 0}"}}), 12, "run.repeats", "expected an integer ≥ 1, got '0'"},
       {edited({{12, "run: {warmup: 0, repeat: 2}"}}), 12, "run.repeat", "unknown key (did you mean 'repeats'?)"},
+      {edited({{12, "run: {repeats: 2, max_repeats: 4}"}}), 12, "run.max_repeats",
+       "give repeats (an exact count) or min_repeats/max_repeats, not both"},
+      {edited({{12, "run: {min_repeats: 8, max_repeats: 4}"}}), 12, "run.max_repeats", "expected an integer ≥ 8, got '4'"},
+      {edited({{12, "run: {max_seconds: 0}"}}), 12, "run.max_seconds", "expected a number of seconds > 0, got '0'"},
+      {edited({{12, "run: {target_ci: 5}"}}), 12, "run.target_ci", "expected a fraction in (0, 1), e.g. 0.03 for ±3%, got '5'"},
+      {edited({{12, "run: {warmup: 0}\nexpected_slowdown: {min: 2, max: 4}"}}), 13, "expected_slowdown.of",
+       "missing (expected decode (per-token throughput) or end_to_end (the whole generation))"},
+      {edited({{12, "run: {warmup: 0}\nexpected_slowdown: {min: 2, max: 4, of: total}"}}), 13, "expected_slowdown.of",
+       "expected one of decode | end_to_end, got 'total'"},
       {edited({{14, "  no_kv_cache: {mode: copy}"}}), 14, "bugs.no_kv_cache",
        "expected true or false (this bug has no options), got a mapping"},
       {edited({{15, "  non_contiguous: yes"}}), 15, "bugs.non_contiguous",
@@ -292,7 +325,7 @@ TEST_CASE("a --set override changes any key before validation", "[scenario]") {
   SECTION("a scalar") {
     const Scenario scenario = load_scenario(file, {"workload.batch_size=3", "run.repeats=7"});
     CHECK(scenario.workload.batch_size == 3);
-    CHECK(scenario.repeats == 7);
+    CHECK(scenario.repeats.min_repeats == 7);
     CHECK(scenario.workload.requests == 3);  // untouched keys keep the file's values
   }
   SECTION("the last of two overrides of one key wins") {
@@ -455,5 +488,6 @@ TEST_CASE("scenario JSON writes each bug as false, true or its options", "[scena
   CHECK(json["bugs"]["host_sync"] == nlohmann::json{{"per", "layer"}});
   CHECK(json["workload"]["prompt_ids"] == nlohmann::json::array({1, 2}));
   CHECK_FALSE(json["workload"].contains("prompt_tokens"));
-  CHECK(json["run"]["repeats"] == 2);
+  CHECK(json["run"]["min_repeats"] == 2);
+  CHECK(json["run"]["max_repeats"] == 2);
 }

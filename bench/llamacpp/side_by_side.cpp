@@ -153,7 +153,7 @@ int run_side_by_side(BenchReport& report, const SideBySideOptions& options) {
             } else {
               const RepeatMetrics metrics = repeat_metrics(timing, config, dtype, workload);
               ours_tps[which] = metrics.decode_tokens_per_s;
-              if (which == DecodeBatch1) ours_gbs = metrics.achieved_bandwidth_gbps;
+              if (which == DecodeBatch1) ours_gbs = metrics.decode_bandwidth_gbps;
             }
           }
         };

@@ -26,10 +26,9 @@ namespace {
 constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
 constexpr int kTile = 128;                                      // key positions per tile
-constexpr int kMaxGroup = 8;                                    // query heads per block
+constexpr int kMaxGroup = kAttentionMaxGroup;                   // query heads per block
 constexpr int kDimsPerThread = kAttentionMaxHeadDim / kThreads;  // head_dim columns per thread
-constexpr int kMaxSplits = 128;
-constexpr int64_t kMinSplitLength = 64;
+constexpr int kMaxSplits = kAttentionMaxSplits;
 
 struct AttentionArgs {
   KernelTensor q, k_cache, v_cache, positions, out;
@@ -255,44 +254,7 @@ int next_power_of_two_at_most_32(int value) {
   return power;
 }
 
-int group_chunks(const AttentionShape& shape) {
-  const int group = shape.heads / shape.kv_heads;
-  return (group + kMaxGroup - 1) / kMaxGroup;
-}
-
 }  // namespace
-
-AttentionPlan plan_attention(const AttentionShape& shape, int multiprocessors) {
-  AttentionPlan plan;
-  plan.split_length = std::max<int64_t>(shape.capacity, 1);
-  const int64_t base_blocks = std::max<int64_t>(1, shape.rows * shape.kv_heads * group_chunks(shape));
-  const int64_t wanted = (2LL * std::max(multiprocessors, 1) + base_blocks - 1) / base_blocks;
-  const int64_t longest = (shape.capacity + kMinSplitLength - 1) / kMinSplitLength;
-  const int64_t splits = std::clamp<int64_t>(std::min(wanted, longest), 1, kMaxSplits);
-  if (splits > 1) {
-    plan.split_length = (shape.capacity + splits - 1) / splits;
-    plan.splits = static_cast<int>((shape.capacity + plan.split_length - 1) / plan.split_length);
-  }
-  return plan;
-}
-
-size_t attention_workspace_floats(const AttentionShape& shape, const AttentionPlan& plan) {
-  if (plan.splits <= 1) return 0;
-  return static_cast<size_t>(shape.rows) * shape.heads * plan.splits * (shape.head_dim + 2);
-}
-
-AttentionPlan fit_attention_plan(const AttentionShape& shape, AttentionPlan plan, size_t available_floats) {
-  if (attention_workspace_floats(shape, plan) <= available_floats) return plan;
-  const size_t per_split = static_cast<size_t>(shape.rows) * shape.heads * (shape.head_dim + 2);
-  const int64_t splits = per_split == 0 ? 1 : static_cast<int64_t>(available_floats / per_split);
-  AttentionPlan smaller;
-  smaller.split_length = std::max<int64_t>(shape.capacity, 1);
-  if (splits >= 2) {
-    smaller.split_length = (shape.capacity + splits - 1) / splits;
-    smaller.splits = static_cast<int>((shape.capacity + smaller.split_length - 1) / smaller.split_length);
-  }
-  return smaller;
-}
 
 void launch_attention(const KernelTensor& q, const KernelTensor& k_cache, const KernelTensor& v_cache,
                       const KernelTensor& positions, int rows_per_sequence, float scale, const KernelTensor& out,
@@ -321,7 +283,7 @@ void launch_attention(const KernelTensor& q, const KernelTensor& k_cache, const 
     args.partial_sum = args.partial_max + partial_rows;
   }
 
-  const int64_t blocks = rows * args.kv_heads * group_chunks(shape) * plan.splits;
+  const int64_t blocks = rows * args.kv_heads * attention_group_chunks(shape) * plan.splits;
   const int vec = 16 / element_bytes(k_cache.dtype);
   const bool packed = k_cache.strides[3] == 1 && aligned_to(k_cache.data, 16) && k_cache.strides[0] % vec == 0 &&
                       k_cache.strides[1] % vec == 0 && k_cache.strides[2] % vec == 0 && args.head_dim % vec == 0;

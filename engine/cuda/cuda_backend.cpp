@@ -20,17 +20,41 @@
 
 namespace decodelab {
 
-int cuda_device_count() {
+namespace {
+
+std::string cuda_version_text(int version) {
+  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+}
+
+}  // namespace
+
+std::string cuda_device_problem() {
   try {
     int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess) {
-      cudaGetLastError();  // clear: no driver or no device is an answer, not an error
-      return 0;
+    const cudaError_t status = cudaGetDeviceCount(&count);
+    if (status == cudaSuccess) return count > 0 ? "" : "cudaGetDeviceCount found no CUDA device";
+    cudaGetLastError();  // no driver or no device is an answer, not an error to report again
+    std::string problem = std::string("cudaGetDeviceCount: ") + cudaGetErrorString(status) + " (" +
+                          cudaGetErrorName(status) + ")";
+    int driver = 0, runtime = 0;
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    if (driver == 0) {
+      problem += "; no NVIDIA driver is loaded";
+    } else if (driver < runtime) {
+      problem += "; the driver supports CUDA up to " + cuda_version_text(driver) + ", this build's runtime is CUDA " +
+                 cuda_version_text(runtime);
     }
-    return count;
+    return problem;
   } catch (...) {
-    return 0;
+    return "the CUDA runtime could not be queried";
   }
+}
+
+int cuda_device_count() {
+  if (!cuda_device_problem().empty()) return 0;
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
 }
 
 std::unique_ptr<Backend> make_cuda_backend(const BackendOptions& options) {
@@ -83,7 +107,8 @@ void CudaBackend::OpScope::finish() {
 CudaBackend::CudaBackend(const BackendOptions& options)
     : sync_after_launch_(options.sync_after_launch || env_flag("DECODELAB_CUDA_SYNC")),
       graphs_enabled_(options.cuda_graphs) {
-  if (cuda_device_count() < 1) throw std::runtime_error("the CUDA backend needs a CUDA device, and none was found");
+  if (const std::string problem = cuda_device_problem(); !problem.empty())
+    throw std::runtime_error("the CUDA backend needs a CUDA device, and none is usable: " + problem);
   CUDA_CHECK(cudaSetDevice(device_));
   CUDA_CHECK(cudaFree(nullptr));  // create the context now, not inside the first timed op
   cudaDeviceProp properties{};
@@ -197,10 +222,9 @@ std::string CudaBackend::device_description() const {
   int driver = 0;
   cudaRuntimeGetVersion(&runtime);
   cudaDriverGetVersion(&driver);
-  auto version = [](int value) { return std::to_string(value / 1000) + "." + std::to_string(value % 1000 / 10); };
   std::string text = device_name_ + " (" + std::to_string(multiprocessors_) + " SMs, " + mebibytes(total_memory_) +
-                     ", CUDA runtime " + version(runtime) + ", driver " + version(driver) + ", device times: " +
-                     timer_->source();
+                     ", CUDA runtime " + cuda_version_text(runtime) + ", driver " + cuda_version_text(driver) +
+                     ", device times: " + timer_->source();
   if (!timer_note_.empty() && timer_note_.rfind("DECODELAB_CUDA_TIMER", 0) != 0) text += " (" + timer_note_ + ")";
   return text + ")";
 }

@@ -42,6 +42,7 @@ class CudaBackend final : public Backend {
   void begin_capture() override;
   void end_capture() override;
   void replay_captured(OpId id) override;
+  void reserve_attention(const AttentionBounds& bounds) override;
 
   void embedding(const Tensor& table, const Tensor& tokens, const Tensor& positions, int rows_per_sequence,
                  const Tensor& out, OpId id) override;
@@ -96,6 +97,7 @@ class CudaBackend final : public Backend {
   bool sync_after_launch_ = false;
   bool graphs_enabled_ = false;
   bool capturing_ = false;
+  bool warned_smaller_plan_ = false;  // a capture ran attention with fewer splits than eagerly
   std::string timer_note_;  // why CUPTI is not used, when it is not
 
   cudaStream_t stream_ = nullptr;

@@ -4,6 +4,7 @@
 // Device-side values (token ids, positions) cannot be checked here; the kernels skip
 // what is out of range instead (see each launcher's header).
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -210,22 +211,30 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
 
   const AttentionShape shape{q.shape[0], static_cast<int>(q.shape[1] / head_dim), static_cast<int>(kv_heads),
                              static_cast<int>(head_dim), k_cache.shape[2]};
-  AttentionPlan plan = plan_attention(shape, multiprocessors_);
-  size_t floats = attention_workspace_floats(shape, plan);
-  float* workspace = nullptr;
-  if (floats > 0) {
-    workspace = static_cast<float*>(scratch(kAttentionScratchSlot, floats * sizeof(float)));
-    if (workspace == nullptr) {  // capturing, and the workspace is too small: fewer splits
-      plan = fit_attention_plan(shape, plan, scratch_.capacity(kAttentionScratchSlot) / sizeof(float));
-      floats = attention_workspace_floats(shape, plan);
-      workspace = floats > 0 ? static_cast<float*>(scratch(kAttentionScratchSlot, floats * sizeof(float))) : nullptr;
-    }
+  const size_t reserved = scratch_.capacity(kAttentionScratchSlot) / sizeof(float);
+  const AttentionPlan plan = plan_attention_within(shape, multiprocessors_, reserved, !capturing_);
+  if (capturing_ && !warned_smaller_plan_ && !(plan == plan_attention(shape, multiprocessors_))) {
+    warned_smaller_plan_ = true;  // reserve_attention() was not called for this shape
+    std::fprintf(stderr,
+                 "decodelab: a captured attention runs %d key splits instead of %d: its workspace was not "
+                 "reserved before the capture (Backend::reserve_attention)\n",
+                 plan.splits, plan_attention(shape, multiprocessors_).splits);
   }
+  const size_t floats = attention_workspace_floats(shape, plan);
+  float* workspace = nullptr;
+  if (floats > 0) workspace = static_cast<float*>(scratch(kAttentionScratchSlot, floats * sizeof(float)));
   OpScope scope(*this, op, id);
   launch_attention(KernelTensor::of(q), KernelTensor::of(k_cache), KernelTensor::of(v_cache),
                    KernelTensor::of(positions), rows_per_sequence, scale, KernelTensor::of(out), plan, workspace,
                    stream_);
   scope.finish();
+}
+
+void CudaBackend::reserve_attention(const AttentionBounds& bounds) {
+  require_not_capturing("reserve_attention");
+  const AttentionShape largest{bounds.max_rows, bounds.heads, bounds.kv_heads, bounds.head_dim, bounds.capacity};
+  const size_t floats = attention_workspace_floats_up_to(largest, multiprocessors_);
+  if (floats > 0) scratch(kAttentionScratchSlot, floats * sizeof(float));
 }
 
 void CudaBackend::swiglu(const Tensor& gate, const Tensor& up, const Tensor& out, OpId id) {

@@ -11,7 +11,10 @@
 // deliver buffers from its own thread until the process ends) serves every backend;
 // the external id is (client << 40 | op id), so each backend gets only its own ops.
 // Timestamps come on CUPTI's clock and are moved to now_ns()'s by an offset measured
-// against cuptiGetTimestamp() at each take.
+// against cuptiGetTimestamp() at each take. Records are read through the structs this
+// toolkit names (cupti_records.inc, chosen by CUPTI_API_VERSION), so CUDA 12.x builds too.
+// The forced flush happens at take() only, which the op layer calls at its take points
+// (a synchronize), never after a host read inside a step.
 #include <cupti.h>
 
 #include <algorithm>
@@ -32,6 +35,8 @@
 namespace decodelab::cuda {
 
 namespace {
+
+#include "engine/cuda/cupti_records.inc"
 
 constexpr int kClientShift = 40;
 constexpr uint64_t kOpMask = (uint64_t{1} << kClientShift) - 1;
@@ -155,24 +160,22 @@ class CuptiCollector {
           break;
         }
         case CUPTI_ACTIVITY_KIND_KERNEL:
-        case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-          const auto* kernel = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-          unmatched_.push_back({kernel->correlationId, kernel->start, kernel->end, generation_});
+        case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+          keep(read_cupti_device_record<CuptiKernelRecord>(record));
           break;
-        }
-        case CUPTI_ACTIVITY_KIND_MEMCPY: {
-          const auto* copy = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-          unmatched_.push_back({copy->correlationId, copy->start, copy->end, generation_});
+        case CUPTI_ACTIVITY_KIND_MEMCPY:
+          keep(read_cupti_device_record<CuptiMemcpyRecord>(record));
           break;
-        }
-        case CUPTI_ACTIVITY_KIND_MEMSET: {
-          const auto* set = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
-          unmatched_.push_back({set->correlationId, set->start, set->end, generation_});
+        case CUPTI_ACTIVITY_KIND_MEMSET:
+          keep(read_cupti_device_record<CuptiMemsetRecord>(record));
           break;
-        }
         default: break;  // API records: needed only so that CUPTI emits the correlations
       }
     }
+  }
+
+  void keep(const CuptiDeviceRecord& record) {
+    unmatched_.push_back({record.correlation, record.start, record.end, generation_});
   }
 
   void match_locked() {

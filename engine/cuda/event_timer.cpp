@@ -1,16 +1,19 @@
 // Device times from CUDA event pairs, the fallback when CUPTI is unavailable. An event
 // pair measures from the stream reaching the first event to it reaching the second, so
 // an op's interval includes the launch gaps between its own kernels (CUPTI's does not).
-// Events have no absolute time: each is placed on the host clock by its elapsed time
-// from an anchor event whose host time was measured (record on an idle stream, wait,
-// take the middle of the host's before/after). The anchor is renewed at most once a
-// second, when the stream is idle, so float milliseconds stay precise and the two clocks
-// cannot drift apart.
+// Events have no absolute time: an op's duration is the elapsed time between its own two
+// events, and its begin is placed after the previous op's end by the elapsed time between
+// them (host/event_clock.h: short intervals, exact to the nanosecond, however long the run).
+// The chain starts at an anchor event whose host time was measured (recorded on an idle
+// stream, waited for, placed at the middle of the host's before/after); the anchor is
+// renewed at most once a second, at a take() that finds the stream idle, so that the
+// host and device clocks cannot drift apart.
 #include <deque>
 #include <vector>
 
 #include "engine/clock.h"
 #include "engine/cuda/cuda_check.h"
+#include "engine/cuda/host/event_clock.h"
 #include "engine/cuda/op_timer.h"
 
 namespace decodelab::cuda {
@@ -29,7 +32,7 @@ class EventTimer final : public OpTimer {
       if (op.end != op.begin) cudaEventDestroy(op.end);
     }
     for (cudaEvent_t event : free_) cudaEventDestroy(event);
-    if (anchor_) cudaEventDestroy(anchor_);
+    if (chain_end_) cudaEventDestroy(chain_end_);
     if (open_begin_) cudaEventDestroy(open_begin_);
   }
 
@@ -68,12 +71,17 @@ class EventTimer final : public OpTimer {
         break;               // later ops are later on the stream too
       }
       CUDA_CHECK(status);
-      timings.push_back({op.id, host_time(op.begin), host_time(op.end)});
-      free_.push_back(op.begin);
-      if (op.end != op.begin) free_.push_back(op.end);
+      const float gap_ms = elapsed_ms(chain_end_, op.begin);
+      const float duration_ms = op.end == op.begin ? 0.0f : elapsed_ms(op.begin, op.end);
+      const EventClock::Interval interval = clock_.place(gap_ms, duration_ms);
+      timings.push_back({op.id, interval.begin_ns, interval.end_ns});
+      // op.end now ends the chain; the event that did is free again.
+      free_.push_back(chain_end_);
+      if (op.end != op.begin) free_.push_back(op.begin);
+      chain_end_ = op.end;
       pending_.pop_front();
     }
-    if (pending_.empty() && now_ns() - anchor_host_ns_ > kAnchorRenewNs) {
+    if (pending_.empty() && now_ns() - anchored_at_ns_ > kAnchorRenewNs) {
       if (cudaStreamQuery(stream_) == cudaSuccess) {
         renew_anchor();
       } else {
@@ -101,10 +109,10 @@ class EventTimer final : public OpTimer {
     return event;
   }
 
-  int64_t host_time(cudaEvent_t event) const {
+  static float elapsed_ms(cudaEvent_t from, cudaEvent_t to) {
     float milliseconds = 0.0f;
-    CUDA_CHECK(cudaEventElapsedTime(&milliseconds, anchor_, event));
-    return anchor_host_ns_ + static_cast<int64_t>(static_cast<double>(milliseconds) * 1e6);
+    CUDA_CHECK(cudaEventElapsedTime(&milliseconds, from, to));
+    return milliseconds;
   }
 
   // Three recordings on the idle stream, each bracketed by host times; the one with the
@@ -126,17 +134,19 @@ class EventTimer final : public OpTimer {
     for (int attempt = 1; attempt < 3; ++attempt) {
       if (widths[attempt] < widths[best]) best = attempt;
     }
-    if (anchor_) free_.push_back(anchor_);
-    anchor_ = candidates[best];
-    anchor_host_ns_ = middles[best];
+    if (chain_end_) free_.push_back(chain_end_);
+    chain_end_ = candidates[best];
+    clock_.anchor(middles[best]);
+    anchored_at_ns_ = middles[best];
     for (int attempt = 0; attempt < 3; ++attempt) {
       if (attempt != best) free_.push_back(candidates[attempt]);
     }
   }
 
   cudaStream_t stream_;
-  cudaEvent_t anchor_ = nullptr;
-  int64_t anchor_host_ns_ = 0;
+  cudaEvent_t chain_end_ = nullptr;  // the anchor, then the last event placed
+  EventClock clock_;
+  int64_t anchored_at_ns_ = 0;
   cudaEvent_t open_begin_ = nullptr;
   std::deque<Pending> pending_;
   std::vector<cudaEvent_t> free_;

@@ -39,12 +39,26 @@ std::pair<std::filesystem::path, std::filesystem::path> capture_files() {
   return {folder / (stem + ".out"), folder / (stem + ".err")};
 }
 
+// The machine check's warning (decodelab: warning: this machine is busy ... what to do: ...)
+// moved from `err` to `machine_warning`: it depends on the machine running the tests.
+void split_machine_warning(CommandResult& result) {
+  const std::string opening = "decodelab: warning: this machine is busy";
+  for (size_t begin = result.err.find(opening); begin != std::string::npos; begin = result.err.find(opening)) {
+    size_t end = result.err.find("\n  what to do:", begin);
+    end = end == std::string::npos ? result.err.find('\n', begin) : result.err.find('\n', end + 1);
+    end = end == std::string::npos ? result.err.size() : end + 1;
+    result.machine_warning += result.err.substr(begin, end - begin);
+    result.err.erase(begin, end - begin);
+  }
+}
+
 CommandResult result_of(int status, const std::filesystem::path& out, const std::filesystem::path& err) {
   CommandResult result;
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
   result.out = read_text_file(out);
   result.err = read_text_file(err);
+  split_machine_warning(result);
   return result;
 }
 
@@ -58,9 +72,16 @@ std::string read_text_file(const std::filesystem::path& file) {
 }
 
 CommandResult run_decodelab(const std::vector<std::string>& arguments, const std::string& environment) {
+  std::vector<std::string> command = {DECODELAB_BINARY};
+  command.insert(command.end(), arguments.begin(), arguments.end());
+  return run_command(command, environment);
+}
+
+CommandResult run_command(const std::vector<std::string>& command_words, const std::string& environment,
+                          const std::filesystem::path& directory) {
   const auto [out, err] = capture_files();
-  std::string command = environment + " " + quoted(DECODELAB_BINARY);
-  for (const std::string& argument : arguments) command.append(" ").append(quoted(argument));
+  std::string command = directory.empty() ? environment : "cd " + quoted(directory.string()) + " && " + environment;
+  for (const std::string& word : command_words) command.append(" ").append(quoted(word));
   command += " >" + quoted(out.string()) + " 2>" + quoted(err.string()) + " </dev/null";
   const int status = std::system(command.c_str());
   CommandResult result = result_of(status, out, err);

@@ -1,5 +1,5 @@
-// Test support: runs the built `decodelab` binary (DECODELAB_BINARY) as a user would, and
-// reads back what it printed. Output goes to files outside the test's folder so that a
+// Test support: runs the built `decodelab` binary (DECODELAB_BINARY), or another program
+// (a script, the test binary itself), as a user would, and reads back what it printed. Output goes to files outside the test's folder so that a
 // test can count what the command left there. A child started in the background can be
 // sent a real signal (the interrupt tests).
 #pragma once
@@ -17,13 +17,20 @@ struct CommandResult {
   int exit_code = -1;  // -1 when the process did not exit normally
   int signal = 0;      // the signal that ended it, if one did
   std::string out;
-  std::string err;
+  std::string err;              // stderr without the machine check's warning
+  std::string machine_warning;  // that warning, when decodelab gave one (it depends on the machine)
 };
 
 std::string read_text_file(const std::filesystem::path& file);
 
 // `environment decodelab arguments...` through the shell, waiting for it to end.
 CommandResult run_decodelab(const std::vector<std::string>& arguments, const std::string& environment = "");
+// The same for any program: `environment program arguments...` (command[0] is the program;
+// `environment` is shell assignments, e.g. "PATH=/x:/usr/bin DECODELAB_REQUIRE_CUDA=1"),
+// run in `directory` when one is given. Through the shell, for those assignments and the
+// folder; lab/subprocess.h's run_program is the no-shell runner the CLI itself uses.
+CommandResult run_command(const std::vector<std::string>& command, const std::string& environment = "",
+                          const std::filesystem::path& directory = {});
 
 // A decodelab process started in the background (fork + exec, no shell in between, so a
 // signal reaches decodelab itself).

@@ -1,8 +1,9 @@
 // Test support: a backend that forwards everything to a real one (the CPU backend) and
-// counts device memory: allocations made, bytes live, the peak. It can also claim a fixed
-// amount of available memory, so a test of the memory check does not depend on the
-// machine it runs on. Sizes are the bytes requested (the CPU backend's 64-byte rounding
-// is the backend's business, not the plan's).
+// counts device memory (allocations made, bytes live, the peak), host reads and timing
+// takes. It can also claim a fixed amount of available memory, so a test of the memory
+// check does not depend on the machine it runs on. Sizes are the bytes requested (the CPU
+// backend's 64-byte rounding is the backend's business, not the plan's). Not final: a
+// test may override the stream calls (markers, reads, takes) to model a timer.
 #pragma once
 
 #include <algorithm>
@@ -15,12 +16,16 @@
 
 namespace decodelab::testing {
 
-class CountingBackend final : public Backend {
+class CountingBackend : public Backend {
  public:
   explicit CountingBackend(std::unique_ptr<Backend> inner, std::optional<size_t> available = std::nullopt)
       : inner_(std::move(inner)), available_(available) {}
 
   int64_t allocations() const { return allocations_; }
+  int64_t host_reads() const { return host_reads_; }
+  // take_timings() calls, and how many came between the first and the last host read.
+  int64_t timing_takes() const { return timing_takes_; }
+  int64_t timing_takes_between_reads() const { return takes_between_reads_; }
   int64_t live_bytes() const { return live_bytes_; }
   int64_t peak_bytes() const { return peak_bytes_; }
   void reset_peak() { peak_bytes_ = live_bytes_; }
@@ -52,10 +57,18 @@ class CountingBackend final : public Backend {
   }
   void copy_to_host(void* destination, const void* source, size_t bytes, bool pinned, OpId id) override {
     inner_->copy_to_host(destination, source, bytes, pinned, id);
+    ++host_reads_;
+    takes_between_reads_ += takes_since_read_;
+    takes_since_read_ = 0;
   }
   void synchronize() override { inner_->synchronize(); }
   void marker(OpId id) override { inner_->marker(id); }
-  std::vector<OpTiming> take_timings() override { return inner_->take_timings(); }
+  std::vector<OpTiming> take_timings() override {
+    ++timing_takes_;
+    if (host_reads_ > 0) ++takes_since_read_;
+    return inner_->take_timings();
+  }
+  void reserve_attention(const AttentionBounds& bounds) override { inner_->reserve_attention(bounds); }
 
   void embedding(const Tensor& table, const Tensor& tokens, const Tensor& positions, int rows_per_sequence,
                  const Tensor& out, OpId id) override {
@@ -98,6 +111,8 @@ class CountingBackend final : public Backend {
   std::optional<size_t> available_;
   std::unordered_map<void*, size_t> sizes_;
   int64_t allocations_ = 0;
+  int64_t host_reads_ = 0;
+  int64_t timing_takes_ = 0, takes_since_read_ = 0, takes_between_reads_ = 0;
   int64_t live_bytes_ = 0;
   int64_t peak_bytes_ = 0;
 };

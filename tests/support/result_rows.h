@@ -1,8 +1,9 @@
 // Result rows in tests: reading a results file, the host a row should name, and comparing
 // rows "figures aside": what a run did (scenario, shapes, memory plan,
 // tokens, counts of steps and groups, the decode phase's intensity) stays; what it measured
-// (timings, rates, roof fractions, limiter verdicts) and where it ran (placement) go. Two
-// runs of the same work on the same build then compare equal wherever they ran.
+// (timings, rates, intervals, the machine check, roof fractions, limiter verdicts) keeps
+// only its names, and where it ran (placement) goes. Two runs of the same work on the same
+// build then compare equal wherever they ran, with the same figures under the same names.
 #pragma once
 
 #include <unistd.h>
@@ -27,22 +28,36 @@ inline std::string short_hostname() {
   return name.substr(0, name.find('.'));
 }
 
+// The names of a measured section without its values: the same figures under the same names.
+inline nlohmann::json names_only(const nlohmann::json& value) {
+  if (value.is_object()) {
+    nlohmann::json names = nlohmann::json::object();
+    for (const auto& [key, child] : value.items()) names[key] = names_only(child);
+    return names;
+  }
+  return nullptr;
+}
+
 inline nlohmann::json without_figures(nlohmann::json row) {
-  for (const char* measured : {"metrics", "metrics_spread", "placement"}) row.erase(measured);
+  row.erase("placement");
+  for (const char* measured : {"metrics", "intervals", "machine", "run", "fixed", "buggy", "headline", "verdict", "pairs",
+                               "fixed_tokens_per_s", "buggy_tokens_per_s", "decode_slowdown", "end_to_end_slowdown"}) {
+    if (row.contains(measured)) row[measured] = names_only(row[measured]);
+  }
   if (row.contains("repeats")) {
     for (nlohmann::json& repeat : row["repeats"]) {
-      nlohmann::json counts;
+      nlohmann::json counts = names_only(repeat);
       for (const char* count : {"decode_tokens", "decode_steps", "groups"})
         if (repeat.contains(count)) counts[count] = repeat[count];
       repeat = counts;
     }
   }
   if (row.contains("decode_roofline") && row["decode_roofline"].is_object()) {
-    row["decode_roofline"] = {{"intensity_flop_per_byte", row["decode_roofline"]["intensity_flop_per_byte"]}};
+    nlohmann::json reading = names_only(row["decode_roofline"]);
+    reading.erase("above_roof");  // present only above the roof, a measured state
+    reading["intensity_flop_per_byte"] = row["decode_roofline"]["intensity_flop_per_byte"];
+    row["decode_roofline"] = reading;
   }
-  // Lab rows: the comparison's figures.
-  for (const char* measured : {"fixed_tokens_per_s", "buggy_tokens_per_s", "slowdown", "decode_slowdown", "verdict"})
-    row.erase(measured);
   return row;
 }
 

@@ -1,0 +1,259 @@
+// The machine check (see machine_check.h): a CPU-share probe with /proc/stat read around
+// it, the load average, and a short copy-bandwidth probe through the backend.
+#include "profiling/machine_check.h"
+
+#include <sched.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "profiling/roof_measure.h"
+#include "profiling/units.h"
+
+namespace decodelab {
+
+namespace {
+
+// How long the probe threads spin: long enough for /proc/stat's 10 ms ticks to say
+// something, short enough to run before every timed command.
+constexpr double kProbeSeconds = 0.15;
+// The bandwidth probe: copies of 32 MiB on a CPU (64 MiB moved, larger than common
+// last-level caches); 256 MiB on a GPU, where 32 MiB takes tens of microseconds and the
+// launch's jitter would read as spread.
+constexpr size_t kProbeCopyBytesCpu = size_t{32} << 20;
+constexpr size_t kProbeCopyBytesGpu = size_t{256} << 20;
+constexpr int kProbeCopies = 5;
+
+double monotonic_seconds() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+double thread_cpu_seconds() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+double process_cpu_seconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+// The aggregate "cpu" line of /proc/stat, in seconds.
+struct CpuTimes {
+  bool valid = false;
+  double user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+  double total() const { return user + nice + system + idle + iowait + irq + softirq + steal; }
+};
+
+CpuTimes read_cpu_times() {
+  CpuTimes times;
+  std::ifstream stat("/proc/stat");
+  std::string label;
+  if (!(stat >> label) || label != "cpu") return times;
+  double ticks[8] = {};
+  for (double& value : ticks) {
+    if (!(stat >> value)) return times;
+  }
+  const double per_second = static_cast<double>(std::max(1L, sysconf(_SC_CLK_TCK)));
+  times.user = ticks[0] / per_second;
+  times.nice = ticks[1] / per_second;
+  times.system = ticks[2] / per_second;
+  times.idle = ticks[3] / per_second;
+  times.iowait = ticks[4] / per_second;
+  times.irq = ticks[5] / per_second;
+  times.softirq = ticks[6] / per_second;
+  times.steal = ticks[7] / per_second;
+  times.valid = true;
+  return times;
+}
+
+double load_average() {
+  std::ifstream file("/proc/loadavg");
+  double one_minute = 0;
+  file >> one_minute;
+  return one_minute;
+}
+
+int cores_available() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+// Spins `threads` threads for kProbeSeconds; returns the least share of wall time any of
+// them spent on a CPU.
+double probe_cpu_share(int threads) {
+  std::vector<double> shares(static_cast<size_t>(threads), 0.0);
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      ready.fetch_add(1);
+      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+      const double wall_begin = monotonic_seconds(), cpu_begin = thread_cpu_seconds();
+      volatile double sink = 1.0;
+      while (monotonic_seconds() - wall_begin < kProbeSeconds) {
+        for (int i = 0; i < 1000; ++i) sink = sink * 1.0000001 + 1e-9;
+      }
+      const double wall = monotonic_seconds() - wall_begin;
+      shares[static_cast<size_t>(t)] = wall > 0 ? (thread_cpu_seconds() - cpu_begin) / wall : 1.0;
+    });
+  }
+  while (ready.load() < threads) std::this_thread::yield();
+  go.store(true, std::memory_order_release);
+  for (std::thread& worker : workers) worker.join();
+  return std::min(1.0, *std::min_element(shares.begin(), shares.end()));
+}
+
+}  // namespace
+
+void judge_machine(MachineState& state, const MachineThresholds& thresholds) {
+  state.findings.clear();
+  std::vector<std::string> advice;
+  if (state.kernel_threads > state.cores_available) {
+    state.findings.push_back(std::to_string(state.kernel_threads) + " kernel threads on " +
+                             std::to_string(state.cores_available) + " available cores: they take turns");
+    advice.push_back("use --threads " + std::to_string(state.cores_available) + " or fewer");
+  }
+  if (state.cpu_share < thresholds.min_cpu_share) {
+    state.findings.push_back("threads spinning like the kernels' got " + format_percent(state.cpu_share) +
+                             " of their time on a CPU (other work: " + format_number(state.others_busy_cores, 2) +
+                             " cores at normal priority, " + format_number(state.niced_busy_cores, 2) +
+                             " niced; load average " + format_number(state.load_average, 2) + ")");
+    if (state.own_nice > 0) {
+      state.findings.back() += "; decodelab itself runs niced (nice " + std::to_string(state.own_nice) +
+                               "), so other niced work competes with it on equal terms";
+      advice.push_back("run decodelab at normal priority");
+    } else if (state.autogroup && state.niced_busy_cores > state.others_busy_cores) {
+      // Niced work still competes here: with autogroups the kernel shares the CPU between
+      // sessions first, and nice levels only order the tasks inside one session.
+      state.findings.back() += "; niced work in other sessions still competes: the kernel's autogroup scheduling "
+                               "shares the CPU between sessions before nice levels apply";
+    }
+    const int fewer = std::max(1, static_cast<int>(std::floor(state.kernel_threads * state.cpu_share)));
+    if (fewer < state.kernel_threads) {
+      advice.push_back("run with --threads " + std::to_string(fewer) + " (the cores the other work leaves)");
+    }
+  }
+  if (state.steal_fraction > thresholds.max_steal_fraction) {
+    state.findings.push_back("the hypervisor took " + format_percent(state.steal_fraction) +
+                             " of the CPU time (steal): other virtual machines share these cores");
+    advice.push_back("time on a dedicated machine, or at a quieter hour");
+  }
+  if (state.probe_spread > thresholds.max_probe_spread) {
+    state.findings.push_back("a short bandwidth probe's copies varied by " + format_percent(state.probe_spread) +
+                             " (best " + format_bandwidth(state.probe_bandwidth) + ")");
+  }
+  if (state.quiet_probe_bandwidth > 0 &&
+      state.probe_bandwidth < thresholds.min_of_quiet_bandwidth * state.quiet_probe_bandwidth) {
+    state.findings.push_back("the bandwidth probe reached " + format_bandwidth(state.probe_bandwidth) + ", " +
+                             format_percent(state.probe_bandwidth / state.quiet_probe_bandwidth) + " of the " +
+                             format_bandwidth(state.quiet_probe_bandwidth) +
+                             " it reached when the roofs were measured: memory is shared with other work");
+  }
+  state.contended = !state.findings.empty();
+  if (state.contended) advice.push_back(advice.empty() ? "wait until the other work ends" : "or wait until the other work ends");
+  state.advice.clear();
+  for (const std::string& item : advice) state.advice += (state.advice.empty() ? "" : "; ") + item;
+}
+
+std::string MachineState::summary() const {
+  std::ostringstream out;
+  out << (contended ? "contended" : "quiet") << ": " << cores_available << " cores for " << kernel_threads
+      << " kernel threads, CPU share " << format_percent(cpu_share) << ", steal " << format_percent(steal_fraction)
+      << ", load average " << format_number(load_average, 2) << ", bandwidth probe " << format_bandwidth(probe_bandwidth)
+      << " (spread " << format_percent(probe_spread);
+  if (quiet_probe_bandwidth > 0) out << ", " << format_percent(probe_bandwidth / quiet_probe_bandwidth) << " of quiet";
+  out << ")";
+  return out.str();
+}
+
+std::string MachineState::warning() const {
+  if (!contended) return "";
+  std::string text = "decodelab: warning: this machine is busy; timings will be slow and noisy:\n";
+  for (const std::string& finding : findings) text += "  - " + finding + "\n";
+  if (!advice.empty()) text += "  what to do: " + advice + "\n";
+  return text;
+}
+
+MachineState check_machine(Backend& backend, int threads, double quiet_probe_bandwidth,
+                           const MachineThresholds& thresholds) {
+  MachineState state;
+  state.cores_available = cores_available();
+  const bool cpu = backend.name() == "cpu";
+  state.kernel_threads = cpu ? (threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())))
+                             : 1;
+  state.load_average = load_average();
+  std::ifstream autogroup("/proc/sys/kernel/sched_autogroup_enabled");
+  int autogroup_enabled = 0;
+  state.autogroup = (autogroup >> autogroup_enabled) && autogroup_enabled == 1;
+
+  errno = 0;
+  const int own_nice = getpriority(PRIO_PROCESS, 0);
+  state.own_nice = errno == 0 ? own_nice : 0;
+  const CpuTimes before = read_cpu_times();
+  const double own_before = process_cpu_seconds(), wall_before = monotonic_seconds();
+  state.cpu_share = probe_cpu_share(std::min(state.kernel_threads, 256));
+  const CpuTimes after = read_cpu_times();
+  const double own = process_cpu_seconds() - own_before, wall = monotonic_seconds() - wall_before;
+  if (before.valid && after.valid && wall > 0) {
+    // This process's own CPU time sits in "nice" when it runs niced, else in user + system.
+    double normal = (after.user - before.user) + (after.system - before.system) + (after.irq - before.irq) +
+                    (after.softirq - before.softirq);
+    double niced = after.nice - before.nice;
+    (state.own_nice > 0 ? niced : normal) -= own;
+    state.others_busy_cores = std::max(0.0, normal / wall);
+    state.niced_busy_cores = std::max(0.0, niced / wall);
+    const double total = after.total() - before.total();
+    state.steal_fraction = total > 0 ? (after.steal - before.steal) / total : 0.0;
+  }
+
+  RoofMeasureOptions probe;
+  probe.warmups = 1;
+  probe.repeats = kProbeCopies;
+  const size_t bytes = std::min(cpu ? kProbeCopyBytesCpu : kProbeCopyBytesGpu, backend.available_memory() / 8);
+  const CopyMeasurement copy = measure_copy(backend, std::max<size_t>(bytes, size_t{1} << 20), probe);
+  state.probe_bandwidth = copy.bandwidth;
+  state.probe_spread = copy.timing.spread;
+  state.quiet_probe_bandwidth = quiet_probe_bandwidth;
+  judge_machine(state, thresholds);
+  return state;
+}
+
+nlohmann::json to_json(const MachineState& state) {
+  return {{"contended", state.contended},
+          {"summary", state.summary()},
+          {"findings", state.findings},
+          {"advice", state.advice},
+          {"cores_available", state.cores_available},
+          {"kernel_threads", state.kernel_threads},
+          {"cpu_share", state.cpu_share},
+          {"others_busy_cores", state.others_busy_cores},
+          {"niced_busy_cores", state.niced_busy_cores},
+          {"steal_fraction", state.steal_fraction},
+          {"load_average", state.load_average},
+          {"probe_bandwidth_bytes_per_s", state.probe_bandwidth},
+          {"probe_spread", state.probe_spread},
+          {"quiet_probe_bandwidth_bytes_per_s", state.quiet_probe_bandwidth},
+          {"own_nice", state.own_nice},
+          {"autogroup", state.autogroup}};
+}
+
+}  // namespace decodelab

@@ -1,0 +1,76 @@
+// Is this machine quiet enough to time on? Checked before timing starts (run, compare,
+// lab, sweep, roofline --measure): the cores this process may use against the kernel
+// threads it will start, the CPU time those threads really get, CPU steal, the load
+// average, and a short bandwidth probe (its spread, and its best against the value cached
+// when the roofs were measured on a quiet machine). A contended machine is said on stderr
+// with the numbers and what to do, recorded in the JSON and the report, and keeps its
+// roof measurements out of the cache (profiling/roof_measure.h).
+//
+// Non-obvious choice: the verdict rests on the CPU share a probe gets — threads spinning
+// for a moment, their CPU time over the wall time — not on the load average. The load
+// average counts every runnable task, also niced builds that give way to a normal-priority
+// run, and misses nothing that the probe would not see as lost CPU time; the probe
+// measures what contends with this process under whatever scheduler policy (nice levels,
+// autogroups, cgroup quotas, a hypervisor) the machine has. The load average and
+// /proc/stat's busy time by priority are recorded beside it, as explanation.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/backend.h"
+
+namespace decodelab {
+
+// Every threshold of the verdict, in one place (docs/metrics.md, "Machine check").
+struct MachineThresholds {
+  // The probe threads must get at least this share of their wall time on a CPU.
+  double min_cpu_share = 0.80;
+  // Time the hypervisor ran something else while this VM wanted the CPU.
+  double max_steal_fraction = 0.05;
+  // (max - min) / median of the bandwidth probe's copies.
+  double max_probe_spread = 0.15;
+  // The probe's best copy below this share of the quiet value cached with the roofs:
+  // steady contention (a low spread, but everything slower).
+  double min_of_quiet_bandwidth = 0.75;
+};
+
+// What was looked at, and the verdict.
+struct MachineState {
+  int cores_available = 0;         // CPUs this process may run on (its affinity mask)
+  int kernel_threads = 0;          // threads the backend's kernels use (1 for a GPU's host thread)
+  double load_average = 0;         // /proc/loadavg, 1 minute
+  double cpu_share = 1;            // the probe threads' CPU time / wall time (the least of them)
+  double others_busy_cores = 0;    // /proc/stat over the probe: other normal-priority work, in cores
+  double niced_busy_cores = 0;     // ... niced work (gives way to a normal-priority run)
+  double steal_fraction = 0;       // /proc/stat steal / all CPU time over the probe
+  double probe_bandwidth = 0;      // bytes/s, the probe's best copy (bytes read + written)
+  double probe_spread = 0;         // (max - min) / median of its copies
+  double quiet_probe_bandwidth = 0;  // the same probe when the roofs were measured quietly; 0 = none
+  int own_nice = 0;                // this process's nice level
+  bool autogroup = false;          // /proc/sys/kernel/sched_autogroup_enabled: sessions share the CPU before nice applies
+  bool contended = false;
+  std::vector<std::string> findings;  // one sentence per reason, with its numbers
+  std::string advice;                 // what to do about it
+
+  // "quiet: 2 cores for 2 kernel threads, CPU share 99%, ..." or "contended: ...".
+  std::string summary() const;
+  // The stderr warning (several lines), empty when the machine is quiet.
+  std::string warning() const;
+};
+
+// Judges the figures (fills contended, findings and advice). Separate from the probing
+// so that the rules can be tested on figures of any machine.
+void judge_machine(MachineState& state, const MachineThresholds& thresholds = {});
+
+// Probes the machine for the backend about to time: `threads` kernel threads (0 = every
+// core); `quiet_probe_bandwidth` from the roof cache (0 = none yet). About 0.2 s.
+MachineState check_machine(Backend& backend, int threads, double quiet_probe_bandwidth,
+                           const MachineThresholds& thresholds = {});
+
+nlohmann::json to_json(const MachineState& state);
+
+}  // namespace decodelab

@@ -1,0 +1,99 @@
+// Slowdown verdicts: each kind with its sentence, the metric the scenario names deciding
+// which slowdown is judged, and a --set on a workload key taking the range away.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "lab/scenario.h"
+#include "lab/slowdown.h"
+
+using namespace decodelab;
+
+namespace {
+
+Estimate slowdown(double median, double low, double high, int pairs = 8) {
+  Estimate estimate;
+  estimate.median = median;
+  estimate.low = low;
+  estimate.high = high;
+  estimate.samples = pairs;
+  estimate.confidence = 0.95;
+  return estimate;
+}
+
+const ExpectedSlowdown two_to_four{2, 4, SlowdownMetric::Decode};
+
+}  // namespace
+
+TEST_CASE("verdicts: in range, below, above, each with its sentence", "[slowdown]") {
+  const SlowdownVerdict in = judge_slowdown(slowdown(3.0, 2.9, 3.1), SlowdownMetric::Decode, two_to_four, {});
+  CHECK(in.kind == VerdictKind::InRange);
+  CHECK(in.sentence == "the decode slowdown 3.00x (95% interval 2.90x-3.10x) lies within the expected 2-4x");
+  const SlowdownVerdict below = judge_slowdown(slowdown(1.4, 1.38, 1.45), SlowdownMetric::Decode, two_to_four, {});
+  CHECK(below.kind == VerdictKind::Below);
+  CHECK(below.sentence.find("wholly below the expected 2-4x") != std::string::npos);
+  const SlowdownVerdict above = judge_slowdown(slowdown(5.0, 4.5, 5.5), SlowdownMetric::EndToEnd, two_to_four, {});
+  CHECK(above.kind == VerdictKind::Above);
+  CHECK(above.sentence.find("end-to-end slowdown 5.00x") != std::string::npos);
+  CHECK(to_string(VerdictKind::WithinNoise) == std::string("within noise"));
+}
+
+TEST_CASE("within noise: the interval crosses an edge of the range, or 1.0, or too few pairs", "[slowdown]") {
+  const SlowdownVerdict edge = judge_slowdown(slowdown(2.05, 1.9, 2.2), SlowdownMetric::Decode, two_to_four, {});
+  CHECK(edge.kind == VerdictKind::WithinNoise);
+  CHECK(edge.sentence.find("straddles an edge") != std::string::npos);
+  const ExpectedSlowdown small{1.1, 1.3, SlowdownMetric::Decode};
+  const SlowdownVerdict one = judge_slowdown(slowdown(1.04, 0.97, 1.08), SlowdownMetric::Decode, small, {});
+  CHECK(one.kind == VerdictKind::WithinNoise);
+  CHECK(one.sentence.find("includes 1.0x") != std::string::npos);
+  const SlowdownVerdict few = judge_slowdown(slowdown(3.0, 2.9, 3.1, 3), SlowdownMetric::Decode, two_to_four, {});
+  CHECK(few.kind == VerdictKind::WithinNoise);
+  CHECK(few.sentence.find("only 3 pairs") != std::string::npos);
+}
+
+TEST_CASE("workload changed: a --set on a key the range was written for", "[slowdown]") {
+  const SlowdownVerdict changed =
+      judge_slowdown(slowdown(1.04, 0.9, 1.2), SlowdownMetric::Decode, two_to_four, {"workload.new_tokens"});
+  CHECK(changed.kind == VerdictKind::WorkloadChanged);
+  CHECK(changed.sentence.find("--set changed workload.new_tokens") != std::string::npos);
+  const SlowdownVerdict none = judge_slowdown(slowdown(3, 2.9, 3.1), SlowdownMetric::Decode, std::nullopt, {});
+  CHECK(none.kind == VerdictKind::NoRange);
+  CHECK_FALSE(none.sentence.empty());
+}
+
+TEST_CASE("a verdict judges the slowdown its scenario names", "[slowdown]") {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "decodelab_test_slowdown";
+  std::filesystem::create_directories(dir);
+  auto scenario_with = [&](const std::string& of, const std::vector<std::string>& assignments = {}) {
+    const std::filesystem::path file = dir / ("s-" + of + ".yaml");
+    std::ofstream(file) << "model: lab-tiny\ndtype: fp16\nworkload: {requests: 2, batch_size: 2, prompt_tokens: 4, "
+                           "new_tokens: 4}\nbugs: {fp32_ops: true}\nexpected_slowdown: {min: 2, max: 4, of: "
+                        << of << "}\n";
+    return load_scenario(file, assignments);
+  };
+  // decode 3x (in range), end-to-end 1.5x (below): which verdict depends on `of` alone.
+  const Estimate decode = slowdown(3.0, 2.9, 3.1), end_to_end = slowdown(1.5, 1.45, 1.55);
+  const SlowdownReading by_decode = read_slowdown(scenario_with("decode"), decode, end_to_end);
+  CHECK(by_decode.metric == SlowdownMetric::Decode);
+  CHECK(by_decode.measured.median == 3.0);
+  CHECK(by_decode.verdict.kind == VerdictKind::InRange);
+  const SlowdownReading by_end = read_slowdown(scenario_with("end_to_end"), decode, end_to_end);
+  CHECK(by_end.metric == SlowdownMetric::EndToEnd);
+  CHECK(by_end.measured.median == 1.5);
+  CHECK(by_end.verdict.kind == VerdictKind::Below);
+  // A --set on the workload: not held against the range; on run: still judged.
+  const Scenario changed = scenario_with("decode", {"workload.new_tokens=8", "run.max_seconds=5"});
+  CHECK(changed_workload_keys(changed) == std::vector<std::string>{"workload.new_tokens"});
+  CHECK(read_slowdown(changed, decode, end_to_end).verdict.kind == VerdictKind::WorkloadChanged);
+  CHECK(read_slowdown(scenario_with("decode", {"run.max_seconds=5"}), decode, end_to_end).verdict.kind ==
+        VerdictKind::InRange);
+  // And it survives the lab's JSON.
+  const SlowdownReading back = slowdown_reading_from_json(to_json(by_end));
+  CHECK(back.metric == SlowdownMetric::EndToEnd);
+  CHECK(back.verdict.kind == VerdictKind::Below);
+  CHECK(back.verdict.sentence == by_end.verdict.sentence);
+  REQUIRE(back.expected);
+  CHECK(back.expected->of == SlowdownMetric::EndToEnd);
+  std::filesystem::remove_all(dir);
+}

@@ -1,0 +1,89 @@
+// Statistics: the order-statistics interval of a median worked out by hand, the noise
+// flag, rates derived from times, and the paired bootstrap of a ratio — which pairing
+// makes narrow when drift hits both sides of each pair.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "profiling/statistics.h"
+
+using namespace decodelab;
+
+TEST_CASE("median interval: ranks from the binomial, its confidence, min..max below 6 samples", "[statistics]") {
+  // n = 6: only [x(1), x(6)] reaches 95%: 1 - 2/64.
+  const Estimate six = median_estimate({6, 1, 5, 2, 4, 3}, 0.5);
+  CHECK(six.median == 3.5);
+  CHECK(six.low == 1);
+  CHECK(six.high == 6);
+  CHECK(six.confidence == Approx(1 - 2.0 / 64));
+  CHECK(six.samples == 6);
+  // n = 9: P(B <= 1) = 10/512 <= 2.5% < P(B <= 2): [x(2), x(8)].
+  const Estimate nine = median_estimate({9, 8, 7, 6, 5, 4, 3, 2, 1}, 0.5);
+  CHECK(nine.median == 5);
+  CHECK(nine.low == 2);
+  CHECK(nine.high == 8);
+  CHECK(nine.confidence == Approx(1 - 2 * 10.0 / 512));
+  // n = 5: min..max at 1 - 2/32, below 95%: noisy whatever the target.
+  const Estimate five = median_estimate({10, 10, 10, 10, 10}, 0.5);
+  CHECK(five.confidence == Approx(1 - 2.0 / 32));
+  CHECK(five.noisy);
+  CHECK(median_estimate({}, 0.1).samples == 0);
+}
+
+TEST_CASE("noisy: an interval wider than the target, quiet within it", "[statistics]") {
+  const std::vector<double> tight = {100, 101, 99, 100, 100.5, 99.5, 100};
+  const Estimate quiet = median_estimate(tight, 0.02);
+  CHECK_FALSE(quiet.noisy);
+  CHECK(quiet.relative_ci() == Approx(0.01));  // the larger side: 101 or 99 from 100
+  CHECK(median_estimate(tight, 0.005).noisy);
+  CHECK(format_interval(quiet) == "±1.0%");
+  CHECK(format_interval(median_estimate(tight, 0.005)) == "±1.0% noisy");
+}
+
+TEST_CASE("a rate from a time: the median maps exactly and the interval flips", "[statistics]") {
+  const Estimate time = median_estimate({2.0, 2.5, 4.0, 2.2, 3.0, 2.4}, 0);
+  const Estimate rate = reciprocal(time, 8.0);
+  CHECK(rate.median == Approx(8.0 / time.median));
+  CHECK(rate.low == Approx(8.0 / time.high));
+  CHECK(rate.high == Approx(8.0 / time.low));
+  CHECK(rate.samples == time.samples);
+  const Estimate doubled = scaled(time, 2.0);
+  CHECK(doubled.median == Approx(2 * time.median));
+  CHECK(doubled.low == Approx(2 * time.low));
+}
+
+TEST_CASE("ratio of paired medians: the ratio of the medians, drift shared by a pair cancels", "[statistics]") {
+  // Each pair ran at a different machine speed (1x..3x); within a pair buggy = 2 × fixed.
+  std::vector<double> fixed, buggy;
+  for (int i = 0; i < 12; ++i) {
+    const double drift = 1.0 + (i * 7 % 12) / 6.0;
+    fixed.push_back(10 * drift);
+    buggy.push_back(20 * drift * (i % 2 ? 1.01 : 0.99));
+  }
+  const Estimate ratio = ratio_of_medians(buggy, fixed, 0.05);
+  CHECK(ratio.median == Approx(median_of(buggy) / median_of(fixed)));
+  CHECK(ratio.low <= ratio.median);
+  CHECK(ratio.high >= ratio.median);
+  CHECK(ratio.confidence == Approx(kConfidenceLevel));
+  // Seeded: the same samples give the same interval.
+  const Estimate again = ratio_of_medians(buggy, fixed, 0.05);
+  CHECK(again.low == ratio.low);
+  CHECK(again.high == ratio.high);
+  // Unpaired (the buggy samples shuffled against the fixed ones) the drift no longer cancels.
+  std::vector<double> shuffled = buggy;
+  std::rotate(shuffled.begin(), shuffled.begin() + 5, shuffled.end());
+  const Estimate unpaired = ratio_of_medians(shuffled, fixed, 0.05);
+  CHECK(unpaired.high - unpaired.low > 2 * (ratio.high - ratio.low));
+  CHECK_THROWS(ratio_of_medians({1, 2}, {1}, 0.05));
+}
+
+TEST_CASE("estimates survive JSON", "[statistics]") {
+  const Estimate estimate = median_estimate({1, 2, 3, 4, 5, 6, 7}, 0.01);
+  const Estimate back = estimate_from_json(to_json(estimate));
+  CHECK(back.median == estimate.median);
+  CHECK(back.low == estimate.low);
+  CHECK(back.high == estimate.high);
+  CHECK(back.samples == estimate.samples);
+  CHECK(back.noisy == estimate.noisy);
+  CHECK(to_json(estimate)["relative_ci"].get<double>() == Approx(estimate.relative_ci()));
+}
