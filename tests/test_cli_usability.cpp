@@ -278,7 +278,9 @@ TEST_CASE("cli: compare -o json is the comparison, parseable, with both sides", 
   REQUIRE(result.exit_code == 0);
   const nlohmann::json rows = nlohmann::json::parse(result.out);
   REQUIRE(rows.size() == 1);
-  CHECK(rows[0].contains("slowdown"));
+  CHECK(rows[0].contains("decode_slowdown"));
+  CHECK(rows[0].contains("end_to_end_slowdown"));
+  CHECK(rows[0].contains("headline"));
   // --top beside machine-readable rows goes to stderr, one table per side
   CHECK_THAT(result.err, Contains("fixed: top ops by device time") && Contains("buggy: top ops by device time"));
 }
