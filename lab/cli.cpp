@@ -2,7 +2,8 @@
 // failure to one line on stderr and an exit code (0 ok, 1 runtime failure, 2 bad input,
 // 128 + signal when a sweep or the lab stopped on Ctrl-C / SIGTERM after saving its rows,
 // 3 when `collect` found rows still to come).
-// Parse errors of the command line itself are bad input too, hence 2, not CLI11's codes.
+// Parse errors of the command line itself are bad input too, hence 2, not CLI11's codes;
+// a mistyped subcommand is caught before CLI11 parses, to offer "did you mean".
 #include "lab/cli.h"
 
 #include <CLI/CLI.hpp>
@@ -13,6 +14,7 @@
 
 #include "engine/backend.h"
 #include "engine/errors.h"
+#include "lab/cli_options.h"
 #include "lab/commands.h"
 #include "lab/interrupt.h"
 #include "lab/slurm_collect.h"
@@ -59,6 +61,10 @@ int run_cli(int argc, char** argv) {
   CLI::App app{"decodelab: a performance lab for LLM inference (decode engine, five classic bugs, roofline)",
                "decodelab"};
   app.set_version_flag("--version", version_text());
+  // Command-line mistakes read like every other input error: one line, the same prefix.
+  app.failure_message([](const CLI::App*, const CLI::Error& error) {
+    return "decodelab: error: " + one_line(error.what()) + "; see --help\n";
+  });
   app.require_subcommand(1);
   add_run_command(app);
   add_list_command(app);
@@ -73,6 +79,11 @@ int run_cli(int argc, char** argv) {
   add_nsys_command(app);
   add_predict_command(app);
   add_diff_logits_command(app);
+  // CLI11 reads an unknown first word as a stray argument ("a subcommand is required").
+  if (const std::optional<std::string> unknown = unknown_subcommand(app, argc, argv)) {
+    std::fprintf(stderr, "decodelab: error: %s\n", unknown->c_str());
+    return 2;
+  }
   try {
     app.parse(argc, argv);
     return 0;

@@ -1,7 +1,6 @@
 // `decodelab compare SCENARIO`: the scenario as written and its fixed twin, alternated on
-// one backend; both rows, the slowdown, and where the device time went per category.
-#include <unistd.h>
-
+// one backend; both rows, the slowdown, and where the device time went per category
+// (-o csv|json|jsonl: the comparison's JSON as one row; --top N: each side's top ops).
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -9,10 +8,13 @@
 
 #include "engine/errors.h"
 #include "lab/byte_size.h"
+#include "lab/cli_options.h"
 #include "lab/commands.h"
 #include "lab/compare.h"
 #include "lab/output_files.h"
 #include "lab/paths.h"
+#include "lab/row_output.h"
+#include "lab/top_ops_table.h"
 #include "profiling/atomic_file.h"
 #include "profiling/chrome_trace.h"
 #include "profiling/report.h"
@@ -32,6 +34,8 @@ struct CompareArguments {
   std::string max_memory;
   std::vector<std::string> predict_on = default_reference_devices();
   bool quiet = false;
+  RowFormat format = RowFormat::Markdown;
+  size_t top = 0;
 };
 
 void execute_compare(const CompareArguments& arguments) {
@@ -55,7 +59,7 @@ void execute_compare(const CompareArguments& arguments) {
     if (!options.max_memory_bytes)
       throw InputError("--max-memory", 0, arguments.max_memory, "expected a size such as 8GiB, 512MiB or 1000000");
   }
-  options.show_progress = !arguments.quiet && ::isatty(::fileno(stderr));
+  options.progress = progress_mode(arguments.quiet);
   options.progress_label = scenario.name;
   options.predict_on = arguments.predict_on;
   reference_devices(options.predict_on, "--predict-on");  // an unknown name fails before any run
@@ -79,10 +83,23 @@ void execute_compare(const CompareArguments& arguments) {
                               "</body></html>\n");
   }
   outputs.commit();
-  if (!arguments.quiet) {
+  if (arguments.quiet) return;
+  if (arguments.format != RowFormat::Markdown) {
+    std::fputs(format_rows({comparison_json(comparison)}, arguments.format).c_str(), stdout);
+  } else {
     std::fputs(comparison_table(comparison).c_str(), stdout);
-    std::fflush(stdout);
   }
+  if (arguments.top > 0) {  // on stderr beside machine-readable rows, so that stdout stays parseable
+    std::string tables;
+    for (const ComparedRun* side : {&comparison.fixed, &comparison.buggy}) {
+      const RunAnalysis analysis = analysis_with_top_ops(*side->trace, side->analysis.device_spec, arguments.top);
+      tables += "\n" + top_ops_table(analysis, arguments.top,
+                                      std::string(side == &comparison.fixed ? "fixed" : "buggy") +
+                                          ": top ops by device time (the traced repeat)");
+    }
+    std::fputs(tables.c_str(), arguments.format == RowFormat::Markdown ? stdout : stderr);
+  }
+  std::fflush(stdout);
 }
 
 }  // namespace
@@ -95,14 +112,15 @@ void add_compare_command(CLI::App& app) {
       ->allow_extra_args(false);
   command->add_option("--backend", arguments->backend, "Override the scenario's backend")
       ->check(CLI::IsMember({"cpu", "cuda"}));
-  command->add_option("--threads", arguments->threads, "CPU kernel threads (0 = every core)")
-      ->check(CLI::NonNegativeNumber);
+  add_threads_option(*command, arguments->threads);
   command->add_option("--json", arguments->json_file, "Write fixed, buggy, slowdown and categories as JSON");
   command->add_option("--report", arguments->report_dir, "Write an HTML report directory");
   command->add_option("--trace", arguments->trace_prefix,
                       "Write Chrome traces PREFIXfixed.trace.json and PREFIXbuggy.trace.json");
   command->add_option("--max-memory", arguments->max_memory, "Refuse to run when the plan needs more (e.g. 8GiB)");
   add_predict_on_option(*command, arguments->predict_on);
+  add_row_format_option(*command, arguments->format);
+  add_top_option(*command, arguments->top);
   command->add_flag("--quiet,-q", arguments->quiet, "Print nothing");
   command->callback([arguments] { execute_compare(*arguments); });
 }

@@ -8,8 +8,6 @@
 // writes its trace and report without naming them; --reveal --seed N tells the answer.
 // With --slurm each bug's comparison is a Slurm array task (lab/slurm_submit.h) and
 // `decodelab collect` gathers the rows and the reports.
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -20,6 +18,7 @@
 #include <vector>
 
 #include "engine/errors.h"
+#include "lab/cli_options.h"
 #include "lab/commands.h"
 #include "lab/compare.h"
 #include "lab/lab_table.h"
@@ -28,8 +27,10 @@
 #include "lab/output_files.h"
 #include "lab/paths.h"
 #include "lab/results_file.h"
+#include "lab/row_output.h"
 #include "lab/run_report.h"
 #include "lab/slurm_submit.h"
+#include "lab/yaml_fields.h"
 #include "profiling/analysis.h"
 #include "profiling/chrome_trace.h"
 #include "profiling/report.h"
@@ -50,6 +51,7 @@ struct LabArguments {
   std::vector<std::string> assignments;
   bool resume = false;
   bool quiet = false;
+  RowFormat format = RowFormat::Markdown;
   bool mystery = false;
   bool reveal = false;
   bool has_seed = false;
@@ -68,9 +70,16 @@ std::vector<fs::path> lab_scenarios(const std::vector<std::string>& only) {
   }
   std::sort(files.begin(), files.end());
   if (!only.empty()) {
+    std::vector<std::string> names;
+    for (const fs::path& file : files) names.push_back(file.stem().string());
     for (const std::string& name : only) {
-      if (std::none_of(files.begin(), files.end(), [&](const fs::path& file) { return file.stem() == name; }))
-        throw InputError("--only", 0, name, "no scenario of that name under " + directory.string());
+      if (std::find(names.begin(), names.end(), name) == names.end()) {
+        std::string listing;
+        for (const std::string& known : names) listing += (listing.empty() ? "" : ", ") + known;
+        throw InputError("--only", 0, name,
+                         "no lab scenario of that name" + did_you_mean(name, names) + "; the lab's scenarios are " +
+                             listing + " (under " + directory.string() + ")");
+      }
     }
     std::erase_if(files, [&](const fs::path& file) {
       return std::find(only.begin(), only.end(), file.stem().string()) == only.end();
@@ -99,34 +108,64 @@ void execute_lab(const LabArguments& arguments) {
   CompareOptions options;
   if (!arguments.backend.empty()) options.backend = arguments.backend == "cuda" ? BackendKind::Cuda : BackendKind::Cpu;
   options.threads = arguments.threads;
-  options.show_progress = !arguments.quiet && ::isatty(::fileno(stderr));
+  const Progress progress(progress_mode(arguments.quiet));
+  options.progress = progress.mode();
   options.predict_on = arguments.predict_on;
 
+  // A row is the same work when the buggy scenario (every --set applied) and the backend are.
+  std::vector<nlohmann::json> keys;
+  for (const Scenario& scenario : scenarios) {
+    const BackendKind kind = choose_backend(scenario.backend, options.backend);
+    keys.push_back({{"bug", scenario.name},
+                    {"scenario", scenario_to_json(scenario)},
+                    {"backend", kind == BackendKind::Cuda ? "cuda" : "cpu"}});
+  }
   ResultsFile results(arguments.json_file, "lab");
-  if (arguments.resume) results.load_existing();
+  if (arguments.resume) {
+    results.load_existing();
+    // One row per bug: a saved row of a bug about to run under other settings would have to
+    // be replaced, so refuse before any work rather than drop a finished row.
+    for (const nlohmann::json& key : keys) {
+      if (!results.previous(key) && results.previous({{"bug", key["bug"]}})) {
+        throw InputError(arguments.json_file, 0, "--resume",
+                         "holds a finished row for " + key["bug"].get<std::string>() +
+                             " run with another scenario, --set or backend; resuming would replace it. Resume with "
+                             "the same settings, or write to another --json file");
+      }
+    }
+  }
   const StopRequests stop;
   std::vector<LabRow> rows;
   for (size_t i = 0; i < scenarios.size() && !stop.requested(); ++i) {
-    // A row is the same work when the buggy scenario (every --set applied) and the backend are.
-    const BackendKind kind = choose_backend(scenarios[i].backend, options.backend);
-    const nlohmann::json key = {{"bug", scenarios[i].name},
-                                {"scenario", scenario_to_json(scenarios[i])},
-                                {"backend", kind == BackendKind::Cuda ? "cuda" : "cpu"}};
-    if (std::optional<nlohmann::json> previous = results.previous(key)) {
+    const std::string label =
+        "[" + std::to_string(i + 1) + "/" + std::to_string(scenarios.size()) + "] " + scenarios[i].name;
+    if (std::optional<nlohmann::json> previous = results.take(keys[i])) {
       rows.push_back(lab_row_from_json(*previous, arguments.json_file));
       results.add(std::move(*previous));
+      progress.finished(label + ": reused from " + arguments.json_file);
       continue;
     }
-    options.progress_label = "[" + std::to_string(i + 1) + "/" + std::to_string(scenarios.size()) + "] " +
-                             scenarios[i].name;
+    options.progress_label = label;
     const Comparison comparison = compare_with_fixed_twin(scenarios[i], options);
     rows.push_back(lab_row(comparison));
     // Each bug's report as soon as it exists, so that an interrupted lab keeps it too.
     if (!arguments.report_dir.empty()) write_bug_report(arguments.report_dir, rows.back(), comparison);
     results.add(lab_row_json(rows.back()));
+    const SlowdownReading& headline = rows.back().headline;
+    const std::string verdict = to_string(headline.verdict.kind);
+    progress.finished(label + ": done, " + to_string(headline.metric) + " slowdown " +
+                      format_slowdown(headline.measured) + " over " + std::to_string(rows.back().pairs) + " pairs" +
+                      (verdict == "-" ? "" : " (" + verdict + ")"));
   }
+  progress.clear();
   if (!arguments.quiet) {
-    std::fputs(lab_table(rows).c_str(), stdout);
+    if (arguments.format == RowFormat::Markdown) {
+      std::fputs(lab_table(rows).c_str(), stdout);
+    } else {
+      std::vector<nlohmann::json> row_objects;
+      for (const LabRow& row : rows) row_objects.push_back(lab_row_json(row));
+      std::fputs(format_rows(row_objects, arguments.format).c_str(), stdout);
+    }
     std::fflush(stdout);
   }
   if (rows.size() < scenarios.size()) {
@@ -139,6 +178,8 @@ void execute_lab(const LabArguments& arguments) {
     throw Interrupted(stop.signal_number(), message);
   }
   results.finish();
+  if (arguments.resume && !arguments.quiet)
+    std::fprintf(stderr, "decodelab: %s\n", results.resume_note(scenarios.size()).c_str());
   if (!arguments.report_dir.empty()) write_lab_index(arguments.report_dir, rows);
 }
 
@@ -158,7 +199,7 @@ void execute_mystery(const LabArguments& arguments) {
   RunOptions options;
   if (!arguments.backend.empty()) options.backend = arguments.backend == "cuda" ? BackendKind::Cuda : BackendKind::Cpu;
   options.threads = arguments.threads;
-  options.show_progress = !arguments.quiet && ::isatty(::fileno(stderr));
+  options.progress = progress_mode(arguments.quiet);
   options.check_machine = true;
   std::unique_ptr<Backend> backend = open_backend(scenario, options);
   // Roofs only for a report: on a CPU their first measurement takes a while.
@@ -196,19 +237,21 @@ void add_lab_command(CLI::App& app) {
   CLI::App* command = app.add_subcommand("lab", "The five-bug lab: every scenario under scenarios/bugs/, fixed vs buggy");
   command->add_option("--backend", arguments->backend, "cpu or cuda (default: each scenario's backend)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
-  command->add_option("--threads", arguments->threads, "CPU kernel threads (0 = every core)")
-      ->check(CLI::NonNegativeNumber);
+  add_threads_option(*command, arguments->threads);
   command->add_option("--json", arguments->json_file,
                       "Write the rows (bug, fixed_tokens_per_s, buggy_tokens_per_s, decode_slowdown, end_to_end_slowdown, "
                       "headline verdict, ...) as a JSON list; "
                       "while bugs remain (interrupted), {\"complete\": false, \"rows\": [...]}, rewritten after every bug");
   command->add_flag("--resume", arguments->resume,
-                    "Reuse the rows the --json file already holds for the same scenarios and backend; run only the rest");
+                    "Reuse the rows the --json file already holds for the same scenarios and backend; run only the rest "
+                    "(rows of bugs not selected now are kept)");
   command->add_option("--report", arguments->report_dir, "Write the lab's HTML report into this directory");
-  command->add_option("--only", arguments->only, "Run only these lab scenarios (by name)")->allow_extra_args(false);
+  command->add_option("--only", arguments->only, "Run only these lab scenarios (by name): --only a,b or --only a b")
+      ->delimiter(',');
   command->add_option("--set", arguments->assignments, "Override a key in every lab scenario: key.path=value")
       ->allow_extra_args(false);
   add_predict_on_option(*command, arguments->predict_on);
+  add_row_format_option(*command, arguments->format);
   command->add_flag("--quiet,-q", arguments->quiet, "Print nothing");
   CLI::Option* mystery = command->add_flag(
       "--mystery", arguments->mystery, "Practice: run a seeded random case with hidden bugs; write its trace, name none");
@@ -219,7 +262,7 @@ void add_lab_command(CLI::App& app) {
                                            "Where --mystery writes its trace (default: mystery-<seed>.trace.json)");
   mystery->excludes(reveal);
   trace->needs(mystery);
-  for (const char* normal_only : {"--json", "--only", "--set", "--resume", "--predict-on"}) {
+  for (const char* normal_only : {"--json", "--only", "--set", "--resume", "--predict-on", "--output"}) {
     mystery->excludes(command->get_option(normal_only));
     reveal->excludes(command->get_option(normal_only));
   }

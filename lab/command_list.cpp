@@ -33,6 +33,20 @@ std::string text_key(const fs::path& file, const char* key) {
   }
 }
 
+// "; expected slowdown (from the course text): 2-4x" from `expected_slowdown: {min, max}`,
+// or "" where the scenario states none (or states it unreadably: `run` reports that).
+std::string expected_slowdown_text(const fs::path& file) {
+  try {
+    const YAML::Node document = YAML::LoadFile(file.string());
+    const YAML::Node range = document.IsMap() ? document["expected_slowdown"] : YAML::Node();
+    if (!range || !range.IsMap() || !range["min"] || !range["max"]) return "";
+    return "; expected slowdown (from the course text): " + range["min"].as<std::string>() + "-" +
+           range["max"].as<std::string>() + "x";
+  } catch (const YAML::Exception&) {
+    return "";
+  }
+}
+
 std::vector<fs::path> yaml_files(const fs::path& folder, bool recursive) {
   std::vector<fs::path> files;
   std::error_code error;
@@ -77,8 +91,8 @@ void list_everything() {
   for (const fs::path& file : scenario_files)
     width = std::max(width, file.lexically_relative(scenarios).string().size());
   for (const fs::path& file : scenario_files) {
-    std::printf("  %s  %s\n", padded(file.lexically_relative(scenarios).string(), width).c_str(),
-                text_key(file, "description").c_str());
+    std::printf("  %s  %s%s\n", padded(file.lexically_relative(scenarios).string(), width).c_str(),
+                text_key(file, "description").c_str(), expected_slowdown_text(file).c_str());
   }
   if (scenario_files.empty()) std::printf("  (none)\n");
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "lab/cli_options.h"
 #include "lab/commands.h"
 #include "lab/output_files.h"
 #include "profiling/atomic_file.h"
@@ -49,7 +50,7 @@ void add_nsys_command(CLI::App& app) {
   command->add_option("--nvtx", arguments->nvtx,
                       "only work launched inside NVTX ranges whose whole name matches this regex (needs "
                       "nvtx_pushpop_trace and cuda_api_trace), e.g. 'step [0-9]+'");
-  command->add_option("--top", arguments->top, "kernels to list")->check(CLI::PositiveNumber);
+  command->add_option("--top", arguments->top, "kernels to list")->check(integer_at_least(1));
   command->add_option("--json", arguments->json_file, "write the analysis as JSON");
   command->callback([arguments] { execute_nsys(*arguments); });
 }

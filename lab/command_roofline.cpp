@@ -15,7 +15,9 @@
 
 #include "engine/backend.h"
 #include "engine/errors.h"
+#include "lab/cli_options.h"
 #include "lab/commands.h"
+#include "lab/scenario.h"
 #include "lab/output_files.h"
 #include "lab/runner.h"
 #include "profiling/atomic_file.h"
@@ -121,8 +123,8 @@ void add_roofline_command(CLI::App& app) {
   device->excludes(measure);
   command->add_option("--backend", options->backend, "cpu or cuda (default: cuda when a GPU is present)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
-  command->add_option("--threads", options->threads, "CPU kernel threads (0 = every core)")->check(CLI::NonNegativeNumber);
-  command->add_option("--repeats", options->repeats, "timed repeats per figure (the median is kept)")->check(CLI::PositiveNumber);
+  command->add_option("--threads", options->threads, "CPU kernel threads (0 = every core)")->check(integer_range(0, kMaxCpuThreads));
+  command->add_option("--repeats", options->repeats, "timed repeats per figure (the median is kept)")->check(integer_at_least(1));
   command->callback([options] { run_roofline(*options); });
 }
 

@@ -1,8 +1,8 @@
 // `decodelab run SCENARIO`: validate the scenario and the output paths, run it, then
-// print one table row and write the requested files. The files are staged and renamed
-// only after everything succeeded, so a failed run leaves none of them behind.
-#include <unistd.h>
-
+// print one table row (or the row as -o csv|json|jsonl, lab/row_output.h; --top N adds
+// the top ops) and write the requested files. The files are staged and renamed only
+// after everything succeeded, so a failed run leaves none of them behind.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -11,13 +11,16 @@
 
 #include "engine/errors.h"
 #include "lab/byte_size.h"
+#include "lab/cli_options.h"
 #include "lab/commands.h"
 #include "lab/npy.h"
 #include "lab/output_files.h"
 #include "lab/paths.h"
+#include "lab/row_output.h"
 #include "lab/run_report.h"
 #include "lab/runner.h"
 #include "lab/scenario.h"
+#include "lab/top_ops_table.h"
 #include "profiling/analysis.h"
 #include "profiling/chrome_trace.h"
 #include "profiling/report.h"
@@ -41,6 +44,8 @@ struct RunArguments {
   std::string report_dir;
   bool quiet = false;
   bool check_numerics = false;
+  RowFormat format = RowFormat::Markdown;
+  size_t top = 0;
 };
 
 void execute_run(const RunArguments& arguments) {
@@ -60,11 +65,11 @@ void execute_run(const RunArguments& arguments) {
       throw InputError("--max-memory", 0, arguments.max_memory, "expected a size such as 8GiB, 512MiB or 1000000");
     }
   }
-  options.show_progress = !arguments.quiet && ::isatty(::fileno(stderr));
+  options.progress = progress_mode(arguments.quiet);
   options.check_numerics = arguments.check_numerics;
 
   // The trace sees every timed repeat; it names what ran where, never the bugs.
-  const bool profiled = !arguments.trace_file.empty() || !arguments.report_dir.empty();
+  const bool profiled = !arguments.trace_file.empty() || !arguments.report_dir.empty() || arguments.top > 0;
   check_memory_cap(scenario, options);
   std::unique_ptr<Backend> backend = open_backend(scenario, options);
   check_scenario_fits(scenario, *backend, options.max_memory_bytes);
@@ -77,7 +82,7 @@ void execute_run(const RunArguments& arguments) {
   const MachineState machine = result.machine.value_or(MachineState{});
   DeviceSpec spec;
   if (profiled) {
-    spec = default_device_spec(*backend, arguments.threads, nullptr, {}, &machine);
+    spec = default_device_spec(*backend, kernel_threads(scenario, options), nullptr, {}, &machine);
     trace.metadata().backend = backend->name();
     trace.metadata().device = backend->device_description();
     trace.metadata().dtype = dtype_name(scenario.dtype);
@@ -99,8 +104,9 @@ void execute_run(const RunArguments& arguments) {
   }
   std::optional<RunAnalysis> analysis;
   if (profiled) {
-    analysis = analyze_checking_roofs(trace, spec, *backend, arguments.threads, machine);
+    analysis = analyze_checking_roofs(trace, spec, *backend, kernel_threads(scenario, options), machine);
     trace.metadata().device_spec = spec;  // the roofs the analysis used (measured again when suspect)
+    if (arguments.top > AnalysisOptions{}.top_ops) analysis = analysis_with_top_ops(trace, spec, arguments.top);
   }
   if (!arguments.trace_file.empty()) outputs.stage(arguments.trace_file, chrome_trace_json(trace).dump() + "\n");
   // The report before the commit: if it fails, no result file claims a complete run.
@@ -110,12 +116,19 @@ void execute_run(const RunArguments& arguments) {
   }
   outputs.commit();
 
-  if (!arguments.quiet) {
+  if (arguments.quiet) return;
+  if (arguments.format != RowFormat::Markdown) {
+    std::fputs(format_rows({run_result_json(scenario, result)}, arguments.format).c_str(), stdout);
+  } else {
     std::fputs((run_table_header() + run_table_row(scenario, result) + run_table_legend(scenario.repeats.target_ci)).c_str(),
                stdout);
     if (analysis) std::fputs(("\n" + analysis->summary + "\n").c_str(), stdout);
-    std::fflush(stdout);
   }
+  if (arguments.top > 0) {  // on stderr beside machine-readable rows, so that stdout stays parseable
+    const std::string table = "\n" + top_ops_table(*analysis, arguments.top, "top ops by device time");
+    std::fputs(table.c_str(), arguments.format == RowFormat::Markdown ? stdout : stderr);
+  }
+  std::fflush(stdout);
 }
 
 }  // namespace
@@ -130,8 +143,7 @@ void add_run_command(CLI::App& app) {
       ->allow_extra_args(false);
   command->add_option("--backend", arguments->backend, "Override the scenario's backend")
       ->check(CLI::IsMember({"cpu", "cuda"}));
-  command->add_option("--threads", arguments->threads, "CPU kernel threads (0 = every core)")
-      ->check(CLI::NonNegativeNumber);
+  add_threads_option(*command, arguments->threads);
   command->add_option("--json", arguments->json_file, "Write the result as JSON");
   command->add_option("--dump-logits", arguments->logits_file,
                       "Write each request's last logits as .npy (float32, [requests, vocab])");
@@ -142,6 +154,8 @@ void add_run_command(CLI::App& app) {
   command->add_flag("--check-numerics", arguments->check_numerics,
                     "After the repeats, one more generation checking every op's output for NaN/Inf (slow); "
                     "names the first op that produced one");
+  add_row_format_option(*command, arguments->format);
+  add_top_option(*command, arguments->top);
   command->add_flag("--quiet,-q", arguments->quiet, "Print no table and no progress");
   command->callback([arguments] { execute_run(*arguments); });
 }

@@ -1,24 +1,26 @@
-// `decodelab sweep SCENARIO`: any workload key given as a list is swept; every
-// combination is validated first, then run, one table row each (the swept values first,
-// the decode phase's roofline reading last). The --json file is rewritten after every
+// `decodelab sweep SCENARIO`: any workload key, and dtype, backend and threads, given as a
+// list is swept (`--threads 1,2` and `--backend cpu,cuda` too); every combination is
+// validated first, then run, one table row each (the swept values first, the decode
+// phase's roofline reading last; -o csv|json|jsonl prints the rows' JSON instead). The --json file is rewritten after every
 // row; Ctrl-C stops after the run in progress (every completed row kept, "complete":
 // false) and --resume runs only what is missing; --report draws the measured points over the
 // predicted curve (lab/sweep_report.h). With --slurm the points go to a Slurm
 // job array instead (lab/slurm_submit.h) and `decodelab collect` gathers their rows.
-#include <unistd.h>
-
 #include <cstdio>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "engine/errors.h"
+#include "lab/cli_options.h"
 #include "lab/commands.h"
 #include "lab/interrupt.h"
 #include "lab/output_files.h"
 #include "lab/paths.h"
 #include "lab/results_file.h"
+#include "lab/row_output.h"
 #include "lab/run_report.h"
 #include "lab/runner.h"
 #include "lab/scenario.h"
@@ -35,17 +37,66 @@ namespace {
 struct SweepArguments {
   std::string scenario;
   std::vector<std::string> assignments;
-  std::string backend;
-  int threads = 0;
+  std::vector<std::string> backends;  // one overrides every point's; several are swept
+  std::vector<int> threads;           // likewise
   std::string json_file;
   std::string report_dir;
   bool resume = false;
   bool check_numerics = false;
   bool quiet = false;
+  RowFormat format = RowFormat::Markdown;
   SlurmRequest slurm;
 };
 
-void execute_sweep(const SweepArguments& arguments) {
+// "[1,2,4]": a list on the command line becomes the swept key's YAML list.
+template <typename T>
+std::string yaml_list(const std::vector<T>& values) {
+  std::string text;
+  for (const T& value : values) {
+    std::ostringstream item;
+    item << value;
+    text += (text.empty() ? "" : ", ") + item.str();
+  }
+  return "[" + text + "]";
+}
+
+// The backend a point runs on, reopened only when its kind or thread count changes (the
+// swept run settings are the outermost keys, so each is opened once), with its context: the
+// machine check and the roofs belong to a backend and a thread count, so a new one starts
+// empty and its first point checks the machine and reads the roofs again.
+class PointBackends {
+ public:
+  Backend& open(const Scenario& scenario, const RunOptions& options) {
+    const BackendKind kind = choose_backend(scenario.backend, options.backend);
+    const int threads = kernel_threads(scenario, options);
+    if (!backend_ || kind != kind_ || threads != threads_) {
+      backend_.reset();  // one at a time
+      backend_ = open_backend(scenario, options);
+      context_ = SweepContext{};
+      kind_ = kind;
+      threads_ = threads;
+    }
+    return *backend_;
+  }
+  SweepContext& context() { return context_; }
+
+ private:
+  std::unique_ptr<Backend> backend_;
+  BackendKind kind_ = BackendKind::Cpu;
+  int threads_ = 0;
+  SweepContext context_;
+};
+
+std::string backend_name(BackendKind kind) { return kind == BackendKind::Cuda ? "cuda" : "cpu"; }
+
+void execute_sweep(SweepArguments arguments) {
+  // Several --backend or --threads values sweep like a list in the file (run settings first).
+  RunSettings settings{"", 0, arguments.check_numerics};
+  if (arguments.backends.size() > 1) arguments.assignments.push_back("backend=" + yaml_list(arguments.backends));
+  if (arguments.backends.size() == 1) settings.backend = arguments.backends.front();
+  if (arguments.threads.size() > 1) arguments.assignments.push_back("threads=" + yaml_list(arguments.threads));
+  if (arguments.threads.size() == 1) settings.threads = arguments.threads.front();
+
   const auto file = resolve_scenario_argument(arguments.scenario);
   YAML::Node document = read_scenario_document(file);
   std::vector<ScenarioOverride> overrides;
@@ -57,7 +108,6 @@ void execute_sweep(const SweepArguments& arguments) {
   std::vector<Scenario> scenarios;
   for (const SweepPoint& point : points) scenarios.push_back(parse_scenario(point.scenario, file, overrides));
   if (arguments.slurm.enabled) {
-    const RunSettings settings{arguments.backend, arguments.threads, arguments.check_numerics};
     submit_run(sweep_run_plan(file, points, scenarios, arguments.assignments, settings), arguments.slurm);
     return;
   }
@@ -67,37 +117,50 @@ void execute_sweep(const SweepArguments& arguments) {
   if (!arguments.report_dir.empty()) check_output_directory(arguments.report_dir, "--report");
 
   RunOptions options;
-  if (!arguments.backend.empty()) options.backend = arguments.backend == "cuda" ? BackendKind::Cuda : BackendKind::Cpu;
-  options.threads = arguments.threads;
+  if (!settings.backend.empty()) options.backend = settings.backend == "cuda" ? BackendKind::Cuda : BackendKind::Cpu;
+  options.threads = settings.threads;
   options.check_numerics = arguments.check_numerics;
-  const bool progress = !arguments.quiet && ::isatty(::fileno(stderr));
-  // One backend for every point; the machine checked once, before the first point is timed;
-  // then the roofs each point's decode phase is read against.
-  std::unique_ptr<Backend> backend = open_backend(scenarios.front(), options);
-  SweepContext context;
+  const Progress progress(progress_mode(arguments.quiet));
+  // Every backend the sweep needs exists before any point runs (an absent GPU fails now).
+  for (const Scenario& scenario : scenarios) choose_backend(scenario.backend, options.backend);
+  PointBackends backends;
 
   ResultsFile results(arguments.json_file, "sweep");
   if (arguments.resume) results.load_existing();
   const StopRequests stop;
   std::string table = sweep_table_header(points.front());
-  size_t reused = 0;
   for (size_t i = 0; i < scenarios.size() && !stop.requested(); ++i) {
-    const nlohmann::json key = sweep_row_key(points[i], scenarios[i], backend->name());
-    if (std::optional<nlohmann::json> previous = results.previous(key)) {
+    const std::string label = "[" + std::to_string(i + 1) + "/" + std::to_string(scenarios.size()) + "] " +
+                              (points[i].label.empty() ? scenarios[i].name : points[i].label);
+    const BackendKind kind = choose_backend(scenarios[i].backend, options.backend);
+    const nlohmann::json key = sweep_row_key(points[i], scenarios[i], backend_name(kind));
+    if (std::optional<nlohmann::json> previous = results.take(key)) {
       table += sweep_table_row(points[i], scenarios[i], *previous);
       results.add(std::move(*previous));
-      ++reused;
+      progress.finished(label + ": reused from " + arguments.json_file);
       continue;
     }
-    if (progress) std::fprintf(stderr, "\r\033[K[%zu/%zu] %s", i + 1, scenarios.size(), points[i].label.c_str());
-    if (progress && !context.machine) std::fputs("\r\033[K", stderr);  // a warning starts on its own line
-    SweepRow row = run_sweep_point(points[i], scenarios[i], options, *backend, context);
+    progress.status(label);
+    Backend& backend = backends.open(scenarios[i], options);
+    SweepContext& context = backends.context();
+    if (!context.machine) progress.clear();  // the machine check's warning starts on its own line
+    SweepRow row = run_sweep_point(points[i], scenarios[i], options, backend, context);
     table += sweep_table_row(points[i], scenarios[i], row.result, row.json);
+    const RunMetrics& metrics = row.result.metrics;
+    char outcome[160];
+    std::snprintf(outcome, sizeof outcome, ": done, decode %.1f tok/s %s (%d repeats, %s)",
+                  metrics.decode_tokens_per_s.median, format_interval(metrics.decode_tokens_per_s).c_str(),
+                  metrics.repeats, row.result.stopped_because.c_str());
+    progress.finished(label + outcome);
     results.add(std::move(row.json));
   }
-  if (progress) std::fputs("\r\033[K", stderr);
+  progress.clear();
   if (!arguments.quiet) {
-    std::fputs((table + run_table_legend(scenarios.front().repeats.target_ci)).c_str(), stdout);
+    if (arguments.format == RowFormat::Markdown) {
+      std::fputs((table + run_table_legend(scenarios.front().repeats.target_ci)).c_str(), stdout);
+    } else {
+      std::fputs(format_rows(results.rows(), arguments.format).c_str(), stdout);
+    }
     std::fflush(stdout);
   }
   if (results.rows().size() < scenarios.size()) {
@@ -111,40 +174,49 @@ void execute_sweep(const SweepArguments& arguments) {
   }
   results.finish();
   if (!arguments.report_dir.empty()) {
-    // The curve from the roofs the points were read against (every row reused: the cached ones).
-    if (!context.spec) context.spec = default_device_spec(*backend, arguments.threads);
+    // The curve from the roofs the last points were read against (every row reused: the cached ones).
+    Backend& backend = backends.open(scenarios.back(), options);
+    SweepContext& context = backends.context();
+    if (!context.spec) context.spec = default_device_spec(backend, settings.threads);
     write_sweep_report(arguments.report_dir, "decodelab sweep: " + file.stem().string(), table,
                        points.front().values.empty() ? "" : points.front().values.front().first,
                        sweep_series(points, scenarios, results.rows(), *context.spec), *context.spec);
   }
-  if (reused > 0 && !arguments.quiet) {
-    std::fprintf(stderr, "decodelab: %zu of %zu rows reused from %s\n", reused, scenarios.size(),
-                 arguments.json_file.c_str());
-  }
+  if (arguments.resume && !arguments.quiet)
+    std::fprintf(stderr, "decodelab: %s\n", results.resume_note(scenarios.size()).c_str());
 }
 
 }  // namespace
 
 void add_sweep_command(CLI::App& app) {
   auto arguments = std::make_shared<SweepArguments>();
-  CLI::App* command = app.add_subcommand("sweep", "Run every combination of the workload keys given as lists");
+  CLI::App* command = app.add_subcommand(
+      "sweep", "Run every combination of the keys given as lists (workload keys, dtype, backend, threads)");
   command->add_option("scenario", arguments->scenario, "Scenario file, or a name under scenarios/")->required();
   command->add_option("--set", arguments->assignments, "Override a scenario key (a list sweeps it): key.path=value")
       ->allow_extra_args(false);
-  command->add_option("--backend", arguments->backend, "Override the scenario's backend")
+  command
+      ->add_option("--backend", arguments->backends,
+                   "Override the scenario's backend; several (--backend cpu,cuda) are swept")
+      ->delimiter(',')
       ->check(CLI::IsMember({"cpu", "cuda"}));
-  command->add_option("--threads", arguments->threads, "CPU kernel threads (0 = every core)")
-      ->check(CLI::NonNegativeNumber);
+  command
+      ->add_option("--threads", arguments->threads,
+                   "CPU kernel threads (default: the scenario's threads:, else every core); several "
+                   "(--threads 1,2,4) are swept")
+      ->delimiter(',')
+      ->check(integer_range(0, kMaxCpuThreads));
   command->add_option("--json", arguments->json_file,
                       "Write one result per combination as a JSON list; while rows remain (interrupted), "
                       "{\"complete\": false, \"rows\": [...]}, rewritten after every row");
   command->add_flag("--resume", arguments->resume,
                     "Reuse the rows the --json file already holds for the same scenario, swept values and backend; "
-                    "run only the rest");
+                    "run only the rest (rows of other points are kept)");
   command->add_option("--report", arguments->report_dir,
                       "Write the sweep's page: the table, and measured decode tok/s over the predicted curve");
   command->add_flag("--check-numerics", arguments->check_numerics,
                     "After each run's repeats, one more generation checking every op's output for NaN/Inf");
+  add_row_format_option(*command, arguments->format);
   command->add_flag("--quiet,-q", arguments->quiet, "Print nothing");
   add_slurm_options(*command, arguments->slurm);
   for (const char* here_only : {"--json", "--resume", "--report"})

@@ -51,11 +51,8 @@ void set_trace_metadata(Trace& trace, const Scenario& scenario, const Backend& b
   metadata.device_spec = spec;
 }
 
-void progress(const CompareOptions& options, const std::string& what) {
-  if (!options.show_progress) return;
-  std::fprintf(stderr, "\r\033[K%s%s%s", options.progress_label.c_str(), options.progress_label.empty() ? "" : ": ",
-               what.c_str());
-  std::fflush(stderr);
+std::string progress_text(const CompareOptions& options, const std::string& what) {
+  return options.progress_label + (options.progress_label.empty() ? "" : ": ") + what;
 }
 
 }  // namespace
@@ -122,7 +119,9 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
                     run_label(buggy_scenario) + " and its fixed twin",
                     "the " + backend->name() + " backend (" + backend->device_description() + ")",
                     backend->name() == "cpu");
-  progress(options, "loading");
+  const Progress progress(options.progress);
+  const int threads = kernel_threads(buggy_scenario, run_options);
+  progress.status(progress_text(options, "loading"));
   LoadedScenario fixed(*backend, comparison.fixed.scenario, options.max_memory_bytes);
   LoadedScenario buggy(*backend, comparison.buggy.scenario, options.max_memory_bytes);
   // The machine, once both are loaded and before any timing; then the roofs (measured again
@@ -130,12 +129,11 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
   if (options.machine) {
     comparison.machine = *options.machine;
   } else {
-    progress(options, "checking the machine");
-    if (options.show_progress) std::fputs("\r\033[K", stderr);  // a warning starts on its own line
-    comparison.machine = check_machine_for_timing(*backend, options.threads, /*warn=*/true);
+    progress.clear();  // a warning starts on its own line
+    comparison.machine = check_machine_for_timing(*backend, threads, /*warn=*/true);
   }
-  progress(options, "roofs of " + backend->device_description());
-  DeviceSpec spec = default_device_spec(*backend, options.threads, nullptr, {}, &comparison.machine);
+  progress.status(progress_text(options, "roofs of " + backend->device_description()));
+  DeviceSpec spec = default_device_spec(*backend, threads, nullptr, {}, &comparison.machine);
 
   const Workload& workload = buggy_scenario.workload;
   const SlowdownMetric metric =
@@ -145,9 +143,11 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
   const RepeatPolicy& policy = buggy_scenario.repeats;
   const int warmup = std::max(buggy_scenario.warmup, 0);
   for (int i = 0; i < warmup; ++i) {
-    progress(options, "warm-up " + std::to_string(i + 1) + "/" + std::to_string(warmup));
+    const std::string warming = "warm-up " + std::to_string(i + 1) + "/" + std::to_string(warmup);
+    progress.status(progress_text(options, warming));
     fixed.generate(nullptr);
     buggy.generate(nullptr);
+    progress.finished(progress_text(options, warming + " done"));
   }
   Side fixed_side, buggy_side;
   std::vector<Attribution> pair_attributions;
@@ -164,14 +164,15 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
   const int64_t timed_begin = now_ns();
   RepeatStop stop = RepeatStop::MaxRepeats;
   Estimate slowdown;
+  // "pair 3/6" for a fixed count, "pair 7 (6-30)" when the slowdown's interval decides.
+  auto pair_label = [&](int pair) {
+    const std::string number = "pair " + std::to_string(pair + 1);
+    if (policy.min_repeats == policy.max_repeats) return number + "/" + std::to_string(policy.max_repeats);
+    return number + " (" + std::to_string(policy.min_repeats) + "-" + std::to_string(policy.max_repeats) + ")";
+  };
   for (int pair = 0;; ++pair) {
-    if (pair > 0) {
-      slowdown = ratio_of_medians(per_token_times(buggy_side.runs, metric, workload),
-                                  per_token_times(fixed_side.runs, metric, workload), policy.target_ci);
-      if (!want_another_repeat(policy, pair, (now_ns() - timed_begin) / 1e9, slowdown, stop)) break;
-    }
-    progress(options, "pair " + std::to_string(pair + 1) +
-                          (pair > 0 ? " (" + std::string(to_string(metric)) + " slowdown " + format_slowdown(slowdown) + ")" : ""));
+    if (pair > 0 && !want_another_repeat(policy, pair, (now_ns() - timed_begin) / 1e9, slowdown, stop)) break;
+    progress.status(progress_text(options, pair_label(pair)));
     // Alternate which side goes first, so neither always follows the other.
     if (pair % 2 == 0) {
       run_side(fixed, comparison.fixed.scenario, fixed_side);
@@ -183,7 +184,7 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
     if (pair == 0) {  // a point above a suspect roof: measure the roofs again, before more pairs use them
       const bool suspect = fixed_side.analyses.back().roofs_suspect() || buggy_side.analyses.back().roofs_suspect();
       if (suspect && !comparison.machine.contended) {
-        spec = remeasure_device_spec(*backend, options.threads, spec, nullptr, &comparison.machine);
+        spec = remeasure_device_spec(*backend, threads, spec, nullptr, &comparison.machine);
         for (auto [side, scenario] : {std::pair{&fixed_side, &comparison.fixed.scenario},
                                       std::pair{&buggy_side, &comparison.buggy.scenario}}) {
           set_trace_metadata(*side->traces.back(), *scenario, *backend, spec);
@@ -200,8 +201,12 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
                                : int64_t{workload.requests} * workload.new_tokens;
     pair_attributions.push_back(
         attribute_slowdown(fixed_side.analyses.back(), buggy_side.analyses.back(), delta_ms, tokens, scope));
+    slowdown = ratio_of_medians(per_token_times(buggy_side.runs, metric, workload),
+                                per_token_times(fixed_side.runs, metric, workload), policy.target_ci);
+    progress.finished(progress_text(options, pair_label(pair) + " done: " + to_string(metric) + " slowdown " +
+                                                 format_slowdown(slowdown) + " so far"));
   }
-  if (options.show_progress) std::fputs("\r\033[K", stderr);
+  progress.clear();
   comparison.pairs = static_cast<int>(pair_attributions.size());
   comparison.stopped_because = describe(stop);
 

@@ -32,7 +32,7 @@ struct CompareOptions {
   std::optional<BackendKind> backend;
   int threads = 0;
   std::optional<int64_t> max_memory_bytes;
-  bool show_progress = false;
+  ProgressMode progress = ProgressMode::Off;
   std::string progress_label;  // prefix of the progress line ("[2/5] host_sync")
   std::vector<std::string> predict_on = default_reference_devices();  // devices the slowdown is also predicted on
   // Checked before timing when given; otherwise compare checks the machine itself.

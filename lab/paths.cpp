@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/errors.h"
+#include "lab/yaml_fields.h"
 
 namespace decodelab {
 
@@ -56,13 +57,17 @@ fs::path resolve_scenario_argument(const std::string& argument) {
   for (const fs::path& candidate : {root / argument, root / (argument + ".yaml")}) {
     if (fs::is_regular_file(candidate, error)) return candidate;
   }
-  // A bare stem ("quickstart") found anywhere under scenarios/, when it is unambiguous.
+  // A bare stem ("quickstart") found anywhere under scenarios/, when it is unambiguous;
+  // every scenario's stem and path under scenarios/ are the names a typo is matched with.
   std::vector<fs::path> matches;
-  if (fs::path(argument).filename() == argument && fs::is_directory(root, error)) {
+  std::vector<std::string> names;
+  const bool bare_stem = fs::path(argument).filename() == argument;
+  if (fs::is_directory(root, error)) {
     for (auto it = fs::recursive_directory_iterator(root, error); !error && it != fs::end(it); it.increment(error)) {
-      if (it->is_regular_file() && it->path().extension() == ".yaml" && it->path().stem() == argument) {
-        matches.push_back(it->path());
-      }
+      if (!it->is_regular_file() || it->path().extension() != ".yaml") continue;
+      if (bare_stem && it->path().stem() == argument) matches.push_back(it->path());
+      names.push_back(it->path().stem().string());
+      names.push_back(fs::path(it->path()).lexically_relative(root).replace_extension().string());
     }
   }
   if (matches.size() == 1) return matches.front();
@@ -71,7 +76,8 @@ fs::path resolve_scenario_argument(const std::string& argument) {
     for (const fs::path& match : matches) listing += (listing.empty() ? "" : ", ") + match.string();
     throw InputError(argument, 0, "", "ambiguous scenario name; it matches " + listing);
   }
-  throw InputError(argument, 0, "", "no such scenario file (also looked under " + root.string() + ")");
+  throw InputError(argument, 0, "",
+                   "no such scenario file (also looked under " + root.string() + ")" + did_you_mean(argument, names));
 }
 
 }  // namespace decodelab

@@ -2,6 +2,7 @@
 // rename, so a reader (or a resumed command) sees the previous complete state or the next.
 #include "lab/results_file.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <system_error>
@@ -61,21 +62,47 @@ size_t ResultsFile::load_existing() {
     if (!row.is_object()) throw InputError(file, 0, "rows", "expected a list of objects");
     previous_.push_back(row);
   }
+  taken_.assign(previous_.size(), false);
   return previous_.size();
 }
 
+namespace {
+
+bool matches(const nlohmann::json& row, const nlohmann::json& key) {
+  for (const auto& [field, value] : key.items()) {
+    if (!row.contains(field) || row[field] != value) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 std::optional<nlohmann::json> ResultsFile::previous(const nlohmann::json& key) const {
-  for (const nlohmann::json& row : previous_) {
-    bool matches = true;
-    for (const auto& [field, value] : key.items()) {
-      if (!row.contains(field) || row[field] != value) {
-        matches = false;
-        break;
-      }
-    }
-    if (matches) return row;
+  for (const nlohmann::json& row : previous_)
+    if (matches(row, key)) return row;
+  return std::nullopt;
+}
+
+std::optional<nlohmann::json> ResultsFile::take(const nlohmann::json& key) {
+  for (size_t i = 0; i < previous_.size(); ++i) {
+    if (taken_[i] || !matches(previous_[i], key)) continue;
+    taken_[i] = true;
+    return previous_[i];
   }
   return std::nullopt;
+}
+
+size_t ResultsFile::reused() const { return static_cast<size_t>(std::count(taken_.begin(), taken_.end(), true)); }
+
+size_t ResultsFile::kept() const { return previous_.size() - reused(); }
+
+std::string ResultsFile::resume_note(size_t work) const {
+  std::string note = std::to_string(reused()) + " of " + std::to_string(work) + " rows reused from " + path_.string();
+  if (kept() > 0) {
+    note += "; " + std::to_string(kept()) + (kept() == 1 ? " other row" : " other rows") +
+            " in it kept (not part of this selection)";
+  }
+  return note;
 }
 
 void ResultsFile::add(nlohmann::json row) {
@@ -86,11 +113,14 @@ void ResultsFile::add(nlohmann::json row) {
 void ResultsFile::finish() { write(true); }
 
 nlohmann::json ResultsFile::document(bool complete) const {
-  if (complete) return rows_;
+  nlohmann::json rows = rows_;
+  for (size_t i = 0; i < previous_.size(); ++i)
+    if (!taken_[i]) rows.push_back(previous_[i]);
+  if (complete) return rows;
   return {{"schema_version", kResultsFileSchemaVersion},
           {"command", command_},
           {"complete", complete},
-          {"rows", rows_}};
+          {"rows", std::move(rows)}};
 }
 
 void ResultsFile::write(bool complete) const {

@@ -24,6 +24,10 @@ namespace decodelab {
 // One repeat's figures.
 struct RepeatMetrics {
   double ttft_ms = 0;
+  // Prompt processing, llama-bench's "pp": every request's prompt tokens / the prefill time
+  // (each group's start to its first token on the device clock, summed over groups).
+  double prefill_ms = 0;
+  double prefill_tokens_per_s = 0;
   double decode_wall_ms_per_step = 0;  // decode phase wall time / decode steps
   double decode_busy_ms_per_step = 0;  // device busy in the decode phase / decode steps
   double end_to_end_s = 0;             // host wall time of the whole generation
@@ -33,6 +37,7 @@ struct RepeatMetrics {
 
 struct RunMetrics {
   Estimate ttft_ms;
+  Estimate prefill_tokens_per_s;   // from the prefill time's median
   Estimate decode_wall_ms_per_step;
   Estimate decode_busy_ms_per_step;
   Estimate end_to_end_s;

@@ -187,9 +187,11 @@ void run_point(const fs::path& run_dir, const std::string& set_name, size_t poin
     for (const std::string& assignment : manifest.overrides) overrides.push_back(parse_override(assignment));
     const YAML::Node document = parse_scenario_text(point.scenario_yaml, point.file);
     const Scenario scenario = parse_scenario(document, point.file, overrides);
+    // A scenario's own `threads:` (a swept one too) wins over the CPUs Slurm gave, as --threads would.
+    const int point_threads = manifest.settings.threads == 0 && scenario.threads > 0 ? scenario.threads : threads;
     nlohmann::json row = manifest.command == "sweep"
-                             ? sweep_point_row(point, scenario, document, manifest.settings, threads)
-                             : lab_point_row(folder, *set, scenario, manifest.settings, threads);
+                             ? sweep_point_row(point, scenario, document, manifest.settings, point_threads)
+                             : lab_point_row(folder, *set, scenario, manifest.settings, point_threads);
     row["placement"] = placement;
     save_file_atomically(folder.row_file(set->name, point_index), row.dump(2) + "\n");
     record["state"] = "done";

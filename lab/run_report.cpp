@@ -21,6 +21,7 @@ bool present(const RunFigure& figure, const RunMetrics& metrics) { return !figur
 nlohmann::json repeat_json(const GenerationTiming& timing, const Scenario& scenario) {
   const RepeatMetrics metrics = repeat_metrics(timing, scenario.model_config, scenario.dtype, scenario.workload);
   return {{"ttft_ms", metrics.ttft_ms},
+          {"prefill_tokens_per_s", metrics.prefill_tokens_per_s},
           {"decode_tokens_per_s", metrics.decode_tokens_per_s},
           {"decode_wall_ms_per_step", metrics.decode_wall_ms_per_step},
           {"decode_busy_ms_per_step", metrics.decode_busy_ms_per_step},

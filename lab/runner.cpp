@@ -108,9 +108,13 @@ std::unique_ptr<Backend> open_backend(const Scenario& scenario, const RunOptions
                      "expected at most " + std::to_string(kMaxCpuThreads) + " CPU threads (0 = every core)");
   }
   BackendOptions backend_options;
-  backend_options.threads = options.threads;
+  backend_options.threads = kernel_threads(scenario, options);
   backend_options.cuda_graphs = scenario.cuda_graphs || options.cuda_graphs;
   return make_backend(choose_backend(scenario.backend, options.backend), backend_options);
+}
+
+int kernel_threads(const Scenario& scenario, const RunOptions& options) {
+  return options.threads > 0 ? options.threads : scenario.threads;
 }
 
 int64_t bytes_needed(const MemoryPlan& plan, bool device_is_host) {
@@ -211,10 +215,24 @@ RunResult summarize_run(const Scenario& scenario, const Backend& backend, const 
 
 namespace {
 
-void show_progress(bool enabled, const Scenario& scenario, const char* phase, int index, int count) {
-  if (!enabled) return;
-  std::fprintf(stderr, "\r\033[K%s: %s %d/%d", scenario.name.c_str(), phase, index, count);
-  std::fflush(stderr);
+std::string progress_text(const Scenario& scenario, const char* phase, int index, int count) {
+  return scenario.name + ": " + phase + " " + std::to_string(index) + "/" + std::to_string(count);
+}
+
+// "quickstart: repeat 3/6" for a fixed count, "quickstart: repeat 7 (6-30)" when adaptive.
+std::string repeat_progress_text(const Scenario& scenario, int index) {
+  const RepeatPolicy& policy = scenario.repeats;
+  if (policy.min_repeats == policy.max_repeats) return progress_text(scenario, "repeat", index, policy.max_repeats);
+  return scenario.name + ": repeat " + std::to_string(index) + " (" + std::to_string(policy.min_repeats) + "-" +
+         std::to_string(policy.max_repeats) + ")";
+}
+
+// " done (0.412 s; ±2.1% so far)": the repeat's time and the primary figure's interval.
+std::string repeat_done_text(const GenerationTiming& timing, const Estimate& primary) {
+  char text[96];
+  std::snprintf(text, sizeof text, " done (%.3f s; %s so far)", timing.total_ms / 1e3,
+                format_interval(primary).c_str());
+  return text;
 }
 
 }  // namespace
@@ -226,29 +244,33 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options, Back
   Backend* backend = open ? open : owned.get();
   LoadedScenario loaded(*backend, scenario, options.max_memory_bytes);
   std::optional<MachineState> machine;
-  if (options.check_machine) machine = check_machine_for_timing(*backend, options.threads);
+  if (options.check_machine) machine = check_machine_for_timing(*backend, kernel_threads(scenario, options));
+  const Progress progress(options.progress);
   std::vector<GenerationResult> timed;
   std::string stopped_because;
   try {
     for (int i = 0; i < scenario.warmup; ++i) {
-      show_progress(options.show_progress, scenario, "warm-up", i + 1, scenario.warmup);
+      progress.status(progress_text(scenario, "warm-up", i + 1, scenario.warmup));
       loaded.generate(nullptr);
+      progress.finished(progress_text(scenario, "warm-up", i + 1, scenario.warmup) + " done");
     }
     // Repeats until the decode wall time per step (the run's primary figure) is known to
-    // ±target_ci, or the policy's count or time budget ends them.
+    // ±target_ci, or the policy's count or time budget ends them. A progress line per repeat
+    // says how sure that figure is so far, so a log shows why the repeats go on.
     const RepeatPolicy& policy = scenario.repeats;
     const int64_t timed_begin = now_ns();
     std::vector<GenerationTiming> timings;
+    Estimate primary;
     RepeatStop stop = RepeatStop::MaxRepeats;
     for (int i = 0;; ++i) {
-      if (i > 0) {
-        const RunMetrics so_far = summarize_repeats(timings, scenario.model_config, scenario.dtype,
-                                                    scenario.workload, policy.target_ci);
-        if (!want_another_repeat(policy, i, (now_ns() - timed_begin) / 1e9, so_far.primary(), stop)) break;
-      }
-      show_progress(options.show_progress, scenario, "repeat", i + 1, policy.max_repeats);
+      if (i > 0 && !want_another_repeat(policy, i, (now_ns() - timed_begin) / 1e9, primary, stop)) break;
+      const std::string label = repeat_progress_text(scenario, i + 1);
+      progress.status(label);
       timed.push_back(loaded.generate(options.sink));
       timings.push_back(timed.back().timing);
+      primary = summarize_repeats(timings, scenario.model_config, scenario.dtype, scenario.workload, policy.target_ci)
+                    .primary();
+      progress.finished(label + repeat_done_text(timed.back().timing, primary));
       if (timed.size() > 1) {  // only the last repeat's outputs are reported
         timed[timed.size() - 2].tokens.clear();
         timed[timed.size() - 2].last_logits.clear();
@@ -256,15 +278,16 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options, Back
     }
     stopped_because = describe(stop);
   } catch (const NumericalError&) {
-    if (options.show_progress) std::fprintf(stderr, "\r\033[K");
+    progress.clear();
     if (options.check_numerics) loaded.check_numerics();  // names the op when it finds one
     throw;
   }
   if (options.check_numerics) {
-    show_progress(options.show_progress, scenario, "checking numerics", 1, 1);
+    progress.status(scenario.name + ": checking numerics");
     loaded.check_numerics();
+    progress.finished(scenario.name + ": numerics checked");
   }
-  if (options.show_progress) std::fprintf(stderr, "\r\033[K");
+  progress.clear();
   RunResult result = summarize_run(scenario, *backend, loaded.memory(), std::move(timed));
   result.stopped_because = stopped_because;
   result.machine = machine;

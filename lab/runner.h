@@ -12,6 +12,7 @@
 
 #include "engine/backend.h"
 #include "engine/generator.h"
+#include "lab/progress.h"
 #include "lab/run_metrics.h"
 #include "lab/scenario.h"
 #include "profiling/analysis.h"
@@ -25,10 +26,10 @@ struct RunOptions {
   int threads = 0;                          // CPU kernel threads; 0 = every core
   std::optional<int64_t> max_memory_bytes;  // --max-memory: refuse plans above this
   EventSink* sink = nullptr;                // sees the timed repeats (not the warm-ups)
+  ProgressMode progress = ProgressMode::Off;  // stderr: a status line, or a line per repeat
   // Check the machine once the scenario is loaded, before any timing (warns on stderr when
   // contended; RunResult::machine holds what it saw).
   bool check_machine = false;
-  bool show_progress = false;               // a progress line on stderr (caller checks isatty)
   bool cuda_graphs = false;                 // --cuda-graphs: as the scenario's run.cuda_graphs
   // After the repeats (or as soon as NaN/Inf shows in the logits), one more generation
   // with every op's output checked, to name the first op that produced a non-finite value.
@@ -57,13 +58,13 @@ const char* describe(RepeatStop stop);
 bool want_another_repeat(const RepeatPolicy& policy, int done, double elapsed_seconds, const Estimate& primary,
                          RepeatStop& stop);
 
-// More CPU kernel threads than this is refused as a typo.
-constexpr int kMaxCpuThreads = 1024;
-
 // auto = cuda when compiled in and a device exists, else cpu. An explicit cuda without
 // one is a ResourceError (exit code 2), raised before any work.
 BackendKind choose_backend(BackendChoice choice, std::optional<BackendKind> override_kind);
 std::unique_ptr<Backend> open_backend(const Scenario& scenario, const RunOptions& options);
+// The CPU kernel threads a run uses: --threads when given (options.threads > 0), else the
+// scenario's `threads:`; 0 = every core.
+int kernel_threads(const Scenario& scenario, const RunOptions& options);
 
 // The bytes a plan takes from a device's memory: its device parts, plus its host copies
 // when the device's memory is the host's (the CPU backend).

@@ -210,8 +210,8 @@ Scenario parse_scenario(const YAML::Node& document, const fs::path& file,
   YamlSource source{file, {}};
   for (const ScenarioOverride& override_value : overrides) source.overrides[override_value.key] = override_value.value;
   const YamlMapping root(source, document, "", line_of(document, 1),
-                         {"name", "description", "model", "dtype", "backend", "workload", "run", "bugs",
-                          "expected_slowdown", "sweep"});
+                         {"name", "description", "model", "dtype", "backend", "threads", "workload", "run",
+                          "bugs", "expected_slowdown", "sweep"});
 
   Scenario scenario;
   scenario.file = file;
@@ -232,6 +232,7 @@ Scenario parse_scenario(const YAML::Node& document, const fs::path& file,
                        : choice == "cuda" ? BackendChoice::Cuda
                                           : BackendChoice::Auto;
   }
+  if (auto threads = root.optional("threads")) scenario.threads = static_cast<int>(threads->integer(0, kMaxCpuThreads));
   parse_workload(root.required("workload", "a mapping with requests, batch_size, prompt, new_tokens"),
                  scenario.model_config, scenario.workload);
   if (auto run = root.optional("run")) parse_run(*run, scenario);

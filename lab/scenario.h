@@ -7,6 +7,7 @@
 //   model: lab-small         # catalogue name, or a path (relative to this file) to a model YAML or checkpoint dir
 //   dtype: fp16              # fp32 | fp16 | bf16
 //   backend: auto            # optional, default auto: auto | cpu | cuda
+//   threads: 0               # optional, default 0 = every core: CPU kernel threads (--threads overrides)
 //   workload:
 //     requests: 8            # ≥ 1
 //     batch_size: 8          # ≥ 1
@@ -25,7 +26,8 @@
 //     cuda_graphs: false     #   true replays each decode step as a CUDA graph
 //   expected_slowdown: {min: 2, max: 4, of: decode}  # optional: the range the lesson expects
 //                            # (decodelab lab); of: decode (per-token throughput) | end_to_end
-//   sweep: product           # optional: how list-valued workload keys combine (product | zip; decodelab sweep)
+//   sweep: product           # optional: how list-valued keys combine (product | zip; decodelab sweep);
+//                            # the workload keys, dtype, backend and threads sweep when given as lists
 //   bugs:                    # optional, all false: each false, true, or a mapping of options
 //     no_kv_cache: false            # true only
 //     non_contiguous: false         # {mode: copy|strided}, true = copy
@@ -54,6 +56,9 @@
 namespace decodelab {
 
 enum class BackendChoice { Auto, Cpu, Cuda };
+
+// More CPU kernel threads than this is refused as a typo (OpenMP would start them all).
+constexpr int kMaxCpuThreads = 1024;
 const char* to_string(BackendChoice choice);
 
 // How many timed repeats a run takes: at least min_repeats, then until the interval of
@@ -85,6 +90,7 @@ struct Scenario {
   ModelSource model_source;  // catalogue name, model file, or checkpoint directory
   DType dtype = DType::F16;
   BackendChoice backend = BackendChoice::Auto;
+  int threads = 0;  // CPU kernel threads; 0 = every core
   Workload workload;
   int warmup = 1;
   RepeatPolicy repeats;

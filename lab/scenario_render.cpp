@@ -72,6 +72,7 @@ nlohmann::json scenario_to_json(const Scenario& scenario) {
           {"workload", workload_to_json(scenario.workload)},
           {"run", run_policy_to_json(scenario)},
           {"bugs", bugs_to_json(scenario.bugs)}};
+  if (scenario.threads > 0) json["threads"] = scenario.threads;  // absent = every core, as in older results
   if (const auto& expected = scenario.expected_slowdown)
     json["expected_slowdown"] = {{"min", expected->min}, {"max", expected->max}, {"of", to_string(expected->of)}};
   return json;
@@ -86,6 +87,7 @@ std::string scenario_to_yaml(const Scenario& scenario) {
   out << YAML::Key << "model" << YAML::Value << model_value(scenario.model_source);
   out << YAML::Key << "dtype" << YAML::Value << dtype_name(scenario.dtype);
   out << YAML::Key << "backend" << YAML::Value << to_string(scenario.backend);
+  if (scenario.threads > 0) out << YAML::Key << "threads" << YAML::Value << scenario.threads;
 
   out << YAML::Key << "workload" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "requests" << YAML::Value << workload.requests;

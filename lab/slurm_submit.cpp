@@ -11,6 +11,7 @@
 
 #include "engine/errors.h"
 #include "lab/cli.h"
+#include "lab/cli_options.h"
 #include "lab/paths.h"
 #include "lab/subprocess.h"
 #include "profiling/atomic_file.h"
@@ -139,11 +140,11 @@ void add_slurm_options(CLI::App& command, SlurmRequest& request) {
       command.add_option("--gres", request.gres, "sbatch --gres for every task, e.g. gpu:1"),
       command.add_option("--time", request.time_limit, "sbatch --time: each task's time limit, e.g. 30:00"),
       command.add_option("--throttle", request.throttle, "Run at most N tasks of the array at once (%N)")
-          ->check(CLI::PositiveNumber),
+          ->check(integer_at_least(1)),
       command
           .add_option("--cpus-per-task", request.cpus_per_task,
                       "sbatch --cpus-per-task; a CPU-backend task uses that many kernel threads")
-          ->check(CLI::PositiveNumber),
+          ->check(integer_at_least(1)),
       command
           .add_option("--sbatch-option", request.sbatch_options,
                       "Any other sbatch option, passed as given: --sbatch-option=--account=perf (repeatable)")

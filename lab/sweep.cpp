@@ -1,5 +1,9 @@
-// Expansion of list-valued workload keys into the product of their values.
+// Expansion of list-valued keys into the product of their values. A swept key is a
+// top-level run setting (backend, threads, dtype) or a workload key; each is found and
+// set through setting_node(), so the rest of the expansion does not care which.
 #include "lab/sweep.h"
+
+#include <algorithm>
 
 #include "engine/errors.h"
 #include "lab/yaml_fields.h"
@@ -21,11 +25,24 @@ std::string scalar_text(const YAML::Node& value) {
   return emitter.c_str();
 }
 
+bool is_run_setting(const std::string& key) {
+  return std::find(kSweptSettings.begin(), kSweptSettings.end(), key) != kSweptSettings.end();
+}
+
+// The node holding a swept key's value: top level for a run setting, else under workload.
+YAML::Node setting_node(const YAML::Node& scenario, const std::string& key) {
+  return is_run_setting(key) ? scenario[key] : scenario["workload"][key];
+}
+
 }  // namespace
 
 std::vector<std::string> swept_keys(const YAML::Node& scenario) {
   std::vector<std::string> keys;
   if (!scenario.IsMap()) return keys;  // a scalar or a list has no workload (and [] would throw): validation says so
+  for (const char* setting : kSweptSettings) {
+    const YAML::Node value = scenario[setting];
+    if (value && is_swept(setting, value)) keys.push_back(setting);
+  }
   const YAML::Node workload = scenario["workload"];
   if (!workload || !workload.IsMap()) return keys;
   for (const auto& entry : workload) {
@@ -40,7 +57,11 @@ namespace {
 
 SweepPoint with_value(const SweepPoint& point, const std::string& key, const YAML::Node& value) {
   SweepPoint next{point.label, point.values, YAML::Clone(point.scenario)};
-  next.scenario["workload"][key] = YAML::Clone(value);
+  if (is_run_setting(key)) {
+    next.scenario[key] = YAML::Clone(value);
+  } else {
+    next.scenario["workload"][key] = YAML::Clone(value);
+  }
   const std::string text = scalar_text(value);
   next.values.emplace_back(key, text);
   next.label += (next.label.empty() ? "" : " ") + key + "=" + text;
@@ -60,25 +81,26 @@ std::vector<SweepPoint> expand_sweep(const YAML::Node& scenario, const std::stri
   SweepPoint base{"", {}, YAML::Clone(scenario)};
   if (base.scenario.IsMap() && base.scenario["sweep"]) base.scenario.remove("sweep");
   if (zipped(scenario) && !keys.empty()) {
-    const size_t length = scenario["workload"][keys.front()].size();
+    const size_t length = setting_node(scenario, keys.front()).size();
     for (const std::string& key : keys) {
-      if (scenario["workload"][key].size() != length) {
-        throw InputError(file, scenario["workload"][key].Mark().line + 1, "workload." + key,
+      const YAML::Node values = setting_node(scenario, key);
+      if (values.size() != length) {
+        throw InputError(file, values.Mark().line + 1, is_run_setting(key) ? key : "workload." + key,
                          "sweep: zip needs lists of one length: " + keys.front() + " has " + std::to_string(length) +
-                             " values, " + key + " has " + std::to_string(scenario["workload"][key].size()));
+                             " values, " + key + " has " + std::to_string(values.size()));
       }
     }
     std::vector<SweepPoint> points;
     for (size_t i = 0; i < length; ++i) {
       SweepPoint point = base;
-      for (const std::string& key : keys) point = with_value(point, key, scenario["workload"][key][i]);
+      for (const std::string& key : keys) point = with_value(point, key, setting_node(scenario, key)[i]);
       points.push_back(std::move(point));
     }
     return points;
   }
   size_t combinations = 1;
   for (const std::string& key : keys) {
-    combinations *= scenario["workload"][key].size();  // each factor ≥ 1; checked before it can overflow
+    combinations *= setting_node(scenario, key).size();  // each factor ≥ 1; checked before it can overflow
     if (combinations > kMaxSweepPoints) {
       throw InputError(file, line_of(scenario["workload"], 0), "workload",
                        "the lists sweep more than " + std::to_string(kMaxSweepPoints) +
@@ -87,7 +109,7 @@ std::vector<SweepPoint> expand_sweep(const YAML::Node& scenario, const std::stri
   }
   std::vector<SweepPoint> points{base};
   for (const std::string& key : keys) {
-    const YAML::Node values = scenario["workload"][key];
+    const YAML::Node values = setting_node(scenario, key);
     std::vector<SweepPoint> expanded;
     for (const SweepPoint& point : points)
       for (const auto& value : values) expanded.push_back(with_value(point, key, value));

@@ -1,10 +1,13 @@
-// Sweeps: a scenario in which workload keys are given as lists expands into one scenario
-// per combination (the Cartesian product, first key outermost), like llama-bench's
-// parameter lists. `prompt_ids` is a list by nature: only a list of lists sweeps it.
+// Sweeps: a scenario in which keys are given as lists expands into one scenario per
+// combination (the Cartesian product, first key outermost), like llama-bench's parameter
+// lists. Sweepable: the run settings `backend`, `threads` and `dtype` (outermost, in that
+// order, so that a sweep opens each backend once) and every workload key (in file order).
+// `prompt_ids` is a list by nature: only a list of lists sweeps it.
 // With the top-level key `sweep: zip` the lists (all of one length) advance together
 // instead: `requests: [1, 8], batch_size: [1, 8]` gives two points, not four.
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -18,7 +21,11 @@ struct SweepPoint {
   YAML::Node scenario;                                      // a deep copy with scalars in place of lists
 };
 
-// The swept keys of a scenario document, in file order (empty when nothing is swept).
+// The top-level keys that sweep when given as lists, outermost first.
+inline constexpr std::array<const char*, 3> kSweptSettings = {"backend", "threads", "dtype"};
+
+// The swept keys of a scenario document: run settings first, then workload keys in file
+// order (empty when nothing is swept).
 std::vector<std::string> swept_keys(const YAML::Node& scenario);
 
 // A sweep larger than this is refused (a typo in a list can ask for billions of runs).

@@ -29,13 +29,14 @@ SweepRow run_sweep_point(const SweepPoint& point, const Scenario& scenario, RunO
   SweepRow row{run_scenario(scenario, options, &backend), {}};
   if (!context.machine) context.machine = row.result.machine.value_or(MachineState{});
   row.result.machine = context.machine;
-  if (!context.spec) context.spec = default_device_spec(backend, options.threads, nullptr, {}, &*context.machine);
+  const int threads = kernel_threads(scenario, options);  // a swept `threads:` is the scenario's
+  if (!context.spec) context.spec = default_device_spec(backend, threads, nullptr, {}, &*context.machine);
   trace.metadata().backend = backend.name();
   trace.metadata().device = backend.device_description();
   trace.metadata().dtype = dtype_name(scenario.dtype);
   trace.metadata().model = ModelShape::of(scenario.model_config);
   trace.metadata().device_spec = *context.spec;
-  const RunAnalysis analysis = analyze_checking_roofs(trace, *context.spec, backend, options.threads, *context.machine);
+  const RunAnalysis analysis = analyze_checking_roofs(trace, *context.spec, backend, threads, *context.machine);
   row.json = run_result_json(scenario, row.result);
   row.json["swept"] = swept_values_json(point);
   if (nlohmann::json decode = decode_roofline_json(analysis); !decode.is_null()) row.json["decode_roofline"] = decode;

@@ -1,5 +1,6 @@
 // Writing a Trace as Chrome Trace Event JSON. Track ids: pid 1; tid 1 = host, tid 2 =
-// device stream. Event order: track names, ranges, ops (enqueue, device, flow), host calls.
+// device stream. Event order: track names, ranges (host, then their device spans), ops
+// (enqueue, device, flow), host calls.
 #include "profiling/chrome_trace.h"
 
 #include <algorithm>
@@ -72,6 +73,35 @@ nlohmann::json op_args(const TraceOp& op, size_t index) {
   return args;
 }
 
+// Where a range's work ran: from the first device begin to the last device end of the ops
+// enqueued inside the range (ops that never ran count for nothing). Ops are found by
+// their enqueue time, which a recording keeps in order.
+struct DeviceSpan {
+  int64_t begin_ns = 0;
+  int64_t end_ns = -1;
+  int64_t ops = 0;
+};
+
+DeviceSpan device_span(const std::vector<TraceOp>& ops, bool in_enqueue_order, const TraceRange& range) {
+  DeviceSpan span;
+  auto first = ops.begin();
+  if (in_enqueue_order) {
+    first = std::partition_point(ops.begin(), ops.end(),
+                                 [&](const TraceOp& op) { return op.host_begin_ns < range.begin_ns; });
+  }
+  for (auto op = first; op != ops.end(); ++op) {
+    if (op->host_begin_ns > range.end_ns) {
+      if (in_enqueue_order) break;
+      continue;
+    }
+    if (op->host_begin_ns < range.begin_ns || !op->has_device_time()) continue;
+    span.begin_ns = span.ops == 0 ? op->device_begin_ns : std::min(span.begin_ns, op->device_begin_ns);
+    span.end_ns = span.ops == 0 ? op->device_end_ns : std::max(span.end_ns, op->device_end_ns);
+    ++span.ops;
+  }
+  return span;
+}
+
 // The engine's own name for the range, the one its NVTX range carries too.
 std::string range_name(const TraceRange& range) { return decodelab::range_name(range.kind, range.index); }
 
@@ -116,7 +146,23 @@ nlohmann::json chrome_trace_json(const Trace& trace) {
     }
   }
 
+  // Each closed range again on the device track, where its ops ran, so that Perfetto lines
+  // steps and layers up with the work (the host track shows when they were enqueued). The
+  // category differs, so that a reader takes the ranges from the host track alone.
   const auto& ops = trace.ops();
+  const bool in_enqueue_order = std::is_sorted(
+      ops.begin(), ops.end(), [](const TraceOp& a, const TraceOp& b) { return a.host_begin_ns < b.host_begin_ns; });
+  for (const TraceRange& range : trace.ranges()) {
+    if (!range.closed()) continue;
+    const DeviceSpan span = device_span(ops, in_enqueue_order, range);
+    if (span.ops == 0) continue;
+    events.push_back(writer.slice(range_name(range), "device_range", kDeviceTid, span.begin_ns, span.end_ns,
+                                  {{"kind", range_kind_name(range.kind)},
+                                   {"index", range.index},
+                                   {"depth", range.depth},
+                                   {"device_ops", span.ops}}));
+  }
+
   for (size_t i = 0; i < ops.size(); ++i) {
     const TraceOp& op = ops[i];
     const bool ran = op.has_device_time();

@@ -1,8 +1,10 @@
 // Chrome Trace Event JSON (what Perfetto and chrome://tracing open), written from a Trace
 // and read back into one. Layout: one process, two tracks — "host" (ranges as nested X
 // slices, each op's enqueue, host calls) and "device stream" (each op's execution, with
-// its shapes, strides, dtypes, FLOPs, bytes, category and label as args) — and a flow
-// arrow from each enqueue to its device slice. otherData carries the trace metadata.
+// its shapes, strides, dtypes, FLOPs, bytes, category and label as args, under the same
+// ranges again, category "device_range", each spanning its first to its last device op)
+// — and a flow arrow from each enqueue to its device slice. otherData carries the trace
+// metadata. The reader takes ranges from the host track only (their exact host times).
 // Non-obvious choice: an op's full description is written once, on its device slice (or
 // on its enqueue slice when it never ran), keyed by "op_index", its position in the
 // trace, which stays unique when op ids restart; times are µs with ns resolution

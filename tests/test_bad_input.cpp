@@ -211,7 +211,7 @@ std::vector<BadInput> catalogue() {
        }},
       {"scenario: absurd --threads",
        [](const TempDir& dir) {
-         Prepared prepared = run_scenario_text(dir, kScenario, {"--threads: 100000: expected at most 1024 CPU threads"});
+         Prepared prepared = run_scenario_text(dir, kScenario, {"--threads: expected an integer from 0 to 1024, got '100000'"});
          prepared.arguments.insert(prepared.arguments.end(), {"--threads", "100000"});
          return prepared;
        }},

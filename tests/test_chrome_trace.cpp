@@ -133,7 +133,7 @@ TEST_CASE("chrome trace: tracks, slices and flow arrows Perfetto can show", "[ch
       flows[event["id"].get<uint64_t>()] += "f";
       CHECK(event["bp"] == "e");
     }
-    if (event["ph"] == "X" && event["tid"] == 2) {
+    if (event["ph"] == "X" && event["tid"] == 2 && event["cat"] != "device_range") {
       ++device_slices;
       CHECK(event["args"].contains("inputs"));
       CHECK(event["args"].contains("flops"));
@@ -147,6 +147,46 @@ TEST_CASE("chrome trace: tracks, slices and flow arrows Perfetto can show", "[ch
   for (const auto& [id, phases] : flows) CHECK(phases == "sf");
 }
 
+TEST_CASE("chrome trace: ranges also sit on the device track, from their first to their last device op",
+          "[chrome_trace]") {
+  // prepare: the rich trace's prefill ran on the device after the prefill range closed
+  const Trace trace = rich_trace();
+  const nlohmann::json json = chrome_trace_json(trace);
+  // run: collect the device track's ranges and ops
+  std::map<std::string, std::pair<double, double>> device_ranges;  // name -> [begin, end] µs
+  std::vector<std::pair<double, double>> device_ops;
+  for (const nlohmann::json& event : json["traceEvents"]) {
+    if (event["ph"] != "X" || event["tid"] != 2) continue;
+    const double begin = event["ts"].get<double>(), end = begin + event["dur"].get<double>();
+    if (event["cat"] == "device_range") {
+      CHECK(device_ranges.emplace(event["name"].get<std::string>(), std::make_pair(begin, end)).second);
+      CHECK_FALSE(event["args"].contains("op_index"));  // never read as an op
+    } else {
+      device_ops.emplace_back(begin, end);
+    }
+  }
+  // verify: prefill spans the 6 prefill ops; step 0 and layer 0 span the add; the ranges
+  // left open (run, step 1) have none; the host track keeps every range
+  REQUIRE(device_ops.size() == 7);
+  CHECK(device_ranges.size() == 3);
+  REQUIRE(device_ranges.count("prefill") == 1);
+  const auto same_time = [](double micros) { return Approx(micros).margin(1e-3); };  // ns resolution
+  CHECK(device_ranges["prefill"].first == same_time(device_ops[0].first));
+  CHECK(device_ranges["prefill"].second == same_time(device_ops[5].second));
+  for (const char* name : {"step 0", "layer 0"}) {
+    REQUIRE(device_ranges.count(name) == 1);
+    CHECK(device_ranges[name].first == same_time(device_ops[6].first));
+    CHECK(device_ranges[name].second == same_time(device_ops[6].second));
+  }
+  CHECK(device_ranges.count("step 1") == 0);
+  CHECK(device_ranges.count("run") == 0);
+  // the host track still has every range (the open one as a B event)
+  size_t host_ranges = 0;
+  for (const nlohmann::json& event : json["traceEvents"])
+    if (event.value("cat", "") == "range" && event["tid"] == 1) ++host_ranges;
+  CHECK(host_ranges == trace.ranges().size());
+}
+
 TEST_CASE("chrome trace: malformed files name the file and the event", "[chrome_trace]") {
   const nlohmann::json valid = chrome_trace_json(rich_trace());
 
@@ -155,10 +195,11 @@ TEST_CASE("chrome trace: malformed files name the file and the event", "[chrome_
   CHECK_THAT(read_problem("[]"), Catch::Contains("broken.json") && Catch::Contains("expected a JSON object"));
   CHECK_THAT(read_problem(R"({"traceEvents": []})"), Catch::Contains("otherData"));
 
-  // find the first device slice and break it in several ways
+  // find the first op's device slice and break it in several ways
   size_t device_event = 0;
   for (size_t i = 0; i < valid["traceEvents"].size(); ++i) {
-    if (valid["traceEvents"][i]["ph"] == "X" && valid["traceEvents"][i]["tid"] == 2) {
+    if (valid["traceEvents"][i]["ph"] == "X" && valid["traceEvents"][i]["tid"] == 2 &&
+        valid["traceEvents"][i]["cat"] != "device_range") {
       device_event = i;
       break;
     }

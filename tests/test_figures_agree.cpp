@@ -1,11 +1,13 @@
 // Figures agree across surfaces, run as a user would: in the JSON of `run`, `compare`, `lab`
-// and `sweep`, decode tok/s is the batch over the wall time per step; the HTML report's
+// and `sweep`, decode tok/s is the batch over the wall time per step and prefill tok/s the
+// prompt tokens over the median prefill time; the HTML report's
 // headline figures are the JSON's; a comparison's slowdowns are the ratios of the medians
 // its rows print and its attribution explains their difference; and every key and label
 // those surfaces print, the predictions beside the measurements included, is defined in
 // docs/metrics.md.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -41,6 +43,35 @@ void check_tokens_per_s(const nlohmann::json& metrics, double batch) {
   CHECK(per_step == Approx(batch));
   CHECK(tokens_per_s == Approx(per_step * 1000.0 / wall_ms).epsilon(0.03));
   CHECK(metrics.at("decode_busy_ms_per_step").get<double>() <= wall_ms * 1.0001);
+}
+
+// prefill tok/s = every request's prompt tokens × 1000 / the median of the repeats' prefill
+// ms (an even count: the middle two averaged), its interval within the repeats' rates, and
+// each repeat's own rate its prompt tokens over its own prefill time.
+void check_prefill_tokens_per_s(const nlohmann::json& result) {
+  INFO(result["metrics"].dump());
+  const nlohmann::json& workload = result.at("workload");
+  const double prompt_tokens =
+      workload.at("requests").get<double>() * workload.at("prompt_tokens").get<double>();
+  std::vector<double> prefill_ms;
+  for (const nlohmann::json& repeat : result.at("repeats")) {
+    prefill_ms.push_back(repeat.at("prefill_ms").get<double>());
+    CHECK(repeat.at("prefill_tokens_per_s").get<double>() ==
+          Approx(prompt_tokens * 1000.0 / prefill_ms.back()).epsilon(1e-9));
+  }
+  REQUIRE(!prefill_ms.empty());
+  std::sort(prefill_ms.begin(), prefill_ms.end());
+  const size_t n = prefill_ms.size();
+  const double median_ms = n % 2 == 1 ? prefill_ms[n / 2] : (prefill_ms[n / 2 - 1] + prefill_ms[n / 2]) / 2;
+  const double tokens_per_s = result.at("metrics").at("prefill_tokens_per_s").get<double>();
+  CHECK(tokens_per_s == Approx(prompt_tokens * 1000.0 / median_ms).epsilon(1e-9));
+  const nlohmann::json& interval = result.at("intervals").at("prefill_tokens_per_s");
+  CHECK(interval.at("samples").get<size_t>() == n);
+  CHECK(interval.at("median").get<double>() == tokens_per_s);
+  CHECK(interval.at("low").get<double>() >= prompt_tokens * 1000.0 / prefill_ms.back() * (1 - 1e-9));
+  CHECK(interval.at("high").get<double>() <= prompt_tokens * 1000.0 / prefill_ms.front() * (1 + 1e-9));
+  CHECK(interval.at("low").get<double>() <= tokens_per_s);
+  CHECK(tokens_per_s <= interval.at("high").get<double>());
 }
 
 const std::string& metrics_doc() {
@@ -102,6 +133,7 @@ TEST_CASE("run: tok/s agrees with batch and wall time per step, and the report's
   REQUIRE(run.exit_code == 0);
   const nlohmann::json result = read_json(json_file);
   check_tokens_per_s(result["metrics"], 4);  // quickstart: 4 requests in one batch
+  check_prefill_tokens_per_s(result);
   CHECK(result["run"]["repeats_run"] == 6);
   CHECK(result["intervals"]["decode_tokens_per_s"]["samples"] == 6);
   CHECK(result["machine"].contains("contended"));
@@ -234,6 +266,7 @@ TEST_CASE("lab and sweep rows: tok/s agrees with batch and wall time per step", 
   REQUIRE(points.size() == 2);
   check_tokens_per_s(points[0]["metrics"], 1);
   check_tokens_per_s(points[1]["metrics"], 3);
+  for (const nlohmann::json& point : points) check_prefill_tokens_per_s(point);
   check_documented_keys(points[1]["decode_roofline"], "decode_roofline");
   for (const char* key : {"predicted_decode_tokens_per_s", "decode_tokens_per_s_prediction_error"}) {
     REQUIRE(points[1].contains(key));

@@ -63,6 +63,44 @@ TEST_CASE("resume matches a row on every field of the key", "[results_file]") {
   CHECK(absent.load_existing() == 0);
 }
 
+TEST_CASE("resume with another selection merges: rows it does not reuse are kept, never dropped", "[results_file]") {
+  // prepare: a finished file of three rows
+  const TempDir dir;
+  const auto path = dir.path() / "lab.json";
+  {
+    ResultsFile first(path, "lab");
+    for (const char* bug : {"a", "b", "c"}) first.add({{"bug", bug}, {"value", std::string(bug) + "1"}});
+    first.finish();
+  }
+  // run: a resumed selection of b (reused) and d (new)
+  ResultsFile resumed(path, "lab");
+  REQUIRE(resumed.load_existing() == 3);
+  const auto reused = resumed.take({{"bug", "b"}});
+  REQUIRE(reused);
+  CHECK_FALSE(resumed.take({{"bug", "b"}}));  // a row is reused once
+  resumed.add(*reused);
+  // verify: while running, the file already holds every saved row
+  nlohmann::json document = on_disk(path);
+  REQUIRE(document["rows"].size() == 3);
+  CHECK(document["rows"][0]["bug"] == "b");
+  CHECK(document["rows"][1]["bug"] == "a");
+  CHECK(document["rows"][2]["bug"] == "c");
+  resumed.add({{"bug", "d"}, {"value", "d2"}});
+  resumed.finish();
+  document = on_disk(path);
+  REQUIRE(document.is_array());
+  REQUIRE(document.size() == 4);  // the selection's rows in work order, then the kept ones
+  CHECK(document[0]["bug"] == "b");
+  CHECK(document[1]["bug"] == "d");
+  CHECK(document[2] == nlohmann::json{{"bug", "a"}, {"value", "a1"}});
+  CHECK(document[3]["bug"] == "c");
+  CHECK(resumed.rows().size() == 2);  // the command's own rows
+  CHECK(resumed.reused() == 1);
+  CHECK(resumed.kept() == 2);
+  CHECK(resumed.resume_note(2) ==
+        "1 of 2 rows reused from " + path.string() + "; 2 other rows in it kept (not part of this selection)");
+}
+
 TEST_CASE("resume refuses files that are not this command's results", "[results_file]") {
   const TempDir dir;
   struct Case {

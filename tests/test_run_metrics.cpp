@@ -64,6 +64,9 @@ TEST_CASE("one repeat: wall and busy time per step, tokens/s from the wall time 
   CHECK(metrics.decode_tokens_per_s == Approx(16 / 0.020));
   CHECK(metrics.ttft_ms == 3.0);
   CHECK(metrics.end_to_end_s == Approx(0.040));
+  // Prompt processing: 4 requests × 8 prompt tokens over the two groups' 6 ms of prefill.
+  CHECK(metrics.prefill_ms == 6.0);
+  CHECK(metrics.prefill_tokens_per_s == Approx(32 / 0.006));
 
   // Per step every layer and the LM head (not the gathered embedding): 2 × (2 norms +
   // q 128×128 + k,v 2×128×64 + o 128×128 + 3×128×352) + final norm + lm_head 512×128.
@@ -89,6 +92,7 @@ TEST_CASE("no decode steps (new_tokens 1): rates are 0, not a division by zero",
   CHECK(metrics.decode_wall_ms_per_step == 0.0);
   CHECK(metrics.ttft_ms == 2.0);
   const RunMetrics summary = summarize_repeats({timing, timing}, lab_tiny(), DType::F32, workload, 0.03);
+  CHECK(metrics.prefill_tokens_per_s == 0.0);  // no prefill time recorded: no rate
   CHECK(summary.decode_steps == 0);
   CHECK(summary.decode_tokens_per_s.samples == 0);
   CHECK(summary.primary().median == Approx(0.003));  // end-to-end stands in
@@ -118,9 +122,26 @@ TEST_CASE("summary over repeats: medians with intervals, rates derived from the 
   CHECK(&metrics.primary() == &metrics.decode_wall_ms_per_step);
 }
 
+TEST_CASE("summary over repeats: prefill tok/s is the rate of the prefill time's median, with its interval",
+          "[run_metrics]") {
+  std::vector<GenerationTiming> repeats;
+  for (double prefill_ms : {6.0, 9.0, 5.0, 6.5, 5.5, 7.0, 6.2}) {
+    repeats.push_back(two_group_timing(20.0, 2.5));
+    repeats.back().prefill_ms = prefill_ms;
+  }
+  const RunMetrics metrics = summarize_repeats(repeats, lab_tiny(), DType::F32, two_groups(), 0.03);
+  // 4 requests × 8 prompt tokens; sorted times 5, 5.5, 6, 6.2, 6.5, 7, 9: median 6.2 ms and,
+  // for 7 samples, the interval [x(1), x(7)] = [5, 9] ms, flipped into the rate.
+  CHECK(metrics.prefill_tokens_per_s.median == Approx(32 / 0.0062));
+  CHECK(metrics.prefill_tokens_per_s.low == Approx(32 / 0.009));
+  CHECK(metrics.prefill_tokens_per_s.high == Approx(32 / 0.005));
+  CHECK(metrics.prefill_tokens_per_s.samples == 7);
+  CHECK(metrics.prefill_tokens_per_s.noisy);  // ±40% against a ±3% target
+}
+
 TEST_CASE("the figures printers iterate over: one name and label each", "[run_metrics]") {
   std::vector<std::string> keys;
   for (const RunFigure& figure : run_figures()) keys.push_back(figure.key);
-  CHECK(keys == std::vector<std::string>{"ttft_ms", "decode_tokens_per_s", "decode_wall_ms_per_step",
+  CHECK(keys == std::vector<std::string>{"ttft_ms", "prefill_tokens_per_s", "decode_tokens_per_s", "decode_wall_ms_per_step",
                                          "decode_busy_ms_per_step", "decode_bandwidth_gbps", "end_to_end_s"});
 }

@@ -127,6 +127,8 @@ TEST_CASE("optional keys take their documented defaults", "[scenario]") {
   CHECK(scenario.name == "minimal");  // the file's stem
   CHECK(scenario.description.empty());
   CHECK(scenario.backend == BackendChoice::Auto);
+  CHECK(scenario.threads == 0);  // every core
+  CHECK_FALSE(scenario_to_json(scenario).contains("threads"));  // absent, as in results written before the key
   CHECK(scenario.workload.prompt_ids == std::vector<int32_t>{7, 9});
   CHECK(scenario.workload.prompt_length() == 2);
   CHECK(scenario.workload.seed == 0);
@@ -253,9 +255,11 @@ TEST_CASE("malformed scenarios: each error names the file, the line and the key"
        "fp32_ops runs ops of a half-precision model in fp32, but dtype is fp32 (use fp16 or bf16)"},
       {edited({{18, "  sequential_generaton: true"}}), 18, "bugs.sequential_generaton",
        "unknown key (did you mean 'sequential_generation'?)"},
+      {edited({{4, "dtype: fp32\nthreads: 2000"}}), 5, "threads", "expected an integer in [0, 1024], got '2000'"},
+      {edited({{4, "dtype: fp32\nthreads: -1"}}), 5, "threads", "expected an integer in [0, 1024], got '-1'"},
       {edited({{1, "name: [a, b]"}}), 1, "name", "expected text, got a list"},
       {"- just\n- a list\n", 1, "",
-       "expected a mapping of name, description, model, dtype, backend, workload, run, bugs, expected_slowdown, sweep, got a list"},
+       "expected a mapping of name, description, model, dtype, backend, threads, workload, run, bugs, expected_slowdown, sweep, got a list"},
       {"", 1, "model", "missing (expected a model name under configs/models or a path to a model)"},
       {"model: lab-tiny\ndtype: [fp16\n", 3, "", "not valid YAML: ..."},
   };
@@ -445,6 +449,7 @@ TEST_CASE("a scenario rendered to YAML reloads to the same scenario", "[scenario
     INFO(model_line);
     const Scenario original =
         load_scenario(dir.write("original.yaml", edited({{3, model_line.c_str()},
+                                                         {5, "backend: cpu\nthreads: 3"},
                                                          {9, "  prompt_ids: [5, 6, 7]"},
                                                          {10, "  new_tokens: 3\n  host_overhead_us: 2.5"},
                                                          {15, "  non_contiguous: {mode: strided}"},
@@ -457,6 +462,8 @@ TEST_CASE("a scenario rendered to YAML reloads to the same scenario", "[scenario
     CHECK(std::filesystem::equivalent(reloaded.model_source.path, original.model_source.path));
     CHECK(reloaded.dtype == original.dtype);
     CHECK(reloaded.backend == original.backend);
+    CHECK(reloaded.threads == 3);
+    CHECK(scenario_to_json(reloaded)["threads"] == 3);
     CHECK(reloaded.workload.requests == original.workload.requests);
     CHECK(reloaded.workload.batch_size == original.workload.batch_size);
     CHECK(reloaded.workload.prompt_ids == original.workload.prompt_ids);

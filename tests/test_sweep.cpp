@@ -72,3 +72,40 @@ TEST_CASE("sweep: zip refuses lists of different lengths, naming the key", "[swe
     CHECK(error.key() == "workload.batch_size");
   }
 }
+
+TEST_CASE("sweep: backend, threads and dtype sweep as lists, outermost and in that order", "[sweep]") {
+  // prepare: the settings written after the workload, in another order than they expand in
+  const YAML::Node scenario = YAML::Load(
+      "model: lab-tiny\nworkload: {batch_size: [1, 2], new_tokens: 4}\ndtype: [fp32, bf16]\nthreads: [1, 2]\n"
+      "backend: cpu\n");
+  // run
+  CHECK(swept_keys(scenario) == std::vector<std::string>{"threads", "dtype", "batch_size"});
+  const auto points = expand_sweep(scenario);
+  // verify: threads outermost (a sweep reopens the backend only when it changes)
+  REQUIRE(points.size() == 8);
+  CHECK(points[0].label == "threads=1 dtype=fp32 batch_size=1");
+  CHECK(points[1].label == "threads=1 dtype=fp32 batch_size=2");
+  CHECK(points[2].label == "threads=1 dtype=bf16 batch_size=1");
+  CHECK(points[7].label == "threads=2 dtype=bf16 batch_size=2");
+  CHECK(points[7].scenario["threads"].as<int>() == 2);
+  CHECK(points[7].scenario["dtype"].as<std::string>() == "bf16");
+  CHECK(points[7].scenario["backend"].as<std::string>() == "cpu");
+  CHECK(points[7].scenario["workload"]["batch_size"].as<int>() == 2);
+  CHECK_FALSE(points[7].scenario["workload"]["threads"]);  // settings stay at the top level
+  CHECK(points[7].values == std::vector<std::pair<std::string, std::string>>{
+                               {"threads", "2"}, {"dtype", "bf16"}, {"batch_size", "2"}});
+}
+
+TEST_CASE("sweep: zip advances a run setting with the workload lists", "[sweep]") {
+  const YAML::Node scenario =
+      YAML::Load("sweep: zip\nbackend: [cpu, cuda]\nworkload: {batch_size: [1, 8], new_tokens: 4}\n");
+  const auto points = expand_sweep(scenario);
+  REQUIRE(points.size() == 2);
+  CHECK(points[0].label == "backend=cpu batch_size=1");
+  CHECK(points[1].label == "backend=cuda batch_size=8");
+
+  const YAML::Node uneven = YAML::Load("sweep: zip\ndtype: [fp32, fp16, bf16]\nworkload: {batch_size: [1, 8]}\n");
+  CHECK_THROWS_WITH(expand_sweep(uneven, "s.yaml"),
+                    Catch::Matchers::Contains("s.yaml:3: workload.batch_size") &&
+                        Catch::Matchers::Contains("dtype has 3 values, batch_size has 2"));
+}

@@ -1,0 +1,79 @@
+// Shared CLI options and messages (see cli_options.h).
+#include "lab/cli_options.h"
+
+#include <charconv>
+#include <vector>
+
+#include "lab/scenario.h"
+#include "lab/yaml_fields.h"
+
+namespace decodelab {
+
+namespace {
+
+std::optional<int64_t> whole_number(const std::string& text) {
+  int64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (error != std::errc() || stop != end || text.empty()) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+CLI::Validator integer_range(int64_t min, int64_t max) {
+  const std::string range = "an integer from " + std::to_string(min) + " to " + std::to_string(max);
+  return CLI::Validator(
+      [min, max, range](std::string& input) -> std::string {
+        const std::optional<int64_t> value = whole_number(input);
+        if (value && *value >= min && *value <= max) return "";
+        return "expected " + range + ", got '" + input + "'";
+      },
+      "INT in [" + std::to_string(min) + " - " + std::to_string(max) + "]");
+}
+
+CLI::Validator integer_at_least(int64_t min) {
+  return CLI::Validator(
+      [min](std::string& input) -> std::string {
+        const std::optional<int64_t> value = whole_number(input);
+        if (value && *value >= min) return "";
+        return "expected an integer ≥ " + std::to_string(min) + ", got '" + input + "'";
+      },
+      "INT ≥ " + std::to_string(min));
+}
+
+CLI::Option* add_threads_option(CLI::App& command, int& threads) {
+  return command
+      .add_option("--threads", threads, "CPU kernel threads (default: the scenario's threads:, else every core)")
+      ->check(integer_range(0, kMaxCpuThreads));
+}
+
+CLI::Option* add_row_format_option(CLI::App& command, RowFormat& format) {
+  return command
+      .add_option_function<std::string>(
+          "-o,--output", [&format](const std::string& name) { format = parse_row_format(name); },
+          "Rows on stdout as md (the table, default), csv, json or jsonl (one JSON object per line)")
+      ->check(CLI::IsMember(row_format_names()))
+      ->type_name("md|csv|json|jsonl");
+}
+
+CLI::Option* add_top_option(CLI::App& command, size_t& top) {
+  return command.add_option("--top", top, "Also print the N ops that took the most device time (profiles the run)")
+      ->check(integer_range(1, 1000));
+}
+
+std::optional<std::string> unknown_subcommand(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2) return std::nullopt;
+  const std::string word = argv[1];
+  if (word.empty() || word[0] == '-') return std::nullopt;  // an option: CLI11 reports it
+  std::vector<std::string> names;
+  for (const CLI::App* command : app.get_subcommands({})) {
+    if (command->get_name() == word) return std::nullopt;
+    if (!command->get_group().empty()) names.push_back(command->get_name());  // hidden ones have no group
+  }
+  std::string listing;
+  for (const std::string& name : names) listing += (listing.empty() ? "" : ", ") + name;
+  return "unknown command '" + word + "'" + did_you_mean(word, names) + "; the commands are " + listing;
+}
+
+}  // namespace decodelab
