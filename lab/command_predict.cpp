@@ -115,7 +115,7 @@ void execute_predict(const PredictArguments& arguments) {
     run_options.backend = arguments.backend == "cuda" ? BackendKind::Cuda : BackendKind::Cpu;
   if (arguments.device == "measured" && !run_options.backend) run_options.backend = BackendKind::Cpu;
   run_options.threads = arguments.threads;
-  run_options.show_progress = !arguments.quiet && ::isatty(::fileno(stderr));
+  run_options.progress = progress_mode(arguments.quiet);
   std::unique_ptr<Backend> backend;
   DeviceSpec device;
   if (on_this_machine) {

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "lab/progress.h"
 #include "profiling/text_table.h"
 #include "profiling/units.h"
 
@@ -28,17 +29,18 @@ std::vector<RunResult> measure(const std::vector<Scenario>& scenarios, Backend& 
   std::vector<std::vector<GenerationResult>> runs(scenarios.size());
   for (int i = 0; i < std::max(first.warmup, 0); ++i)
     for (auto& scenario : loaded) scenario->generate(nullptr);
+  const Progress progress(options.progress);
   for (int i = 0; i < repeats; ++i) {
-    if (options.show_progress) {
-      std::fprintf(stderr, "\r\033[K%s: measuring, repeat %d/%d", first.name.c_str(), i + 1, repeats);
-      std::fflush(stderr);
-    }
+    const std::string label =
+        first.name + ": measuring, repeat " + std::to_string(i + 1) + "/" + std::to_string(repeats);
+    progress.status(label);
     for (size_t k = 0; k < loaded.size(); ++k) {
       const size_t which = i % 2 == 0 ? k : loaded.size() - 1 - k;  // alternate which goes first
       runs[which].push_back(loaded[which]->generate(nullptr));
     }
+    progress.finished(label + " done");
   }
-  if (options.show_progress) std::fputs("\r\033[K", stderr);
+  progress.clear();
   std::vector<RunResult> results;
   for (size_t k = 0; k < loaded.size(); ++k)
     results.push_back(summarize_run(scenarios[k], backend, loaded[k]->memory(), std::move(runs[k])));
