@@ -473,6 +473,14 @@ DeviceSpec measure_into_cache(Backend& backend, int threads, std::ostream* progr
 bool should_replace_cached_roofs(const Roofs& fresh, const Roofs& cached, std::string& reason,
                                  double steady_contention) {
   auto compute = [](const Roofs& roofs) { return roofs.flops(Precision::Fp32); };
+  // Contention only ever slows a measured rate down: roofs at least as high as the cached
+  // ones are the better reading of the hardware, however noisy their repeats were.
+  if (fresh.bandwidth >= cached.bandwidth && compute(fresh) >= compute(cached)) {
+    reason = fresh.noisy && !cached.noisy ? "the new roofs are higher than the cached ones (contention only lowers a "
+                                            "measured rate), although their repeats were noisy"
+                                          : "";
+    return true;
+  }
   if (fresh.noisy && !cached.noisy) {
     reason = "the new measurement is noisy (spread " + format_percent(fresh.spread) +
              (fresh.source.find("contended") != std::string::npos ? ", on a contended machine" : "") +

@@ -141,8 +141,10 @@ double host_cache_bytes();
 std::optional<DeviceSpec> cached_device_spec(Backend& backend, int threads);
 
 // Whether a fresh measurement should replace the cached one ("a good roof is never
-// replaced by a worse one"): yes when nothing is cached, or the cached one is noisy and
-// the new one is not; no when the new one is noisy and the cached one is not, or when
+// replaced by a worse one"): yes when nothing is cached, when the new bandwidth and compute
+// roofs are both at least the cached ones (contention only lowers a measured rate, so they
+// read the hardware better even when noisy), or the cached one is noisy and the new one is
+// not; no when the new one is noisy and the cached one is not, or when
 // both are steady but the new bandwidth or compute roof is below `steady_contention` of
 // the cached one (a steady contention that left a low spread). Between two noisy ones,
 // the higher roofs. `reason` says why, for the user.

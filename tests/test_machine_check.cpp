@@ -166,6 +166,16 @@ TEST_CASE("the roof cache keeps the better measurement", "[machine_check][roof_m
   Roofs noisier = noisy;
   noisier.bandwidth = 12e9;
   CHECK_FALSE(should_replace_cached_roofs(noisier, noisy, reason));  // both noisy: the higher stays
+  // A cached measurement taken under contention that went unnoticed (steady, but low) gives
+  // way to a noisy one whose roofs are all higher: noise never raises a measured rate.
+  Roofs noisy_but_higher = noisy;
+  noisy_but_higher.bandwidth = 23e9;
+  noisy_but_higher.fp32_flops = noisy_but_higher.fp16_flops = noisy_but_higher.bf16_flops = 200e9;
+  CHECK(should_replace_cached_roofs(noisy_but_higher, good, reason));
+  CHECK(reason.find("higher") != std::string::npos);
+  Roofs noisy_higher_bandwidth_only = noisy_but_higher;
+  noisy_higher_bandwidth_only.fp32_flops = noisy_higher_bandwidth_only.fp16_flops = 90e9;
+  CHECK_FALSE(should_replace_cached_roofs(noisy_higher_bandwidth_only, good, reason));
 }
 
 TEST_CASE("a probe on this machine gives figures in range", "[machine_check]") {
