@@ -41,16 +41,8 @@ const TensorInfo* output(const OpDesc& op, size_t index) {
 
 int64_t last_dim(const TensorInfo& tensor) { return tensor.rank > 0 ? tensor.shape[static_cast<size_t>(tensor.rank - 1)] : 0; }
 
-// Rows of a tensor viewed as [rows, last_dim].
-int64_t rows_of(const TensorInfo& tensor) {
-  const int64_t width = last_dim(tensor);
-  return width > 0 ? tensor_elements(tensor) / width : 0;
-}
-
 Precision matmul_precision(DType a, DType b) {
-  if (a == DType::F16 && b == DType::F16) return Precision::Fp16;
-  if (a == DType::BF16 && b == DType::BF16) return Precision::Bf16;
-  return Precision::Fp32;
+  return a == b ? dtype_precision(a) : Precision::Fp32;
 }
 
 OpCost matmul_cost(const OpDesc& op) {
@@ -61,8 +53,8 @@ OpCost matmul_cost(const OpDesc& op) {
   const TensorInfo* weight = input(op, 1);
   if (!x || !weight) return cost;
   const double k = static_cast<double>(last_dim(*x));
-  const double m = static_cast<double>(rows_of(*x));
-  const double n = static_cast<double>(rows_of(*weight));
+  const double m = static_cast<double>(tensor_rows(*x));
+  const double n = static_cast<double>(tensor_rows(*weight));
   cost.flops = 2.0 * m * n * k;
   cost.precision = matmul_precision(x->dtype, weight->dtype);
   return cost;
@@ -99,7 +91,7 @@ OpCost embedding_cost(const OpDesc& op) {
   const TensorInfo* positions = input(op, 2);
   const TensorInfo* out = output(op, 0);
   if (!table || !out) return cost;
-  const double rows = static_cast<double>(rows_of(*out));
+  const double rows = static_cast<double>(tensor_rows(*out));
   cost.bytes_read = static_cast<double>(tensor_elements(*out)) * static_cast<double>(dtype_size(table->dtype)) +
                     rows * sizeof(int32_t) + (positions ? tensor_bytes(*positions) : 0.0);
   cost.bytes_written = tensor_bytes(*out);
@@ -113,7 +105,7 @@ OpCost argmax_cost(const OpDesc& op) {
   if (!logits) return cost;
   cost.flops = static_cast<double>(tensor_elements(*logits));
   cost.bytes_read = sum_bytes(op.inputs);
-  cost.bytes_written = static_cast<double>(rows_of(*logits)) * sizeof(int32_t);
+  cost.bytes_written = static_cast<double>(tensor_rows(*logits)) * sizeof(int32_t);
   return cost;
 }
 
@@ -146,6 +138,19 @@ OpCost op_cost(const OpDesc& op) {
     case OpCategory::Norm: return reads_and_writes(op, 4.0);
     case OpCategory::Elementwise: return reads_and_writes(op, 1.0);
     default: return reads_and_writes(op, 0.0);  // copy, cast, memcpy, positions, ...
+  }
+}
+
+int64_t tensor_rows(const TensorInfo& tensor) {
+  const int64_t width = last_dim(tensor);
+  return width > 0 ? tensor_elements(tensor) / width : 0;
+}
+
+Precision dtype_precision(DType dtype) {
+  switch (dtype) {
+    case DType::F16: return Precision::Fp16;
+    case DType::BF16: return Precision::Bf16;
+    default: return Precision::Fp32;
   }
 }
 

@@ -40,5 +40,9 @@ double attention_kv_bytes(const AttentionExtent& extent, DType cache_dtype);
 // Logical bytes of a tensor view (elements × dtype size, whatever its strides).
 double tensor_bytes(const TensorInfo& tensor);
 int64_t tensor_elements(const TensorInfo& tensor);
+// Elements over the last dimension: a matmul activation's M.
+int64_t tensor_rows(const TensorInfo& tensor);
+// The compute unit a dtype's arithmetic runs on (fp32 for every other dtype).
+Precision dtype_precision(DType dtype);
 
 }  // namespace decodelab

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -48,6 +49,26 @@ double Roofs::flops(Precision precision) const {
     case Precision::Bf16: figure = bf16_flops > 0 ? bf16_flops : fp16_flops; break;
   }
   return figure > 0 ? figure : fp32_flops;
+}
+
+double Roofs::decode_matmul_bandwidth(Precision precision, int64_t rows) const {
+  if (precision == Precision::Tf32) precision = Precision::Fp32;
+  std::vector<DecodeMatmulCeiling> measured;
+  for (const DecodeMatmulCeiling& ceiling : decode_matmul_ceilings)
+    if (ceiling.precision == precision && ceiling.rows > 0 && ceiling.bandwidth > 0) measured.push_back(ceiling);
+  if (measured.empty()) return 0.0;
+  std::sort(measured.begin(), measured.end(), [](const auto& a, const auto& b) { return a.rows < b.rows; });
+  const double wanted = static_cast<double>(std::max<int64_t>(rows, 1));
+  if (wanted <= measured.front().rows) return measured.front().bandwidth;
+  if (wanted > measured.back().rows) return 0.0;
+  for (size_t i = 1; i < measured.size(); ++i) {
+    if (wanted > measured[i].rows) continue;
+    const double below = std::log(static_cast<double>(measured[i - 1].rows));
+    const double above = std::log(static_cast<double>(measured[i].rows));
+    const double t = above > below ? (std::log(wanted) - below) / (above - below) : 1.0;
+    return std::exp((1 - t) * std::log(measured[i - 1].bandwidth) + t * std::log(measured[i].bandwidth));
+  }
+  return measured.back().bandwidth;
 }
 
 double Roofs::matmul_flops(Precision precision) const {
@@ -102,6 +123,7 @@ Roofs DeviceSpec::effective_roofs() const {
   take(merged.matmul_fp32_flops, real.matmul_fp32_flops);
   take(merged.matmul_fp16_flops, real.matmul_fp16_flops);
   take(merged.matmul_bf16_flops, real.matmul_bf16_flops);
+  if (!real.decode_matmul_ceilings.empty()) merged.decode_matmul_ceilings = real.decode_matmul_ceilings;
   merged.source = "measured where measured (" + real.source + "), datasheet otherwise (" + datasheet->source + ")";
   merged.measured_at = real.measured_at;
   merged.spread = real.spread;
@@ -241,6 +263,22 @@ class SpecReader {
             value;
       }
     }
+    if (const YAML::Node decode = map["decode_matmul_gb_s"]; decode.IsDefined()) {
+      const std::string decode_key = path("decode_matmul_gb_s");
+      if (!decode.IsMap()) fail(decode, decode_key, "expected {fp16: {ROWS: GB/s, ...}, ...}");
+      only_keys(decode, decode_key, {"fp32", "fp16", "bf16"});
+      for (const auto& entry : decode) {
+        const std::string key = entry.first.as<std::string>();
+        if (!entry.second.IsMap()) fail(entry.second, decode_key + "." + key, "expected {ROWS: GB/s, ...}");
+        for (const auto& point : entry.second) {
+          const std::string rows_key = decode_key + "." + key + "." + point.first.as<std::string>();
+          const int64_t rows = count(point.first, rows_key);
+          if (rows < 1) fail(point.first, rows_key, "expected a row count of at least 1");
+          result.decode_matmul_ceilings.push_back(
+              {*parse_precision(key), static_cast<int>(rows), positive(point.second, rows_key) * 1e9});
+        }
+      }
+    }
     if (result.bandwidth <= 0 && !result.has_any_flops()) {
       fail(map, prefix.empty() ? "memory_bandwidth_tb_s" : prefix, "expected a bandwidth and/or peak FLOP/s");
     }
@@ -360,8 +398,8 @@ DeviceSpec parse_device_spec(std::string_view yaml_text, const std::string& file
   if (const YAML::Node measured = root["measured"]; measured.IsDefined()) {
     reader.only_keys(measured, "measured",
                      {"source", "memory_bandwidth_tb_s", "memory_bandwidth_gb_s", "peak_tflops", "peak_gflops",
-                      "matmul_tflops", "matmul_gflops", "fixed_costs", "cache", "measured_at", "spread", "noisy",
-                      "probe_bandwidth_gb_s"});
+                      "matmul_tflops", "matmul_gflops", "decode_matmul_gb_s", "fixed_costs", "cache", "measured_at",
+                      "spread", "noisy", "probe_bandwidth_gb_s"});
     spec.measured = reader.roofs(measured, "measured");
     reader.quality(measured, *spec.measured);
     if (const YAML::Node costs = measured["fixed_costs"]; costs.IsDefined())
@@ -432,15 +470,28 @@ void write_roofs(std::ostringstream& out, const Roofs& roofs, const std::string&
   add("fp16", roofs.fp16_flops);
   add("bf16", roofs.bf16_flops);
   out << indent << (tera ? "peak_tflops: {" : "peak_gflops: {") << peaks << "}\n";
-  if (!roofs.has_matmul_ceiling()) return;
-  std::string ceilings;
-  auto add_ceiling = [&](const char* key, double value) {
-    if (value > 0) ceilings += std::string(ceilings.empty() ? "" : ", ") + key + ": " + number(value / scale);
-  };
-  add_ceiling("fp32", roofs.matmul_fp32_flops);
-  add_ceiling("fp16", roofs.matmul_fp16_flops);
-  add_ceiling("bf16", roofs.matmul_bf16_flops);
-  out << indent << (tera ? "matmul_tflops: {" : "matmul_gflops: {") << ceilings << "}\n";
+  if (roofs.has_matmul_ceiling()) {
+    std::string ceilings;
+    auto add_ceiling = [&](const char* key, double value) {
+      if (value > 0) ceilings += std::string(ceilings.empty() ? "" : ", ") + key + ": " + number(value / scale);
+    };
+    add_ceiling("fp32", roofs.matmul_fp32_flops);
+    add_ceiling("fp16", roofs.matmul_fp16_flops);
+    add_ceiling("bf16", roofs.matmul_bf16_flops);
+    out << indent << (tera ? "matmul_tflops: {" : "matmul_gflops: {") << ceilings << "}\n";
+  }
+  if (roofs.decode_matmul_ceilings.empty()) return;
+  std::string decode;
+  for (Precision precision : {Precision::Fp32, Precision::Fp16, Precision::Bf16}) {
+    std::string points;
+    for (const Roofs::DecodeMatmulCeiling& ceiling : roofs.decode_matmul_ceilings) {
+      if (ceiling.precision != precision) continue;
+      points += std::string(points.empty() ? "" : ", ") + std::to_string(ceiling.rows) + ": " +
+                number(ceiling.bandwidth / 1e9);
+    }
+    if (!points.empty()) decode += std::string(decode.empty() ? "" : ", ") + precision_name(precision) + ": {" + points + "}";
+  }
+  out << indent << "decode_matmul_gb_s: {" << decode << "}\n";
 }
 
 void write_fixed_costs(std::ostringstream& out, const FixedCosts& costs, const std::string& indent) {
@@ -579,6 +630,15 @@ nlohmann::json to_json(const Roofs& roofs) {
     json["matmul_flops_per_s"] = {
         {"fp32", roofs.matmul_fp32_flops}, {"fp16", roofs.matmul_fp16_flops}, {"bf16", roofs.matmul_bf16_flops}};
   }
+  if (!roofs.decode_matmul_ceilings.empty()) {
+    nlohmann::json decode = nlohmann::json::array();
+    for (const Roofs::DecodeMatmulCeiling& ceiling : roofs.decode_matmul_ceilings) {
+      decode.push_back({{"precision", precision_name(ceiling.precision)},
+                        {"rows", ceiling.rows},
+                        {"bandwidth_bytes_per_s", ceiling.bandwidth}});
+    }
+    json["decode_matmul"] = decode;
+  }
   if (roofs.measured_at > 0) {
     json["measured_at"] = roofs.measured_at;
     json["spread"] = roofs.spread;
@@ -635,6 +695,14 @@ Roofs roofs_from_json(const nlohmann::json& json, const std::string& where) {
       roofs.matmul_fp32_flops = ceilings.at("fp32").get<double>();
       roofs.matmul_fp16_flops = ceilings.at("fp16").get<double>();
       roofs.matmul_bf16_flops = ceilings.at("bf16").get<double>();
+    }
+    if (json.contains("decode_matmul")) {
+      for (const nlohmann::json& entry : json["decode_matmul"]) {
+        const std::optional<Precision> precision = parse_precision(entry.at("precision").get<std::string>());
+        if (!precision) throw InputError(where, 0, "decode_matmul", "unknown precision " + entry.at("precision").dump());
+        roofs.decode_matmul_ceilings.push_back(
+            {*precision, entry.at("rows").get<int>(), entry.at("bandwidth_bytes_per_s").get<double>()});
+      }
     }
     roofs.measured_at = json.value("measured_at", int64_t{0});
     roofs.spread = json.value("spread", 0.0);

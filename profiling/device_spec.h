@@ -35,6 +35,17 @@ struct Roofs {
   double matmul_fp32_flops = 0;
   double matmul_fp16_flops = 0;
   double matmul_bf16_flops = 0;
+  // The rate (bytes/s) our matmul streams a weight from memory at a decode step's shape —
+  // `rows` activation rows, one precision — where measured (the CPU: a half-precision
+  // weight is widened on the fly and streams well below the bandwidth roof; a few rows
+  // already make the kernel compute-bound). The prediction prices such matmuls with it.
+  struct DecodeMatmulCeiling {
+    Precision precision = Precision::Fp16;
+    int rows = 1;
+    double bandwidth = 0;
+    bool operator==(const DecodeMatmulCeiling&) const = default;
+  };
+  std::vector<DecodeMatmulCeiling> decode_matmul_ceilings;
   // Measured roofs only (docs/metrics.md, "Roofs"): when, how steady, in what machine state.
   int64_t measured_at = 0;       // Unix seconds; 0 = not measured here (a datasheet, a quoted reference)
   double spread = 0;             // the largest (max - min) / median among the measured figures
@@ -46,6 +57,10 @@ struct Roofs {
   double flops(Precision precision) const;
   // The matmul ceiling for a precision where one was measured, else flops(precision).
   double matmul_flops(Precision precision) const;
+  // The decode-matmul rate for `rows` activation rows of a precision, interpolated between
+  // the measured row counts (log-linear in rows); 0 where none was measured for it or
+  // `rows` lies beyond the largest measured (a prefill: held to the compute ceiling).
+  double decode_matmul_bandwidth(Precision precision, int64_t rows) const;
   bool has_matmul_ceiling() const { return matmul_fp32_flops > 0 || matmul_fp16_flops > 0 || matmul_bf16_flops > 0; }
   // "taken 2 h ago, spread 3%" / "taken 5 min ago on a noisy or contended machine, spread 38%";
   // "" when not measured here.

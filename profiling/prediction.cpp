@@ -108,7 +108,15 @@ TimeSplit price(const StreamOp& op, const OpCost& cost, double resident_fraction
                                                              : inputs.roofs.flops(cost.precision);
   const double compute = peak > 0 ? cost.flops / peak : 0.0;
   const double cache_bytes = cost.bytes() * resident_fraction;
-  const double dram = inputs.roofs.bandwidth > 0 ? (cost.bytes() - cache_bytes) / inputs.roofs.bandwidth : 0.0;
+  // A decode-shaped matmul streams its weight at the rate measured for its dtype and rows
+  // (a half weight is widened on the fly; a few rows already cost compute), where measured.
+  double stream_bandwidth = inputs.roofs.bandwidth;
+  if (op.desc.category == OpCategory::Matmul && op.desc.inputs.size() >= 2) {
+    const double measured = inputs.roofs.decode_matmul_bandwidth(dtype_precision(op.desc.inputs[1].dtype),
+                                                                 tensor_rows(op.desc.inputs[0]));
+    if (measured > 0) stream_bandwidth = std::min(measured, stream_bandwidth > 0 ? stream_bandwidth : measured);
+  }
+  const double dram = stream_bandwidth > 0 ? (cost.bytes() - cache_bytes) / stream_bandwidth : 0.0;
   const double cached = inputs.cache && inputs.cache->bandwidth > 0 ? cache_bytes / inputs.cache->bandwidth : 0.0;
   if (compute >= dram + cached) {
     busy.compute = compute;

@@ -19,6 +19,7 @@
 #include "engine/device_buffer.h"
 #include "engine/errors.h"
 #include "engine/weights.h"
+#include "profiling/cost_model.h"
 #include "profiling/machine_check.h"
 #include "profiling/statistics.h"
 #include "profiling/units.h"
@@ -43,8 +44,9 @@ TimedSamples TimedSamples::of(std::vector<double> seconds, double noisy_spread) 
 namespace {
 
 // Bumped whenever the measurement changes meaning (2: CPU compute roofs from the FMA probe;
-// 3: fixed costs and the last-level cache measured beside the roofs).
-constexpr int kRoofMethodVersion = 3;
+// 3: fixed costs and the last-level cache measured beside the roofs; 4: the decode matmuls
+// per dtype and rows, and the one-row ones in the bandwidth roof).
+constexpr int kRoofMethodVersion = 4;
 
 bool is_gpu(const Backend& backend) { return backend.name() == "cuda"; }
 
@@ -179,6 +181,39 @@ RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& option
     measurement.read_bytes = static_cast<double>(source.bytes() + vector.bytes() + product.bytes());
     measurement.read_bandwidth = measurement.read_bytes / measurement.read.best;
     measurement.bandwidth = std::max(measurement.copy_bandwidth, measurement.read_bandwidth);
+
+    // CPU: the decode step's matmul shapes over the same bytes, per dtype and activation
+    // rows. A one-row fp32 product streams without widening, so it may raise the roof.
+    if (!gpu) {
+      for (DType dtype : options.matmul_dtypes) {
+        const int64_t dtype_rows = static_cast<int64_t>(source.bytes() / dtype_size(dtype)) / row;
+        const Tensor streamed = Tensor::contiguous(source.get(), dtype, {dtype_rows, row});
+        fill_random(backend, source.get(), dtype, static_cast<size_t>(dtype_rows * row), 8);
+        for (int activation_rows : options.decode_matmul_rows) {
+          RoofMeasurement::DecodeMatmul decode;
+          decode.dtype = dtype;
+          decode.rows = activation_rows;
+          if (dtype == DType::F16 && activation_rows == 1) {  // that is the read above
+            decode.bytes = measurement.read_bytes;
+            decode.timing = measurement.read;
+          } else {
+            DeviceBuffer activations(backend, static_cast<size_t>(activation_rows * row) * dtype_size(dtype));
+            DeviceBuffer outputs(backend, static_cast<size_t>(activation_rows * dtype_rows) * dtype_size(dtype));
+            fill_random(backend, activations.get(), dtype, static_cast<size_t>(activation_rows * row), 9);
+            const Tensor a = Tensor::contiguous(activations.get(), dtype, {activation_rows, row});
+            const Tensor out = Tensor::contiguous(outputs.get(), dtype, {activation_rows, dtype_rows});
+            if (progress)
+              *progress << "measuring the decode matmul: " << dtype_name(dtype) << ", " << activation_rows << " row"
+                        << (activation_rows == 1 ? "" : "s") << "\n";
+            decode.timing = timer.sample([&](OpId id) { backend.matmul(a, streamed, out, id); });
+            decode.bytes = static_cast<double>(source.bytes() + activations.bytes() + outputs.bytes());
+          }
+          decode.bandwidth = decode.bytes / decode.timing.best;
+          if (activation_rows == 1) measurement.bandwidth = std::max(measurement.bandwidth, decode.bandwidth);
+          measurement.decode_matmuls.push_back(decode);
+        }
+      }
+    }
   }
 
   // The last-level cache (CPU): a weight a quarter of its size, read again and again.
@@ -235,12 +270,14 @@ std::optional<CacheLevel> RoofMeasurement::cache() const {
 double RoofMeasurement::largest_spread() const {
   double largest = std::max({copy.spread, read.spread, fma.spread});
   for (const Matmul& matmul : matmuls) largest = std::max(largest, matmul.timing.spread);
+  for (const DecodeMatmul& decode : decode_matmuls) largest = std::max(largest, decode.timing.spread);
   return largest;
 }
 
 bool RoofMeasurement::noisy() const {
   bool any = machine_contended || copy.noisy || read.noisy || fma.noisy;
   for (const Matmul& matmul : matmuls) any = any || matmul.timing.noisy;
+  for (const DecodeMatmul& decode : decode_matmuls) any = any || decode.timing.noisy;
   return any;
 }
 
@@ -259,6 +296,14 @@ Roofs RoofMeasurement::roofs() const {
          << " (bytes read + written; " << format_bandwidth(copy_bandwidth) << ", " << spread_note(copy)
          << ") and an fp16 matrix-vector product streaming the same bytes (" << format_bandwidth(read_bandwidth) << ", "
          << spread_note(read) << ")";
+  if (!decode_matmuls.empty()) {
+    source << ", or a one-row product of another dtype; decode matmuls over the same bytes";
+    for (const DecodeMatmul& decode : decode_matmuls) {
+      result.decode_matmul_ceilings.push_back({dtype_precision(decode.dtype), decode.rows, decode.bandwidth});
+      source << (&decode == &decode_matmuls.front() ? " " : ", ") << dtype_name(decode.dtype) << " × " << decode.rows
+             << " row" << (decode.rows == 1 ? "" : "s") << " " << format_bandwidth(decode.bandwidth);
+    }
+  }
   if (fma_flops_per_s > 0) {
     result.fp32_flops = result.fp16_flops = result.bf16_flops = fma_flops_per_s;
     source << "; compute the FMA peak (register-resident fp32 FMA chains on every thread, which half dtypes "
@@ -297,7 +342,16 @@ std::string RoofMeasurement::describe() const {
       << format_seconds(copy.best) << ", " << spread_note(copy) << ")\n";
   out << "read       " << format_bandwidth(read_bandwidth) << "  (matrix-vector product over " << format_bytes(copy_bytes_moved / 2)
       << ", " << format_seconds(read.best) << ", " << spread_note(read) << ")\n";
-  out << "bandwidth  " << format_bandwidth(bandwidth) << "  (the faster of the two)\n";
+  for (const DecodeMatmul& decode : decode_matmuls) {
+    if (decode.dtype == DType::F16 && decode.rows == 1) continue;  // the read above
+    char label[16];
+    std::snprintf(label, sizeof label, "%s×%-3d", dtype_name(decode.dtype), decode.rows);
+    out << label << "  " << format_bandwidth(decode.bandwidth) << "  (decode matmul: " << decode.rows << " row"
+        << (decode.rows == 1 ? "" : "s") << " × a streamed " << dtype_name(decode.dtype) << " weight, "
+        << format_seconds(decode.timing.best) << ", " << spread_note(decode.timing) << ")\n";
+  }
+  out << "bandwidth  " << format_bandwidth(bandwidth)
+      << (decode_matmuls.empty() ? "  (the faster of the two)\n" : "  (the fastest of the copy and the one-row products)\n");
   if (fma_flops_per_s > 0) {
     out << "FMA peak   " << format_flop_rate(fma_flops_per_s) << "  (register-resident FMA chains, " << format_seconds(fma.best)
         << ", " << spread_note(fma) << "): the compute roof of every dtype\n";
@@ -339,6 +393,12 @@ nlohmann::json to_json(const RoofMeasurement& measurement) {
   for (const RoofMeasurement::Matmul& matmul : measurement.matmuls) {
     json["matmuls"].push_back({{"dtype", dtype_name(matmul.dtype)}, {"size", matmul.size},
                                {"gflops", matmul.flops_per_s / 1e9}, {"timing", samples_json(matmul.timing)}});
+  }
+  json["decode_matmuls"] = nlohmann::json::array();
+  for (const RoofMeasurement::DecodeMatmul& decode : measurement.decode_matmuls) {
+    json["decode_matmuls"].push_back({{"dtype", dtype_name(decode.dtype)}, {"rows", decode.rows},
+                                      {"bandwidth_gbps", decode.bandwidth / 1e9}, {"bytes_moved", decode.bytes},
+                                      {"timing", samples_json(decode.timing)}});
   }
   if (measurement.fma_flops_per_s > 0) {
     json["fma_probe"] = {{"gflops", measurement.fma_flops_per_s / 1e9}, {"timing", samples_json(measurement.fma)}};

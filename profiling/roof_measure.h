@@ -40,6 +40,10 @@ struct RoofMeasureOptions {
   int warmups = 1;
   int repeats = 5;
   std::vector<DType> matmul_dtypes = default_matmul_dtypes();
+  // CPU: the decode-shaped matmuls timed per dtype — these rows of activations against a
+  // weight streamed from memory (the copy's bytes) — whose rates price a decode step's
+  // matmuls in the prediction (Roofs::decode_matmul_bandwidth). Empty: none.
+  std::vector<int> decode_matmul_rows = {1, 4, 16};
   double noisy_spread = 0.10;  // (max - min) / median above this flags a figure as noisy
   double fma_probe_flops = 2e10;  // FLOPs per FMA-probe repeat (about 0.05 s on a 2-core CPU)
 };
@@ -78,7 +82,18 @@ struct RoofMeasurement {
     double flops_per_s = 0;
   };
   std::vector<Matmul> matmuls;
-  double bandwidth = 0;  // bytes/s: the faster of copy and read
+  // A decode step's matmul: `rows` activation rows times a weight of one dtype as large as
+  // the copy's source, streamed once (the fp16 row-1 entry is `read`). Its rate in bytes
+  // (weight + activations + output) per second: what our kernel streams at that shape.
+  struct DecodeMatmul {
+    DType dtype = DType::F16;
+    int rows = 1;
+    double bytes = 0;
+    TimedSamples timing;
+    double bandwidth = 0;  // bytes/s, the fastest repeat
+  };
+  std::vector<DecodeMatmul> decode_matmuls;
+  double bandwidth = 0;  // bytes/s: the fastest of the copy and the one-row decode matmuls
   TimedSamples fma;      // the backend's FMA probe, when it has one
   double fma_flops_per_s = 0;  // 0 = no probe: the compute roofs are the matmuls'
   // The fixed costs beside the roofs (profiling/stream_costs.h), and the last-level cache:

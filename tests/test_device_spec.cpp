@@ -2,6 +2,7 @@
 // errors name the file, line and key, and measured figures merge over the datasheet.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -103,6 +104,9 @@ TEST_CASE("a measured CPU spec saves and loads back (GB/s units, machine identit
   measured.fp16_flops = 40.5e9;
   measured.bf16_flops = 38.0e9;
   measured.source = "decodelab roofline --measure";
+  measured.matmul_fp16_flops = 30.5e9;
+  measured.decode_matmul_ceilings = {{Precision::Fp32, 1, 30.25e9}, {Precision::Fp16, 1, 20.5e9},
+                                     {Precision::Fp16, 4, 15.75e9}, {Precision::Bf16, 16, 5.5e9}};
   spec.measured = measured;
   spec.machine = MachineIdentity{"host-1", "AMD EPYC", 2};
 
@@ -119,11 +123,39 @@ TEST_CASE("a measured CPU spec saves and loads back (GB/s units, machine identit
   CHECK(loaded.measured->bandwidth == Approx(measured.bandwidth).epsilon(1e-5));
   CHECK(loaded.measured->fp16_flops == Approx(measured.fp16_flops).epsilon(1e-5));
   CHECK(loaded.machine == spec.machine);
+  CHECK(loaded.measured->decode_matmul_ceilings.size() == 4);
+  CHECK(loaded.measured->decode_matmul_bandwidth(Precision::Fp16, 4) == Approx(15.75e9).epsilon(1e-5));
+  CHECK(loaded.measured->decode_matmul_bandwidth(Precision::Fp32, 1) == Approx(30.25e9).epsilon(1e-5));
+  CHECK(device_spec_to_yaml(spec).find("decode_matmul_gb_s: {fp32: {1: 30.25}, fp16: {1: 20.5, 4: 15.75}, bf16: {16: 5.5}}") !=
+        std::string::npos);
   CHECK(device_spec_to_yaml(spec).find("memory_bandwidth_gb_s") != std::string::npos);
   CHECK(loaded.roofs_origin() == "measured");
 
   // JSON round trip (used in traces and results) is exact
   CHECK(device_spec_from_json(to_json(spec), "test") == spec);
+}
+
+TEST_CASE("decode matmul rates: interpolated in log rows between measured points, none beyond", "[device_spec]") {
+  Roofs roofs;
+  roofs.bandwidth = 30e9;
+  roofs.decode_matmul_ceilings = {{Precision::Fp16, 16, 5e9}, {Precision::Fp16, 1, 20e9}, {Precision::Fp16, 4, 10e9}};
+  CHECK(roofs.decode_matmul_bandwidth(Precision::Fp16, 1) == Approx(20e9));
+  CHECK(roofs.decode_matmul_bandwidth(Precision::Fp16, 0) == Approx(20e9));  // no rows: the smallest shape
+  CHECK(roofs.decode_matmul_bandwidth(Precision::Fp16, 4) == Approx(10e9));
+  CHECK(roofs.decode_matmul_bandwidth(Precision::Fp16, 2) == Approx(std::sqrt(20e9 * 10e9)));  // halfway in log
+  CHECK(roofs.decode_matmul_bandwidth(Precision::Fp16, 8) == Approx(std::sqrt(10e9 * 5e9)));
+  CHECK(roofs.decode_matmul_bandwidth(Precision::Fp16, 17) == 0);   // a prefill: not a decode shape
+  CHECK(roofs.decode_matmul_bandwidth(Precision::Bf16, 1) == 0);    // not measured for bf16
+  CHECK(roofs.decode_matmul_bandwidth(Precision::Fp32, 1) == 0);
+
+  const std::string bad = "name: x\nmeasured:\n  source: s\n  memory_bandwidth_gb_s: 20\n"
+                          "  decode_matmul_gb_s: {fp16: {0: 3}}\n";
+  try {
+    parse_device_spec(bad, "bad.yaml");
+    FAIL("a row count of 0 was accepted");
+  } catch (const InputError& error) {
+    CHECK(std::string(error.what()).find("measured.decode_matmul_gb_s.fp16.0") != std::string::npos);
+  }
 }
 
 TEST_CASE("shipped GPU files carry fixed costs with their source", "[device_spec][prediction]") {

@@ -102,6 +102,33 @@ TEST_CASE("a compute-bound matmul step is priced by the arithmetic", "[predictio
   CHECK(decode->split.idle() == Approx(0).margin(1e-15));
 }
 
+TEST_CASE("a decode matmul streams its weight at the rate measured for its dtype and rows", "[prediction]") {
+  // x[1, 1024] · W[4096, 1024]ᵀ in fp16 and x[4, 1024] · the same W: memory-bound at 100 GB/s,
+  // but this device's kernel was measured streaming fp16 at 50 GB/s for one row, 25 for four.
+  auto step_time = [](int64_t rows, const PredictionInputs& inputs) {
+    StreamBuilder builder;
+    builder.marker(group_place());
+    builder.marker(prefill_place());
+    builder.op(OpDesc{0, "matmul", "lm_head", OpCategory::Matmul,
+                      {matrix(DType::F16, rows, 1024), matrix(DType::F16, 4096, 1024)}, {matrix(DType::F16, rows, 4096)},
+                      {}},
+               step_place());
+    builder.marker(step_place());
+    builder.call(HostCallKind::Synchronize, group_place());
+    const Prediction prediction = predict_op_stream(builder.stream, inputs);
+    REQUIRE(prediction.timing.step_ms.size() == 1);
+    return prediction.timing.step_ms[0] * 1e-3 - 2 * 2e-6;  // less the first token's marker and the matmul's overhead
+  };
+  auto bytes = [](int64_t rows) { return 2.0 * (rows * 1024 + 4096 * 1024 + rows * 4096); };
+  PredictionInputs inputs = test_inputs();
+  CHECK(step_time(1, inputs) == Approx(bytes(1) / 100e9));  // no measured rate: the bandwidth roof
+  inputs.roofs.decode_matmul_ceilings = {{Precision::Fp16, 1, 50e9}, {Precision::Fp16, 4, 25e9}};
+  CHECK(step_time(1, inputs) == Approx(bytes(1) / 50e9));
+  CHECK(step_time(4, inputs) == Approx(bytes(4) / 25e9));
+  // Rows beyond the measured ones (a prefill) are held to the roofs again.
+  CHECK(step_time(64, inputs) == Approx(std::max(2.0 * 64 * 4096 * 1024 / 1e12, bytes(64) / 100e9)));
+}
+
 TEST_CASE("a step bound by device-to-host reads: the host waits, the device idles", "[prediction]") {
   // prepare: 20 µs of emulated host overhead per op; a round trip of 50 µs; in the step
   // two tiny adds, one 4-byte read after the first, and the step-end marker.

@@ -129,11 +129,26 @@ TEST_CASE("measurement recovers the device's roofs from its own op timings", "[r
   CHECK(roofs.bf16_flops == Approx(40e9).epsilon(1e-4));
   CHECK_FALSE(measurement.copy.noisy);
   CHECK(roofs.source.find("bytes read + written") != std::string::npos);
-  // One warm-up and three repeats per figure: copy, read, three matmuls, and the cache's
-  // read where the OS reports a last-level cache.
-  const int figures = measurement.cache_bytes > 0 ? 6 : 5;
+  // The decode matmuls: 1, 4 and 16 rows per dtype; fp16 at one row is the read itself.
+  REQUIRE(measurement.decode_matmuls.size() == 9);
+  for (const RoofMeasurement::DecodeMatmul& decode : measurement.decode_matmuls) {
+    CAPTURE(dtype_name(decode.dtype), decode.rows);
+    // The scripted matmul streams at 15 GB/s until its FLOPs take longer at the dtype's peak.
+    const double weight_bytes = 4 << 20;  // the copy's source, as that dtype's rows
+    const double elements = weight_bytes / static_cast<double>(dtype_size(decode.dtype));
+    const double flops = 2.0 * decode.rows * elements;
+    const double expected_seconds = std::max(flops / backend.peaks.at(decode.dtype), decode.bytes / 15e9);
+    CHECK(decode.bandwidth == Approx(decode.bytes / expected_seconds).epsilon(1e-3));
+  }
+  // One warm-up and three repeats per figure: copy, read, three matmuls, eight more decode
+  // matmuls, and the cache's read where the OS reports a last-level cache.
+  const int figures = measurement.cache_bytes > 0 ? 14 : 13;
   CHECK(backend.ops_run == figures * (1 + 3));
   CHECK(measurement.describe().find("bf16") != std::string::npos);
+  CHECK(measurement.describe().find("fp32×16") != std::string::npos);
+  REQUIRE(roofs.decode_matmul_ceilings.size() == 9);
+  CHECK(roofs.decode_matmul_bandwidth(Precision::Fp16, 1) == Approx(measurement.read_bandwidth));
+  CHECK(to_json(measurement)["decode_matmuls"].size() == 9);
   if (measurement.cache_bytes > 0) {
     CHECK(measurement.cache_bandwidth == Approx(15e9).epsilon(1e-3));  // the scripted read rate
     REQUIRE(measurement.cache());
