@@ -4,6 +4,8 @@
 // softmax) upcast with `.float()` and cast back (scope: norms), or projections whose
 // weights were never cast because autocast or `model.half()` was forgotten, so every
 // matmul reads fp32 weights and casts activations in and out (scope: matmuls), or both.
+// The fused projections (q/k/v, gate/up) are one Linear each, so their fp32 copies are
+// fused too: one cast in, one fp32 matmul, one cast out per fused projection.
 // What a profiler sees: fp32 kernels and cast kernels in a half-precision model; for
 // matmuls, twice the weight bytes per step (decode is memory-bound: about 2x slower).
 // The fix: autocast / cast the model once; keep norms in the model dtype with fp32

@@ -1,10 +1,14 @@
 // The Llama forward pass (Hugging Face LlamaForCausalLM semantics), written once against
 // the op front layer. Each decoder layer reads like the model; the few places where the
-// bugs deviate ask the BugSet and call bugs/ (see bugs/deviations.h).
+// bugs deviate ask the BugSet and call bugs/ (see bugs/deviations.h). As serving engines
+// do, q/k/v is one matmul over the concatenated weights (qkv_proj) and gate/up another
+// (gate_up_proj); RoPE, the KV store and attention read q, k and v as column slices of
+// qkv_proj's output, and SwiGLU reads gate and up as the two halves of gate_up_proj's.
 #include "engine/model.h"
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "bugs/deviations.h"
 #include "engine/saturating.h"
@@ -14,13 +18,12 @@ namespace decodelab {
 struct Model::Rows {
   Tensor hidden;        // [M, hidden]: the residual stream
   Tensor normed;        // [M, hidden]
-  Tensor q;             // [M, heads*head_dim]
-  Tensor k;             // [M, kv_heads*head_dim]
-  Tensor v;             // [M, kv_heads*head_dim]
+  Tensor qkv;           // [M, (heads + 2*kv_heads)*head_dim]: qkv_proj's output
+  Tensor q, k, v;       // its column slices [M, heads*head_dim], [M, kv_heads*head_dim] x 2
   Tensor attn;          // [M, heads*head_dim]
   Tensor projected;     // [M, hidden]: o_proj / down_proj outputs
-  Tensor gate;          // [M, intermediate]
-  Tensor up;            // [M, intermediate]
+  Tensor gate_up;       // [M, 2*intermediate]: gate_up_proj's output
+  Tensor gate, up;      // its halves [M, intermediate]
   Tensor activated;     // [M, intermediate]
   Tensor last_hidden;   // [S, hidden]: the last row of each sequence
   Tensor final_normed;  // [S, hidden]
@@ -28,21 +31,59 @@ struct Model::Rows {
 
 namespace {
 
-// Widths of the activation buffers, in the order of Model::Rows.
+// Output widths of the fused projections: q | k | v, and gate | up.
+int64_t qkv_width(const ModelConfig& c) { return int64_t{c.q_width()} + 2 * int64_t{c.kv_width()}; }
+int64_t gate_up_width(const ModelConfig& c) { return 2 * int64_t{c.intermediate_size}; }
+
+// Widths of the activation buffers: hidden, normed, qkv, attn, projected, gate_up,
+// activated, last_hidden, final_normed (Model::Rows without the slices).
 std::vector<int64_t> activation_widths(const ModelConfig& c) {
-  return {c.hidden_size, c.hidden_size,       c.q_width(),         c.kv_width(),        c.kv_width(),
-          c.q_width(),   c.hidden_size,       c.intermediate_size, c.intermediate_size, c.intermediate_size,
-          c.hidden_size, c.hidden_size};
+  return {c.hidden_size,    c.hidden_size,       qkv_width(c), c.q_width(), c.hidden_size,
+          gate_up_width(c), c.intermediate_size, c.hidden_size, c.hidden_size};
 }
 
-int64_t widest_activation(const ModelConfig& c) {
+// The widest input and output of a norm or projection (the fp32 bug's scratch).
+int64_t widest_input(const ModelConfig& c) {
   return std::max<int64_t>({c.hidden_size, c.intermediate_size, c.q_width()});
+}
+int64_t widest_output(const ModelConfig& c) {
+  return std::max<int64_t>({int64_t{c.hidden_size}, qkv_width(c), gate_up_width(c)});
+}
+
+// Columns [first, first + count) of a [rows, width] view: the same row stride.
+Tensor columns(const Tensor& tensor, int64_t first, int64_t count) {
+  Tensor view = tensor;
+  view.data = static_cast<char*>(tensor.data) + first * static_cast<int64_t>(dtype_size(tensor.dtype));
+  view.shape[1] = count;
+  return view;
+}
+
+// One [sum of rows, K] view over weights that ModelWeights allocated as consecutive rows
+// of one buffer; anything else is a programming error, not bad input.
+Tensor stacked_rows(std::initializer_list<const Tensor*> parts) {
+  const Tensor& first = **parts.begin();
+  Tensor whole = first;
+  whole.shape[0] = 0;
+  const char* next = static_cast<const char*>(first.data);
+  for (const Tensor* part : parts) {
+    if (part->data != next || part->dtype != first.dtype || part->rank != 2 || part->shape[1] != first.shape[1] ||
+        !part->is_contiguous())
+      throw std::logic_error("fused projection weights must be consecutive rows of one buffer (ModelWeights::allocate)");
+    whole.shape[0] += part->shape[0];
+    next += part->bytes();
+  }
+  whole.strides[0] = first.shape[1];
+  return whole;
 }
 
 }  // namespace
 
 Model::Model(Backend& backend, const ModelConfig& config, ModelWeights weights, const BugSet& bugs)
     : backend_(backend), config_(config), weights_(std::move(weights)), bugs_(bugs) {
+  for (const LayerWeights& w : weights_.layers) {
+    projections_.push_back({stacked_rows({&w.q_proj, &w.k_proj, &w.v_proj}), w.o_proj,
+                            stacked_rows({&w.gate_proj, &w.up_proj}), w.down_proj});
+  }
   const std::vector<float> inv_freq = rope_inverse_frequencies(config_);
   inv_freq_ = DeviceBuffer(backend_, inv_freq.size() * sizeof(float));
   backend_.upload(inv_freq_.get(), inv_freq.data(), inv_freq.size() * sizeof(float));
@@ -67,9 +108,9 @@ Model::WorkspaceSizes Model::workspace_sizes(const ModelConfig& config, DType dt
                                                   config.head_dim, dtype) / 2;
   }
   if (bugs.fp32_ops && is_half(dtype)) {
-    const int64_t widest = saturating_mul(widest_activation(config), max_rows);
-    sizes.fp32_in = saturating_mul(4, widest);
-    sizes.fp32_out = saturating_mul(4, std::max(widest, saturating_mul(config.vocab_size, sequences)));
+    sizes.fp32_in = saturating_mul(4, widest_input(config), max_rows);
+    sizes.fp32_out = saturating_mul(4, std::max(saturating_mul(widest_output(config), max_rows),
+                                                saturating_mul(config.vocab_size, sequences)));
   }
   return sizes;
 }
@@ -100,19 +141,15 @@ void Model::prepare_fp32_weights() {
     setup.cast(tensor, copy, "fp32_copy");
     return copy;
   };
+  if (bugs_.fp32_matmuls()) {
+    for (const LayerProjections& p : projections_)  // the fused weights, as the forward pass reads them
+      fp32_weights_.projections.push_back(
+          {widen(p.qkv_proj), widen(p.o_proj), widen(p.gate_up_proj), widen(p.down_proj)});
+  }
   fp32_weights_.layers.resize(weights_.layers.size());
   for (size_t i = 0; i < weights_.layers.size(); ++i) {
     const LayerWeights& w = weights_.layers[i];
     LayerWeights& w32 = fp32_weights_.layers[i];
-    if (bugs_.fp32_matmuls()) {
-      w32.q_proj = widen(w.q_proj);
-      w32.k_proj = widen(w.k_proj);
-      w32.v_proj = widen(w.v_proj);
-      w32.o_proj = widen(w.o_proj);
-      w32.gate_proj = widen(w.gate_proj);
-      w32.up_proj = widen(w.up_proj);
-      w32.down_proj = widen(w.down_proj);
-    }
     if (bugs_.fp32_norms()) {
       w32.input_layernorm = widen(w.input_layernorm);
       w32.post_attention_layernorm = widen(w.post_attention_layernorm);
@@ -158,8 +195,22 @@ Model::Rows Model::rows(int count) const {
   std::vector<Tensor> views;
   for (size_t i = 0; i < widths.size(); ++i)
     views.push_back(Tensor::contiguous(workspace_[i].get(), weights_.dtype, {count, widths[i]}));
-  return Rows{views[0], views[1], views[2], views[3], views[4],  views[5],
-              views[6], views[7], views[8], views[9], views[10], views[11]};
+  Rows a;
+  a.hidden = views[0];
+  a.normed = views[1];
+  a.qkv = views[2];
+  a.q = columns(a.qkv, 0, config_.q_width());
+  a.k = columns(a.qkv, config_.q_width(), config_.kv_width());
+  a.v = columns(a.qkv, int64_t{config_.q_width()} + config_.kv_width(), config_.kv_width());
+  a.attn = views[3];
+  a.projected = views[4];
+  a.gate_up = views[5];
+  a.gate = columns(a.gate_up, 0, config_.intermediate_size);
+  a.up = columns(a.gate_up, config_.intermediate_size, config_.intermediate_size);
+  a.activated = views[6];
+  a.last_hidden = views[7];
+  a.final_normed = views[8];
+  return a;
 }
 
 void Model::forward(Ops& ops, const ForwardPass& pass) {
@@ -200,27 +251,28 @@ void Model::check_weights_finite(Ops& ops) {
 
 void Model::decoder_layer(Ops& ops, int layer, const ForwardPass& pass, const Rows& a) {
   const LayerWeights& w = weights_.layers[layer];
-  static const LayerWeights no_fp32_copies;
-  const LayerWeights& w32 = fp32_weights_.layers.empty() ? no_fp32_copies : fp32_weights_.layers[layer];
+  const LayerProjections& p = projections_[layer];
+  static const LayerWeights no_fp32_norms;
+  static const LayerProjections no_fp32_projections;
+  const LayerWeights& w32 = fp32_weights_.layers.empty() ? no_fp32_norms : fp32_weights_.layers[layer];
+  const LayerProjections& p32 =
+      fp32_weights_.projections.empty() ? no_fp32_projections : fp32_weights_.projections[layer];
   const Tensor inv_freq = Tensor::contiguous(inv_freq_.get(), DType::F32, {config_.head_dim / 2});
 
   // Self-attention block.
   norm(ops, a.hidden, w.input_layernorm, w32.input_layernorm, a.normed, "input_layernorm");
-  project(ops, a.normed, w.q_proj, w32.q_proj, a.q, "q_proj");
-  project(ops, a.normed, w.k_proj, w32.k_proj, a.k, "k_proj");
-  project(ops, a.normed, w.v_proj, w32.v_proj, a.v, "v_proj");
+  project(ops, a.normed, p.qkv_proj, p32.qkv_proj, a.qkv, "qkv_proj");  // q | k | v
   ops.rope(a.q, a.k, pass.positions, inv_freq, config_.head_dim);
   attend(ops, layer, pass, a);
-  project(ops, a.attn, w.o_proj, w32.o_proj, a.projected, "o_proj");
+  project(ops, a.attn, p.o_proj, p32.o_proj, a.projected, "o_proj");
   ops.add(a.hidden, a.projected, a.hidden, "residual");
 
   // MLP block: down(silu(gate(x)) * up(x)).
   norm(ops, a.hidden, w.post_attention_layernorm, w32.post_attention_layernorm, a.normed,
        "post_attention_layernorm");
-  project(ops, a.normed, w.gate_proj, w32.gate_proj, a.gate, "gate_proj");
-  project(ops, a.normed, w.up_proj, w32.up_proj, a.up, "up_proj");
+  project(ops, a.normed, p.gate_up_proj, p32.gate_up_proj, a.gate_up, "gate_up_proj");  // gate | up
   ops.swiglu(a.gate, a.up, a.activated);
-  project(ops, a.activated, w.down_proj, w32.down_proj, a.projected, "down_proj");
+  project(ops, a.activated, p.down_proj, p32.down_proj, a.projected, "down_proj");
   ops.add(a.hidden, a.projected, a.hidden, "residual");
 }
 

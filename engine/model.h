@@ -16,13 +16,23 @@
 
 namespace decodelab {
 
-// fp32 copies of the projection weights (kept only when a bug computes matmuls in fp32).
+// The matmuls of one layer as the forward pass runs them: q/k/v and gate/up fused, one
+// matmul each over the weights concatenated by rows (as serving engines do; ModelWeights
+// allocates the parts as consecutive rows, so these are views of the same memory).
+struct LayerProjections {
+  Tensor qkv_proj;      // [(heads + 2*kv_heads)*head_dim, hidden] = [q_proj; k_proj; v_proj]
+  Tensor o_proj;        // [hidden, heads*head_dim]
+  Tensor gate_up_proj;  // [2*intermediate, hidden] = [gate_proj; up_proj]
+  Tensor down_proj;     // [hidden, intermediate]
+};
+
+// fp32 copies of weights (kept only when a bug computes norms or matmuls in fp32).
 struct Fp32Weights {
-  std::vector<LayerWeights> layers;  // projections only; norms filled when norms run in fp32
+  std::vector<LayerProjections> projections;  // when matmuls run in fp32
+  std::vector<LayerWeights> layers;           // norms only; when norms run in fp32
   Tensor norm;
   Tensor lm_head;
   std::vector<DeviceBuffer> storage;
-  bool empty() const { return layers.empty() && norm.data == nullptr; }
 };
 
 // One call of the forward pass over a group of sequences.
@@ -84,6 +94,7 @@ class Model {
   Backend& backend_;
   ModelConfig config_;
   ModelWeights weights_;
+  std::vector<LayerProjections> projections_;  // views of weights_
   BugSet bugs_;
   Fp32Weights fp32_weights_;
   DeviceBuffer inv_freq_;  // [head_dim/2] fp32

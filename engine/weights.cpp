@@ -1,6 +1,11 @@
 // Allocation of the parameter tensors, and seeded random initialisation.
 // Random values come from a counter-based hash of (seed, tensor index, element index),
 // so they are identical on every backend and can be generated in parallel.
+// The one non-obvious choice: q_proj, k_proj and v_proj are consecutive rows of one
+// buffer, and gate_proj and up_proj of another, so that the forward pass runs each group
+// as one matmul over the concatenated weights (engine/model.cpp), as serving engines do.
+// Seeded init and checkpoint loading write each Hugging Face tensor into its rows: the
+// concatenation happens at load time, costs no copy, and every parameter is counted once.
 #include "engine/weights.h"
 #include "engine/host_parallel.h"
 
@@ -21,24 +26,44 @@ Tensor allocate_tensor(Backend* backend, std::vector<DeviceBuffer>& storage, DTy
   return Tensor::contiguous(storage.back().get(), dtype, dims);
 }
 
+// Matrices of `rows[i]` rows each, stacked in one allocation: [parts...; width].
+std::vector<Tensor> allocate_stacked(Backend* backend, std::vector<DeviceBuffer>& storage, DType dtype,
+                                     std::initializer_list<int64_t> rows, int64_t width) {
+  int64_t total = 0;
+  for (int64_t count : rows) total += count;
+  const Tensor whole = allocate_tensor(backend, storage, dtype, {total, width});
+  std::vector<Tensor> parts;
+  int64_t first = 0;
+  for (int64_t count : rows) {
+    Tensor part = Tensor::contiguous(whole.data, dtype, {count, width});
+    if (whole.data) part.data = static_cast<char*>(whole.data) + first * width * static_cast<int64_t>(dtype_size(dtype));
+    parts.push_back(part);
+    first += count;
+  }
+  return parts;
+}
+
 ModelWeights make_weights(Backend* backend, const ModelConfig& config, DType dtype) {
   ModelWeights weights;
   weights.dtype = dtype;
   auto& storage = weights.storage;
   const int64_t hidden = config.hidden_size;
   const int64_t intermediate = config.intermediate_size;
-  weights.storage.reserve(4 + 9 * static_cast<size_t>(config.num_hidden_layers));
+  weights.storage.reserve(4 + 6 * static_cast<size_t>(config.num_hidden_layers));
   weights.embed_tokens = allocate_tensor(backend, storage, dtype, {config.vocab_size, hidden});
   weights.layers.resize(config.num_hidden_layers);
   for (LayerWeights& layer : weights.layers) {
     layer.input_layernorm = allocate_tensor(backend, storage, dtype, {hidden});
-    layer.q_proj = allocate_tensor(backend, storage, dtype, {config.q_width(), hidden});
-    layer.k_proj = allocate_tensor(backend, storage, dtype, {config.kv_width(), hidden});
-    layer.v_proj = allocate_tensor(backend, storage, dtype, {config.kv_width(), hidden});
+    const std::vector<Tensor> qkv =
+        allocate_stacked(backend, storage, dtype, {config.q_width(), config.kv_width(), config.kv_width()}, hidden);
+    layer.q_proj = qkv[0];
+    layer.k_proj = qkv[1];
+    layer.v_proj = qkv[2];
     layer.o_proj = allocate_tensor(backend, storage, dtype, {hidden, config.q_width()});
     layer.post_attention_layernorm = allocate_tensor(backend, storage, dtype, {hidden});
-    layer.gate_proj = allocate_tensor(backend, storage, dtype, {intermediate, hidden});
-    layer.up_proj = allocate_tensor(backend, storage, dtype, {intermediate, hidden});
+    const std::vector<Tensor> gate_up = allocate_stacked(backend, storage, dtype, {intermediate, intermediate}, hidden);
+    layer.gate_proj = gate_up[0];
+    layer.up_proj = gate_up[1];
     layer.down_proj = allocate_tensor(backend, storage, dtype, {hidden, intermediate});
   }
   weights.norm = allocate_tensor(backend, storage, dtype, {hidden});

@@ -1,17 +1,21 @@
-// Which operand bytes an op finds in a cache, by reuse distance: an LRU stack of the
-// memory ranges touched so far (keyed by start address, sized by the bytes last touched
-// there). An access is resident when the distinct bytes touched since its last use, plus
-// its own, fit in the capacity; partly resident when only some of it fits; cold the first
-// time. Writes count like reads: a write-back cache keeps what was just written.
+// Which operand bytes an op finds in a cache, by reuse distance: an LRU stack of disjoint
+// address ranges, each sized by the bytes last touched there. An access is resident, for
+// each part of it that overlaps a range touched before, when the distinct bytes touched
+// since that range's last use, plus the part itself, fit in the capacity (partly resident
+// when only some of it fits); cold where nothing was touched before. Writes count like
+// reads: a write-back cache keeps what was just written.
 //
-// Non-obvious choice: the key is the start address of the view, not the allocation, so
-// the layers of a KV cache or the rows of an activation buffer are tracked apart exactly
-// as the engine addresses them; a view that starts where another did takes its place.
+// Non-obvious choice: ranges are views, not allocations — an access covers [start, start
+// + its logical bytes) — and a later access takes over exactly the bytes it overlaps,
+// leaving the rest of an older range where it was in the order. So the layers of a KV
+// cache or the rows of an activation buffer are tracked apart exactly as the engine
+// addresses them, and a column slice of a fused projection's output (k and v after q)
+// finds the bytes the matmul just wrote.
 #pragma once
 
 #include <cstdint>
 #include <list>
-#include <unordered_map>
+#include <map>
 #include <vector>
 
 #include "engine/dry_run_backend.h"
@@ -30,11 +34,16 @@ class CacheResidency {
  private:
   struct Entry {
     uintptr_t address = 0;
-    double bytes = 0;
+    uintptr_t end = 0;  // one past the range's last byte
   };
+  using Position = std::list<Entry>::iterator;
+  // Bytes of the ranges more recent than `entry` (the walk stops once past the capacity).
+  double bytes_above(Position entry) const;
+  void insert(Position before, uintptr_t address, uintptr_t end);
+
   double capacity_;
-  std::list<Entry> recent_;  // most recent first
-  std::unordered_map<uintptr_t, std::list<Entry>::iterator> where_;
+  std::list<Entry> recent_;                  // most recent first
+  std::map<uintptr_t, Position> by_address_;  // the same ranges by start address
 };
 
 }  // namespace decodelab

@@ -14,9 +14,9 @@
 // reads them (engine/generator.cpp): marker to marker on the device, the total on the host.
 //
 // Non-obvious choice: which bytes come from a cache is decided by reuse distance, not by
-// op type. Every operand access carries its address (recorded on the dry-run device); an
-// operand is cache-resident when the distinct bytes touched since its last use, plus its
-// own, fit in the cache. So lab-tiny's weights read from cache, lab-small's from DRAM, and
+// op type. Every operand access carries its address range (recorded on the dry-run
+// device); the part of it that overlaps a range touched before is cache-resident when the
+// distinct bytes touched since then, plus its own, fit in the cache. So lab-tiny's weights read from cache, lab-small's from DRAM, and
 // a .contiguous() copy is read back by attention from cache — each for the reason it does.
 #pragma once
 

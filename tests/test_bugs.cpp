@@ -97,7 +97,7 @@ namespace {
 std::map<int, int64_t> matmul_rows_per_step(const OpStreamRecorder& sink) {
   std::map<int, int64_t> rows;
   for (const auto& op : sink.stream().ops)
-    if (op.place.step > 0 && op.desc.category == OpCategory::Matmul && std::string(op.desc.label) == "q_proj")
+    if (op.place.step > 0 && op.desc.category == OpCategory::Matmul && std::string(op.desc.label) == "qkv_proj")
       rows[op.place.step] = std::max(rows[op.place.step], op.desc.inputs[0].shape[0]);
   return rows;
 }
@@ -201,7 +201,8 @@ TEST_CASE("fp32_ops: fp32 matmuls and casts in a half model, twice the weight by
   matmuls.fp32_ops = true;
   const auto [matmul_bytes, matmul_casts, matmul_norms] = weight_bytes_and_casts(matmuls);
   CHECK(matmul_bytes == 2 * fixed_bytes);
-  CHECK(matmul_casts == 2 * (2 * 7 + 1));  // in and out of every projection and the LM head
+  // In and out of each layer's four projections (q/k/v and gate/up fused) and the LM head.
+  CHECK(matmul_casts == 2 * (2 * 4 + 1));
   CHECK(matmul_norms == 0);
   BugSet norms = matmuls;
   norms.fp32_scope = Fp32Scope::Norms;

@@ -250,6 +250,74 @@ TEST_CASE("cuda swiglu, add and cast match the CPU backend", "[cuda]") {
   expect_close(read_cpu(devices, out), read_cuda(devices, out), {0.0, 0.0}, "cast strided");
 }
 
+TEST_CASE("cuda fused projections: one matmul over [q; k; v] and [gate; up], its slices read like the CPU backend",
+          "[cuda][fused]") {
+  DECODELAB_CUDA_DEVICES_OR_SKIP(devices);
+  // Three rows (two sequences: a prefill of 2 and of 1), 4 query heads over 2 KV heads of 16.
+  const int64_t rows = 3, hidden = 96, head_dim = 16, q_width = 64, kv_width = 32, qkv_width = q_width + 2 * kv_width;
+  const int64_t intermediate = 37;
+  for (DType dtype : kFloatTypes) {
+    INFO(dtype_name(dtype));
+    Twin x = random_twin(devices, dtype, {rows, hidden}, 91);
+    Twin qkv_weight = random_twin(devices, dtype, {qkv_width, hidden}, 92);
+    Twin qkv = random_twin(devices, dtype, {rows, qkv_width}, 93);
+    devices.cpu->matmul(x.on_cpu(), qkv_weight.on_cpu(), qkv.on_cpu(), devices.id());
+    devices.cuda->matmul(x.on_cuda(), qkv_weight.on_cuda(), qkv.on_cuda(), devices.id());
+    const double magnitude = std::sqrt(static_cast<double>(hidden));
+    expect_close(read_cpu(devices, qkv), read_cuda(devices, qkv), rounding_tolerance(dtype, magnitude), "qkv matmul");
+    // Later ops must agree given the same input: start both from the CPU's result.
+    const std::vector<float> cpu_qkv = read_cpu(devices, qkv);
+    Twin same = make_twin(devices, dtype, {rows, qkv_width}, {}, cpu_qkv);
+    auto slice = [](Tensor whole, int64_t first, int64_t count) {  // columns, with the row stride
+      whole.data = static_cast<char*>(whole.data) + first * static_cast<int64_t>(dtype_size(whole.dtype));
+      whole.shape[1] = count;
+      return whole;
+    };
+    const Tensor q_cpu = slice(same.on_cpu(), 0, q_width), k_cpu = slice(same.on_cpu(), q_width, kv_width);
+    const Tensor v_cpu = slice(same.on_cpu(), q_width + kv_width, kv_width);
+    const Tensor q_cuda = slice(same.on_cuda(), 0, q_width), k_cuda = slice(same.on_cuda(), q_width, kv_width);
+    const Tensor v_cuda = slice(same.on_cuda(), q_width + kv_width, kv_width);
+
+    Twin positions = position_vector(devices, {0, 1, 0});
+    std::vector<float> frequencies(static_cast<size_t>(head_dim / 2));
+    for (int j = 0; j < head_dim / 2; ++j) frequencies[j] = std::pow(10000.0f, -2.0f * j / head_dim);
+    Twin inv_freq = make_twin(devices, DType::F32, {head_dim / 2}, {}, frequencies);
+    devices.cpu->rope(q_cpu, k_cpu, positions.on_cpu(), inv_freq.on_cpu(), head_dim, devices.id());
+    devices.cuda->rope(q_cuda, k_cuda, positions.on_cuda(), inv_freq.on_cuda(), head_dim, devices.id());
+    cuda_test::Tolerance rope_tolerance = rounding_tolerance(dtype, magnitude);
+    rope_tolerance.absolute += 1e-5;
+    expect_close(read_cpu(devices, same), read_cuda(devices, same), rope_tolerance, "rope on slices");
+
+    Twin k_cache = cache_twin(devices, dtype, 2, 2, 4, head_dim, false, 94);
+    Twin v_cache = cache_twin(devices, dtype, 2, 2, 4, head_dim, false, 95);
+    devices.cpu->kv_store(k_cpu, v_cpu, k_cache.on_cpu(), v_cache.on_cpu(), positions.on_cpu(), 2, devices.id());
+    devices.cuda->kv_store(k_cuda, v_cuda, k_cache.on_cuda(), v_cache.on_cuda(), positions.on_cuda(), 2, devices.id());
+    expect_close(read_cpu(devices, k_cache), read_cuda(devices, k_cache), rope_tolerance, "kv_store keys from slices");
+    expect_close(read_cpu(devices, v_cache), read_cuda(devices, v_cache), {0.0, 0.0}, "kv_store values from slices");
+
+    Twin out = random_twin(devices, dtype, {rows, q_width}, 96);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    devices.cpu->attention(q_cpu, k_cache.on_cpu(), v_cache.on_cpu(), positions.on_cpu(), 2, scale, out.on_cpu(),
+                           devices.id());
+    devices.cuda->attention(q_cuda, k_cache.on_cuda(), v_cache.on_cuda(), positions.on_cuda(), 2, scale,
+                            out.on_cuda(), devices.id());
+    cuda_test::Tolerance attention_tolerance = rounding_tolerance(dtype, magnitude);
+    attention_tolerance.absolute += 1e-4;  // q and K carry the rope difference above
+    expect_close(read_cpu(devices, out), read_cuda(devices, out), attention_tolerance, "attention, q a slice");
+
+    // gate | up: swiglu on the two halves of one [rows, 2*intermediate] output.
+    Twin gate_up = make_twin(devices, dtype, {rows, 2 * intermediate}, {},
+                             cuda_test::uniform_values(rows * 2 * intermediate, 97, -6.0f, 6.0f));
+    Twin activated = random_twin(devices, dtype, {rows, intermediate}, 98);
+    devices.cpu->swiglu(slice(gate_up.on_cpu(), 0, intermediate), slice(gate_up.on_cpu(), intermediate, intermediate),
+                        activated.on_cpu(), devices.id());
+    devices.cuda->swiglu(slice(gate_up.on_cuda(), 0, intermediate),
+                         slice(gate_up.on_cuda(), intermediate, intermediate), activated.on_cuda(), devices.id());
+    expect_close(read_cpu(devices, activated), read_cuda(devices, activated), rounding_tolerance(dtype, 6.0),
+                 "swiglu on the halves");
+  }
+}
+
 TEST_CASE("cuda copy moves any strided view bit for bit, i32 included", "[cuda]") {
   DECODELAB_CUDA_DEVICES_OR_SKIP(devices);
   for (DType dtype : {DType::F32, DType::BF16, DType::I32}) {

@@ -294,6 +294,29 @@ void require_loaded(Backend& backend, const ModelConfig& config, ModelWeights& w
     CHECK(mismatches == 0);
   });
   CHECK(visited == 2 + 9 * config.num_hidden_layers + (config.tie_word_embeddings ? 0 : 1));
+
+  // The parts of each fused projection are consecutive rows of one buffer, so the matmul
+  // over them reads the checkpoint's tensors concatenated: [q_proj; k_proj; v_proj] and
+  // [gate_proj; up_proj], each as the checkpoint holds it.
+  for (const LayerWeights& layer : weights.layers) {
+    for (const std::vector<const Tensor*>& parts : std::vector<std::vector<const Tensor*>>{
+             {&layer.q_proj, &layer.k_proj, &layer.v_proj}, {&layer.gate_proj, &layer.up_proj}}) {
+      const char* next = static_cast<const char*>(parts.front()->data);
+      int64_t rows = 0;
+      for (const Tensor* part : parts) {
+        CHECK(part->data == next);
+        next += part->bytes();
+        rows += part->shape[0];
+      }
+      const Tensor stacked = Tensor::contiguous(parts.front()->data, run_dtype, {rows, config.hidden_size});
+      std::vector<float> expected;
+      for (const Tensor* part : parts) {
+        const std::vector<float> values = download(backend, *part);
+        expected.insert(expected.end(), values.begin(), values.end());
+      }
+      CHECK(download(backend, stacked) == expected);
+    }
+  }
 }
 
 }  // namespace

@@ -46,7 +46,8 @@ std::filesystem::path checkpoint_scenario(const TempDir& dir, Edit&& edit) {
 }
 
 // up_proj of layer 0 holds ±60000: finite in fp16 (max 65504), but its products with a
-// normalised hidden state sum far beyond it, so the matmul's fp16 output is ±inf.
+// normalised hidden state sum far beyond it, so the up half of the fused gate/up matmul's
+// fp16 output is ±inf.
 void overflowing_up_proj(HostTensor& tensor) {
   if (tensor.name != "model.layers.0.mlp.up_proj.weight") return;
   for (float& value : tensor.values) value = value >= 0 ? 60000.0f : -60000.0f;
@@ -101,8 +102,8 @@ TEST_CASE("check-numerics names the first op whose output is not finite", "[nume
   RunOptions options;
   options.check_numerics = true;
   CHECK_THROWS_WITH(run_scenario(scenario, options),
-                    Contains("(--check-numerics): the first non-finite value comes from matmul 'up_proj' in layer 0 "
-                             "of the prefill (group 0): its output [10,352] fp16 holds") &&
+                    Contains("(--check-numerics): the first non-finite value comes from matmul 'gate_up_proj' in "
+                             "layer 0 of the prefill (group 0): its output [10,704] fp16 holds") &&
                         Contains("non-finite values (the first: "));
 }
 
@@ -142,6 +143,6 @@ TEST_CASE("the binary exits 1 with one line for NaN logits, naming the op with -
 
   const CommandResult checked = run_decodelab({"run", scenario, "--json", json, "--quiet", "--check-numerics"});
   CHECK(checked.exit_code == 1);
-  CHECK_THAT(checked.err, Contains("matmul 'up_proj' in layer 0 of the prefill"));
+  CHECK_THAT(checked.err, Contains("matmul 'gate_up_proj' in layer 0 of the prefill"));
   CHECK(dir.entry_count() == entries);  // no result file, no temporary
 }

@@ -174,14 +174,36 @@ TEST_CASE("a step bound by device-to-host reads: the host waits, the device idle
 
 TEST_CASE("cache residency follows reuse distance", "[prediction]") {
   CacheResidency cache(1000);
-  CHECK(cache.touch(1, 400) == 0);    // cold
-  CHECK(cache.touch(2, 400) == 0);
-  CHECK(cache.touch(1, 400) == 400);  // 400 bytes touched since, 400 + 400 fit
-  CHECK(cache.touch(3, 500) == 0);
-  // Since 2's last use: 1 (400) and 3 (500) — 900 above it, room for 100 of its 400 bytes.
-  CHECK(cache.touch(2, 400) == Approx(100));
-  CHECK(cache.touch(4, 2000) == 0);
-  CHECK(cache.touch(1, 400) == 0);    // evicted by the 2000-byte range
+  CHECK(cache.touch(0, 400) == 0);       // cold
+  CHECK(cache.touch(1000, 400) == 0);
+  CHECK(cache.touch(0, 400) == 400);     // 400 bytes touched since, 400 + 400 fit
+  CHECK(cache.touch(2000, 500) == 0);
+  // Since 1000's last use: 0 (400) and 2000 (500) — 900 above it, room for 100 of its 400 bytes.
+  CHECK(cache.touch(1000, 400) == Approx(100));
+  CHECK(cache.touch(3000, 2000) == 0);
+  CHECK(cache.touch(0, 400) == 0);       // evicted by the 2000-byte range
+}
+
+TEST_CASE("a view inside a range touched earlier is as resident as that range", "[prediction]") {
+  // A fused q/k/v output of 600 bytes at 1000: q at its start, k and v further in.
+  CacheResidency cache(1000);
+  CHECK(cache.touch(1000, 600) == 0);            // the matmul writes it (cold)
+  CHECK(cache.touch(1000, 200) == 200);          // q: the same start
+  CHECK(cache.touch(1200, 200) == 200);          // k: first seen, inside the output
+  CHECK(cache.touch(1400, 300) == Approx(200));  // v: 200 of its bytes were written, [1600, 1700) cold
+  CHECK(cache.touch(5000, 700) == 0);
+  // k's [1300, 1400): 700 + 300 bytes touched since, nothing left.
+  CHECK(cache.touch(1300, 100) == 0);
+  // v's range [1400, 1700): 100 + 700 bytes touched since, room for 200 of its 300.
+  CHECK(cache.touch(1400, 300) == Approx(200));
+  CHECK(cache.touch(900, 50) == 0);              // before every range: cold
+  // An access over several ranges: each overlapped part at its own depth. [1000, 1300):
+  // [1000, 1200) has 50 + 300 + 100 + 700 above it (nothing left); [1200, 1300) too.
+  CHECK(cache.touch(1000, 300) == 0);
+  // [1000, 1600): [1000, 1300) on top (300), [1400, 1600) under 350 bytes (200), [1300, 1400)
+  // under 650 (100): all of it within the capacity.
+  CHECK(cache.touch(1000, 600) == Approx(600));
+  CHECK(cache.touch(5000, 700) == Approx(250));  // under 600 + 50 + 100 (v's tail): room for 250
 }
 
 TEST_CASE("the dry run issues exactly the ops and host calls of a real run", "[prediction][recording]") {

@@ -80,10 +80,19 @@ class Generator {
     const DType weights = run_.fp32_matmuls ? DType::F32 : dtype;
     const int head_dim = run_.hidden / run_.heads;
     const int kv_width = run_.kv_heads * head_dim;
+    const int qkv_width = run_.hidden + 2 * kv_width;
     auto matmul = [&](int64_t n, int64_t k, const char* label) {
       emit(op(next_id_, "matmul", label, OpCategory::Matmul, {tensor(weights, {rows, k}), tensor(weights, {n, k})},
               {tensor(weights, {rows, n})}));
     };
+    // A column slice of a fused projection's [rows, width] output, as the engine passes it on.
+    auto slice = [&](int64_t columns, int64_t width) {
+      TensorInfo view = tensor(dtype, {rows, columns});
+      view.strides[0] = width;
+      return view;
+    };
+    const TensorInfo q = slice(run_.hidden, qkv_width), k = slice(kv_width, qkv_width);
+    const TensorInfo gate_or_up = slice(run_.intermediate, 2 * run_.intermediate);
     emit(op(next_id_, "embedding", "embed_tokens", OpCategory::Embedding,
             {tensor(dtype, {run_.vocab, run_.hidden}), tensor(DType::I32, {1, 64}), tensor(DType::I32, {rows})},
             {tensor(dtype, {rows, run_.hidden})}));
@@ -91,15 +100,12 @@ class Generator {
       trace_.range_begin(RangeKind::Layer, layer, host_++);
       emit(op(next_id_, "rmsnorm", "input_layernorm", OpCategory::Norm,
               {tensor(dtype, {rows, run_.hidden}), tensor(dtype, {run_.hidden})}, {tensor(dtype, {rows, run_.hidden})}));
-      matmul(run_.hidden, run_.hidden, "q_proj");
-      matmul(kv_width, run_.hidden, "k_proj");
-      matmul(kv_width, run_.hidden, "v_proj");
-      emit(op(next_id_, "rope", "rotary_emb", OpCategory::Rope, {tensor(dtype, {rows, run_.hidden}), tensor(dtype, {rows, kv_width})},
-              {tensor(dtype, {rows, run_.hidden}), tensor(dtype, {rows, kv_width})}));
-      emit(op(next_id_, "kv_store", "kv_cache", OpCategory::Copy, {tensor(dtype, {rows, kv_width}), tensor(dtype, {rows, kv_width})},
+      matmul(qkv_width, run_.hidden, "qkv_proj");
+      emit(op(next_id_, "rope", "rotary_emb", OpCategory::Rope, {q, k}, {q, k}));
+      emit(op(next_id_, "kv_store", "kv_cache", OpCategory::Copy, {k, k},
               {tensor(dtype, {1, run_.kv_heads, 64, head_dim}), tensor(dtype, {1, run_.kv_heads, 64, head_dim})}));
       OpDesc attention = op(next_id_, "attention", "self_attn", OpCategory::Attention,
-                            {tensor(dtype, {rows, run_.hidden}), tensor(dtype, {1, run_.kv_heads, 64, head_dim})},
+                            {q, tensor(dtype, {1, run_.kv_heads, 64, head_dim})},
                             {tensor(dtype, {rows, run_.hidden})});
       const int64_t pairs = rows == 1 ? positions : int64_t{rows} * (rows + 1) / 2;
       attention.attention = AttentionExtent{pairs, positions, run_.heads, run_.kv_heads, head_dim};
@@ -109,10 +115,8 @@ class Generator {
               {tensor(dtype, {rows, run_.hidden}), tensor(dtype, {rows, run_.hidden})}, {tensor(dtype, {rows, run_.hidden})}));
       emit(op(next_id_, "rmsnorm", "post_attention_layernorm", OpCategory::Norm,
               {tensor(dtype, {rows, run_.hidden}), tensor(dtype, {run_.hidden})}, {tensor(dtype, {rows, run_.hidden})}));
-      matmul(run_.intermediate, run_.hidden, "gate_proj");
-      matmul(run_.intermediate, run_.hidden, "up_proj");
-      emit(op(next_id_, "swiglu", "act_fn", OpCategory::Activation,
-              {tensor(dtype, {rows, run_.intermediate}), tensor(dtype, {rows, run_.intermediate})},
+      matmul(2 * run_.intermediate, run_.hidden, "gate_up_proj");
+      emit(op(next_id_, "swiglu", "act_fn", OpCategory::Activation, {gate_or_up, gate_or_up},
               {tensor(dtype, {rows, run_.intermediate})}));
       matmul(run_.hidden, run_.intermediate, "down_proj");
       emit(op(next_id_, "add", "residual", OpCategory::Elementwise,
