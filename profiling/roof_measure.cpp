@@ -182,11 +182,16 @@ RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& option
     measurement.read_bandwidth = measurement.read_bytes / measurement.read.best;
     measurement.bandwidth = std::max(measurement.copy_bandwidth, measurement.read_bandwidth);
 
-    // CPU: the decode step's matmul shapes over the same bytes, per dtype and activation
-    // rows. A one-row fp32 product streams without widening, so it may raise the roof.
+    // CPU: the decode step's matmul shapes, per dtype and activation rows, over a weight four
+    // times the last-level cache (64 MiB at least; at most the copy's bytes): streamed, yet
+    // cheap enough to take with the roofs. A one-row fp32 product streams without widening,
+    // so it may raise the roof.
     if (!gpu) {
+      const double streamed_bytes = std::min(static_cast<double>(source.bytes()),
+                                             std::max(4.0 * host_cache_bytes(), 64.0 * 1024 * 1024));
       for (DType dtype : options.matmul_dtypes) {
-        const int64_t dtype_rows = static_cast<int64_t>(source.bytes() / dtype_size(dtype)) / row;
+        const int64_t dtype_rows =
+            std::max<int64_t>(1, static_cast<int64_t>(streamed_bytes / static_cast<double>(dtype_size(dtype))) / row);
         const Tensor streamed = Tensor::contiguous(source.get(), dtype, {dtype_rows, row});
         fill_random(backend, source.get(), dtype, static_cast<size_t>(dtype_rows * row), 8);
         for (int activation_rows : options.decode_matmul_rows) {
@@ -206,7 +211,7 @@ RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& option
               *progress << "measuring the decode matmul: " << dtype_name(dtype) << ", " << activation_rows << " row"
                         << (activation_rows == 1 ? "" : "s") << "\n";
             decode.timing = timer.sample([&](OpId id) { backend.matmul(a, streamed, out, id); });
-            decode.bytes = static_cast<double>(source.bytes() + activations.bytes() + outputs.bytes());
+            decode.bytes = static_cast<double>(streamed.bytes() + activations.bytes() + outputs.bytes());
           }
           decode.bandwidth = decode.bytes / decode.timing.best;
           if (activation_rows == 1) measurement.bandwidth = std::max(measurement.bandwidth, decode.bandwidth);

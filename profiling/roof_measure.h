@@ -41,9 +41,10 @@ struct RoofMeasureOptions {
   int repeats = 5;
   std::vector<DType> matmul_dtypes = default_matmul_dtypes();
   // CPU: the decode-shaped matmuls timed per dtype — these rows of activations against a
-  // weight streamed from memory (the copy's bytes) — whose rates price a decode step's
-  // matmuls in the prediction (Roofs::decode_matmul_bandwidth). Empty: none.
-  std::vector<int> decode_matmul_rows = {1, 4, 16};
+  // weight streamed from memory (four times the last-level cache) — whose rates price a
+  // decode step's matmuls in the prediction (Roofs::decode_matmul_bandwidth); more rows
+  // are held to the matmul ceiling. Empty: none.
+  std::vector<int> decode_matmul_rows = {1, 4, 8};
   double noisy_spread = 0.10;  // (max - min) / median above this flags a figure as noisy
   double fma_probe_flops = 2e10;  // FLOPs per FMA-probe repeat (about 0.05 s on a 2-core CPU)
 };
@@ -82,8 +83,8 @@ struct RoofMeasurement {
     double flops_per_s = 0;
   };
   std::vector<Matmul> matmuls;
-  // A decode step's matmul: `rows` activation rows times a weight of one dtype as large as
-  // the copy's source, streamed once (the fp16 row-1 entry is `read`). Its rate in bytes
+  // A decode step's matmul: `rows` activation rows times a weight of one dtype, streamed
+  // once (the fp16 row-1 entry is `read`, over the copy's bytes). Its rate in bytes
   // (weight + activations + output) per second: what our kernel streams at that shape.
   struct DecodeMatmul {
     DType dtype = DType::F16;

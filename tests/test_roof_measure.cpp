@@ -129,7 +129,7 @@ TEST_CASE("measurement recovers the device's roofs from its own op timings", "[r
   CHECK(roofs.bf16_flops == Approx(40e9).epsilon(1e-4));
   CHECK_FALSE(measurement.copy.noisy);
   CHECK(roofs.source.find("bytes read + written") != std::string::npos);
-  // The decode matmuls: 1, 4 and 16 rows per dtype; fp16 at one row is the read itself.
+  // The decode matmuls: 1, 4 and 8 rows per dtype; fp16 at one row is the read itself.
   REQUIRE(measurement.decode_matmuls.size() == 9);
   for (const RoofMeasurement::DecodeMatmul& decode : measurement.decode_matmuls) {
     CAPTURE(dtype_name(decode.dtype), decode.rows);
@@ -145,7 +145,7 @@ TEST_CASE("measurement recovers the device's roofs from its own op timings", "[r
   const int figures = measurement.cache_bytes > 0 ? 14 : 13;
   CHECK(backend.ops_run == figures * (1 + 3));
   CHECK(measurement.describe().find("bf16") != std::string::npos);
-  CHECK(measurement.describe().find("fp32×16") != std::string::npos);
+  CHECK(measurement.describe().find("fp32×8") != std::string::npos);
   REQUIRE(roofs.decode_matmul_ceilings.size() == 9);
   CHECK(roofs.decode_matmul_bandwidth(Precision::Fp16, 1) == Approx(measurement.read_bandwidth));
   CHECK(to_json(measurement)["decode_matmuls"].size() == 9);
