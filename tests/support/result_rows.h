@@ -58,14 +58,14 @@ inline nlohmann::json without_figures(nlohmann::json row) {
     reading["intensity_flop_per_byte"] = row["decode_roofline"]["intensity_flop_per_byte"];
     row["decode_roofline"] = reading;
   }
-  // The prediction stays (the same model and roofs wherever the row ran); its errors and
-  // verdict are the measurement's: names only.
-  for (const char* measured : {"decode_tokens_per_s_prediction_error", "decode_slowdown_prediction_error",
-                               "end_to_end_slowdown_prediction_error"}) {
-    if (row.contains(measured)) row[measured] = names_only(row[measured]);
+  // The prediction is priced with the roofs cached when the row ran, and a noisy cache is
+  // measured again once the machine is quiet (or replaced by higher roofs), so two runs of
+  // the same point may be priced differently: its figures are names only, like the errors
+  // and verdict beside them.
+  for (auto& [key, value] : row.items()) {
+    if (key.rfind("predicted_", 0) == 0 || key.find("_prediction_error") != std::string::npos || key == "prediction")
+      value = names_only(value);
   }
-  if (row.contains("prediction") && row["prediction"].is_object() && row["prediction"].contains("verdict"))
-    row["prediction"]["verdict"] = names_only(row["prediction"]["verdict"]);
   return row;
 }
 
