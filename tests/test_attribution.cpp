@@ -10,6 +10,7 @@
 #include "profiling/analysis.h"
 #include "profiling/attribution.h"
 #include "tests/support/profiling_fixtures.h"
+#include "tests/support/xml_check.h"
 
 using namespace decodelab;
 using namespace decodelab::testing;
@@ -29,6 +30,15 @@ Pair analyse(const SyntheticRun& fixed_run, const SyntheticRun& buggy_run) {
   pair.buggy = analyze(synthetic_run_trace(buggy_run, device), &device);
   pair.delta_ms = (pair.buggy.timeline.device_seconds() - pair.fixed.timeline.device_seconds()) * 1e3;
   return pair;
+}
+
+// The default synthetic run against the same run with the host 500 µs late before each step.
+Attribution host_gap_attribution() {
+  SyntheticRun fixed;
+  SyntheticRun buggy = fixed;
+  buggy.host_gap_us = 500;
+  const Pair pair = analyse(fixed, buggy);
+  return attribute_slowdown(pair.fixed, pair.buggy, pair.delta_ms, 8);
 }
 
 const AttributionPart& part(const Attribution& attribution, const std::string& cause) {
@@ -114,10 +124,7 @@ TEST_CASE("attribution of the medians: parts and residual add up to the medians'
 TEST_CASE("attribution text: units people use, no e-notation, no empty parentheses, negative parts explained",
           "[attribution]") {
   SyntheticRun fixed;
-  SyntheticRun buggy = fixed;
-  buggy.host_gap_us = 500;
-  const Pair pair = analyse(fixed, buggy);
-  const Attribution attribution = attribute_slowdown(pair.fixed, pair.buggy, pair.delta_ms, 8);
+  const Attribution attribution = host_gap_attribution();
   const std::string text = format_attribution(attribution) + attribution_html(attribution);
   CHECK(text.find("()") == std::string::npos);
   for (size_t at = text.find('e'); at != std::string::npos; at = text.find('e', at + 1)) {
@@ -154,20 +161,12 @@ TEST_CASE("a headline whose top cause is offset by another says so, never a shar
 
 TEST_CASE("attribution bars: signed around a zero line, a negative part hatched and named, a sentence per part",
           "[attribution]") {
-  SyntheticRun fixed;
-  SyntheticRun buggy = fixed;
-  buggy.host_gap_us = 500;
-  const Pair pair = analyse(fixed, buggy);
-  Attribution attribution = attribute_slowdown(pair.fixed, pair.buggy, pair.delta_ms, 8);
+  Attribution attribution = host_gap_attribution();
   attribution.parts[3].ms_per_token = -0.25 * std::abs(attribution.delta_ms_per_token);  // lost efficiency, negative
   attribution.parts[3].sign_note = "negative: closer to the roofs";
   const std::string html = attribution_html(attribution);
 
-  auto count = [&](const std::string& needle) {
-    size_t found = 0;
-    for (size_t at = html.find(needle); at != std::string::npos; at = html.find(needle, at + 1)) ++found;
-    return found;
-  };
+  auto count = [&](const std::string& needle) { return occurrences(html, needle); };
   CHECK(count("<span class=\"zero\"") == attribution.parts.size() + 1);  // every part and the residual
   CHECK(count("<tr class=\"faster\">") == 1);
   CHECK_THAT(html, Catch::Matchers::Contains("<span class=\"bar faster\""));

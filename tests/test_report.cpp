@@ -27,11 +27,7 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-size_t count(const std::string& text, const std::string& needle) {
-  size_t found = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++found;
-  return found;
-}
+size_t count(const std::string& text, const std::string& needle) { return decodelab::testing::occurrences(text, needle); }
 
 struct TwoRuns {
   Trace fixed_trace, buggy_trace;
