@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Screenshots of each bug's comparison page for the docs, taken by the browser test's own
 # checker (tests/browser/check-pages.mjs: the page must pass it) at 1600 px, the top of the
-# page (the lesson, the slowdown, why slower and the roofline): docs/screenshots/compare-<bug>.png.
+# page (the lesson, the slowdown with its verdict and prediction, why slower): docs/screenshots/compare-<bug>.png.
 # Usage: scripts/report-screenshots.sh LAB_REPORT_DIR [CLIP_HEIGHT]
 #   where LAB_REPORT_DIR was written by `decodelab lab --report LAB_REPORT_DIR`.
 # Needs what the browser test needs: DECODELAB_SETUP_EXTRAS=browser scripts/setup.sh.
 set -euo pipefail
 lab="${1:?usage: scripts/report-screenshots.sh LAB_REPORT_DIR [CLIP_HEIGHT]}"
-clip="${2:-2400}"
+clip="${2:-1300}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 browser="$(command -v chromium || command -v chromium-browser)"
 work="$(mktemp -d)"

@@ -70,7 +70,7 @@ TEST_CASE("bug lessons: each bug file's opening comment, parsed into title, what
   }
 }
 
-TEST_CASE("bug lessons: the switched-on bugs in BugSet order; the parser keeps unknown text", "[pages]") {
+TEST_CASE("bug lessons: the switched-on bugs in BugSet order, and the parser keeps unknown text", "[pages]") {
   BugSet bugs;
   CHECK(lessons_of(bugs).empty());
   bugs.fp32_ops = bugs.host_sync = true;

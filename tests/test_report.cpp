@@ -178,7 +178,7 @@ std::vector<std::pair<std::string, LabelBox>> placed_labels(const std::string& s
 
 }  // namespace
 
-TEST_CASE("roofline SVG: a point the bug moved has an arrow and a label at each end; no two labels overlap", "[report]") {
+TEST_CASE("roofline SVG: a point the bug moved has an arrow and a label at each end, and no two labels overlap", "[report]") {
   const TwoRuns runs;  // the buggy run's matmuls read fp32 weights: the decode matmul point moves
   const std::string svg = roofline_svg(runs.labelled());
   CHECK(xml_problem(svg) == "");
