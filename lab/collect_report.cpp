@@ -12,6 +12,7 @@
 #include "lab/run_report.h"
 #include "lab/sweep_row.h"
 #include "profiling/atomic_file.h"
+#include "profiling/html_page.h"
 #include "profiling/report.h"
 
 namespace decodelab {
@@ -208,11 +209,11 @@ void write_collected_lab_report(const fs::path& directory, const RunFolder& fold
         "<li><a href=\"" + xml_escape(set.set.name) + "/index.html\">" + xml_escape(set_heading(set)) + "</a></li>";
   }
   save_file_atomically(directory / "index.html",
-                       "<!doctype html><html><head><meta charset=\"utf-8\"><title>decodelab lab: devices side by "
-                       "side</title><style>body{font:14px/1.4 sans-serif;margin:2em}table{border-collapse:collapse}"
-                       "td,th{border:1px solid #ccc;padding:4px 8px}</style></head><body><h1>The five-bug lab, "
-                       "device by device</h1><ul>" +
-                           links + "</ul>" + markdown_table_html(side_by_side) + "</body></html>\n");
+                       html_page("decodelab lab: devices side by side",
+                                 "<header><h1>The five-bug lab, device by device</h1></header>\n<section><h2>Each "
+                                 "device's lab</h2><ul>" +
+                                     links + "</ul>" + scrolling_table(markdown_table_html(side_by_side)) +
+                                     "</section>\n"));
 }
 
 }  // namespace decodelab

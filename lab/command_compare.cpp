@@ -11,11 +11,11 @@
 #include "lab/cli_options.h"
 #include "lab/commands.h"
 #include "lab/compare.h"
+#include "lab/compare_page.h"
 #include "lab/output_files.h"
 #include "lab/paths.h"
 #include "lab/row_output.h"
 #include "lab/top_ops_table.h"
-#include "profiling/atomic_file.h"
 #include "profiling/chrome_trace.h"
 #include "profiling/report.h"
 
@@ -73,14 +73,7 @@ void execute_compare(const CompareArguments& arguments) {
     outputs.stage(buggy_trace, chrome_trace_json(*comparison.buggy.trace).dump() + "\n");
   }
   if (!arguments.report_dir.empty()) {  // before the commit, as in `run`
-    const ReportSummary summary = comparison_summary(comparison);
-    write_report_directory(arguments.report_dir, compared_runs(comparison), "decodelab compare: " + scenario.name,
-                           &summary);
-    save_file_atomically(std::filesystem::path(arguments.report_dir) / "attribution.html",
-                          "<!doctype html><html><head><meta charset=\"utf-8\"><title>why slower: " + scenario.name +
-                              "</title></head><body style=\"font:14px sans-serif;margin:2em\">" +
-                              attribution_html(comparison.attribution) + prediction_html(comparison.prediction) +
-                              "</body></html>\n");
+    write_comparison_report(arguments.report_dir, comparison, "decodelab compare: " + scenario.name, PagePlace::Alone);
   }
   outputs.commit();
   if (arguments.quiet) return;

@@ -246,37 +246,6 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
   return comparison;
 }
 
-std::vector<LabelledRun> compared_runs(const Comparison& comparison) {
-  return {{"fixed", &comparison.fixed.analysis, headline_figures(comparison.fixed.result), &comparison.machine},
-          {"buggy", &comparison.buggy.analysis, headline_figures(comparison.buggy.result), &comparison.machine}};
-}
-
-ReportSummary comparison_summary(const Comparison& comparison) {
-  ReportSummary summary;
-  auto add = [&](const char* key, const Estimate& slowdown) {
-    if (slowdown.samples == 0) return;
-    char value[32];
-    std::snprintf(value, sizeof value, "%.2fx", slowdown.median);
-    summary.figures.push_back({key, key, value, slowdown});
-  };
-  add("decode_slowdown", comparison.decode_slowdown);
-  add("end_to_end_slowdown", comparison.end_to_end_slowdown);
-  const SlowdownReading& headline = comparison.headline;
-  summary.sentences.push_back("The lesson is about the " + std::string(to_string(headline.metric)) + "_slowdown" +
-                              (headline.expected ? ", expected " + format_range(*headline.expected) : "") +
-                              ". Verdict: " + to_string(headline.verdict.kind) + ": " + headline.verdict.sentence + ".");
-  const RowPrediction& prediction = comparison.prediction;
-  if (prediction.unavailable.empty()) {
-    summary.sentences.push_back("Predicted on " + prediction.here.device + ": " + to_string(prediction.of) +
-                                "_slowdown " + ratio_text(prediction.predicted()) + ", prediction error " +
-                                signed_percent(prediction.error()) + " (" + prediction.verdict +
-                                (prediction.within_interval ? ", inside the measured 95% interval" : "") + "). " +
-                                prediction.sentence + ".");
-  }
-  summary.sentences.push_back("Why slower: " + comparison.attribution.headline + " (attribution.html)");
-  return summary;
-}
-
 std::string comparison_table(const Comparison& comparison) {
   std::ostringstream out;
   out << run_table_header() << run_table_row(comparison.fixed.scenario, comparison.fixed.result)

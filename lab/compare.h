@@ -78,11 +78,6 @@ double ms_per_token(const GenerationTiming& timing, SlowdownMetric metric, const
 // Buckets for the per-category table, in print order.
 std::vector<CategoryDelta> category_deltas(const RunAnalysis& fixed, const RunAnalysis& buggy);
 
-// The two runs as a report shows them (each analysis with its headline figures and the
-// machine), and the comparison's own figures: both slowdowns, the verdict, why slower.
-std::vector<LabelledRun> compared_runs(const Comparison& comparison);
-ReportSummary comparison_summary(const Comparison& comparison);
-
 std::string comparison_table(const Comparison& comparison);
 nlohmann::json comparison_json(const Comparison& comparison);
 

@@ -7,7 +7,9 @@
 
 #include "engine/errors.h"
 #include "profiling/atomic_file.h"
+#include "lab/compare_page.h"
 #include "lab/run_report.h"
+#include "profiling/html_page.h"
 #include "profiling/report.h"
 
 namespace decodelab {
@@ -162,67 +164,69 @@ nlohmann::json lab_json(const std::vector<LabRow>& rows) {
 }
 
 void write_bug_report(const std::filesystem::path& directory, const LabRow& row, const Comparison& comparison) {
-  const ReportSummary summary = comparison_summary(comparison);
-  write_report_directory(directory / row.bug, compared_runs(comparison), "decodelab lab: " + row.bug, &summary);
-  save_file_atomically(directory / row.bug / "attribution.html",
-                        "<!doctype html><html><head><meta charset=\"utf-8\"><title>why " + row.bug +
-                            " is slower</title></head><body style=\"font:14px sans-serif;margin:2em\"><h1>" +
-                            xml_escape(row.bug) + "</h1>" + attribution_html(comparison.attribution) +
-                            prediction_html(comparison.prediction) +
-                            "</body></html>\n");
+  write_comparison_report(directory / row.bug, comparison, "decodelab lab: " + row.bug, PagePlace::InLab);
 }
 
 void write_lab_index(const std::filesystem::path& directory, const std::vector<LabRow>& rows) {
   std::filesystem::create_directories(directory);
-  std::ostringstream html;
-  html << "<!doctype html><html><head><meta charset=\"utf-8\"><title>decodelab lab</title><style>"
-          "body{font:14px/1.4 sans-serif;margin:2em;color:#141413}table{border-collapse:collapse}"
-          "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child,th:first-child{text-align:left}"
-          "td.why{text-align:left;font-size:12px;max-width:28em}"
-          ".in{color:#2b6a24}.out{color:#b3154f}</style></head><body><h1>decodelab: the five-bug lab</h1>";
-  if (!rows.empty())
-    html << "<p>Device: " << xml_escape(rows.front().device) << " (" << xml_escape(rows.front().backend) << ")</p>";
-  html << "<table><tr><th>bug</th><th>switched on</th><th>fixed decode tok/s</th><th>buggy decode tok/s</th>"
-          "<th>decode_slowdown</th><th>end_to_end_slowdown</th><th>expected</th><th>verdict</th><th>why</th>"
-          "<th>pairs</th><th>same tokens</th>";
-  const std::vector<std::string> elsewhere = elsewhere_devices(predictions_of(rows));
-  html << "<th>predicted</th><th>error</th><th>vs prediction</th>";
-  for (const std::string& device : elsewhere) html << "<th>on " << xml_escape(device) << "</th>";
-  html << "</tr>";
-  for (const LabRow& row : rows) {
+  auto exists = [&](const LabRow& row, const char* page) {
     std::error_code error;
-    const bool has_report = std::filesystem::is_regular_file(directory / row.bug / "report.html", error);
-    html << "<tr><td>";
+    return std::filesystem::is_regular_file(directory / row.bug / page, error);
+  };
+  std::ostringstream html;
+  html << "<header><h1>decodelab: the five-bug lab</h1>";
+  if (!rows.empty())
+    html << "<p>" << xml_escape(rows.front().device) << " · " << xml_escape(rows.front().backend) << " backend</p>";
+  html << "</header>\n<section><h2>Each bug, fixed vs buggy</h2>";
+  std::ostringstream table;
+  table << "<table><tr><th>bug</th><th class=\"left\">switched on</th><th>fixed decode tok/s</th><th>buggy decode tok/s</th>"
+           "<th>decode_slowdown</th><th>end_to_end_slowdown</th><th>expected</th><th>verdict</th><th>pairs</th>"
+           "<th>same tokens</th>";
+  const std::vector<std::string> elsewhere = elsewhere_devices(predictions_of(rows));
+  table << "<th>predicted</th><th>error</th><th>vs prediction</th>";
+  for (const std::string& device : elsewhere) table << "<th>on " << xml_escape(device) << "</th>";
+  table << "<th>pages</th></tr>";
+  for (const LabRow& row : rows) {
+    const bool has_report = exists(row, "report.html");
+    const bool has_attribution = exists(row, "attribution.html");
+    table << "<tr><td>";
     if (has_report) {
-      html << "<a href=\"" << xml_escape(row.bug) << "/report.html\">" << xml_escape(row.bug) << "</a>";
+      table << "<a href=\"" << xml_escape(row.bug) << "/report.html\">" << xml_escape(row.bug) << "</a>";
     } else {
-      html << xml_escape(row.bug);
+      table << xml_escape(row.bug);
     }
-    const VerdictKind kind = row.headline.verdict.kind;
-    html << "</td><td>" << xml_escape(row.bugs) << "</td><td>" << xml_escape(tokens_text(row.fixed_tokens_per_s))
-         << "</td><td>" << xml_escape(tokens_text(row.buggy_tokens_per_s)) << "</td><td>"
-         << xml_escape(format_slowdown(row.decode_slowdown)) << "</td><td>"
-         << xml_escape(format_slowdown(row.end_to_end_slowdown)) << "</td><td>" << xml_escape(expected_text(row))
-         << "</td><td class=\"" << (kind == VerdictKind::InRange ? "in" : "out") << "\">" << to_string(kind)
-         << "</td><td class=\"why\">" << xml_escape(row.headline.verdict.sentence) << "</td><td>" << row.pairs
-         << "</td><td>" << (row.same_tokens ? "yes" : "NO") << "</td>" << prediction_html_cells(row.prediction, elsewhere)
-         << "</tr>";
+    const std::string verdict = to_string(row.headline.verdict.kind);
+    table << "</td><td class=\"left\">" << xml_escape(row.bugs) << "</td><td>" << xml_escape(tokens_text(row.fixed_tokens_per_s))
+          << "</td><td>" << xml_escape(tokens_text(row.buggy_tokens_per_s)) << "</td><td>"
+          << xml_escape(format_slowdown(row.decode_slowdown)) << "</td><td>"
+          << xml_escape(format_slowdown(row.end_to_end_slowdown)) << "</td><td>" << xml_escape(expected_text(row))
+          << "</td><td><span class=\"verdict " << verdict_class(verdict) << "\">" << xml_escape(verdict)
+          << "</span></td><td>" << row.pairs
+          << "</td><td>" << (row.same_tokens ? "yes" : "NO") << "</td>" << prediction_html_cells(row.prediction, elsewhere)
+          << "<td>";
+    if (has_report) table << "<a href=\"" << xml_escape(row.bug) << "/report.html\">report</a>";
+    if (has_attribution)
+      table << (has_report ? " · " : "") << "<a href=\"" << xml_escape(row.bug) << "/attribution.html\">why slower</a>";
+    table << "</td></tr>";
   }
-  html << "</table><p>decode_slowdown: the fixed run's decode tok/s over the buggy run's; end_to_end_slowdown: the "
-          "buggy run's whole generation time over the fixed run's. Each is the ratio of the medians over alternated "
+  table << "</table>";
+  html << scrolling_table(table.str());
+  html << "<h3>Why each verdict</h3><ul>";  // the sentences under the table, as the CLI prints them
+  for (const LabRow& row : rows) {
+    html << "<li><b>" << xml_escape(row.bug) << ":</b> " << xml_escape(row.headline.verdict.sentence) << "</li>";
+  }
+  html << "</ul>";
+  html << "<p class=\"note\">decode_slowdown: the fixed run's decode tok/s over the buggy run's; end_to_end_slowdown: "
+          "the buggy run's whole generation time over the fixed run's. Each is the ratio of the medians over alternated "
           "pairs of repeats on one backend, ± the 95% interval from resampling the pairs; the verdict judges the one the "
           "expected range names (docs/metrics.md). Predicted: that same slowdown from the roofline model with this "
-          "device's roofs and fixed costs; error: measured / predicted - 1.</p><ul>"
-       << prediction_sentences(rows, "<li>", "</li>", true) << "</ul>";
-  html << "<ul>";
-  for (const LabRow& row : rows) {
-    std::error_code error;
-    if (std::filesystem::is_regular_file(directory / row.bug / "attribution.html", error))
-      html << "<li><a href=\"" << xml_escape(row.bug) << "/attribution.html\">why " << xml_escape(row.bug)
-           << " is slower</a>: the extra time split into extra work, extra bytes, idle device, lost efficiency</li>";
-  }
-  html << "</ul></body></html>\n";
-  save_file_atomically(directory / "index.html", html.str());
+          "device's roofs and fixed costs; error: measured / predicted - 1. Each bug's report tells its lesson, its "
+          "slowdown and why; \"why slower\" splits the extra time into extra work, extra bytes, idle device and lost "
+          "efficiency.</p>";
+  const std::string sentences = prediction_sentences(rows, "<li>", "</li>", true);
+  if (!sentences.empty()) html << "<h3>What the model priced</h3><ul>" << sentences << "</ul>";
+  html << "</section>\n";
+  save_file_atomically(directory / "index.html", html_page("decodelab lab", html.str()));
 }
 
 void write_lab_report(const std::filesystem::path& directory, const std::vector<LabRow>& rows,

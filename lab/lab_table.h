@@ -46,9 +46,11 @@ std::string lab_table(const std::vector<LabRow>& rows);
 nlohmann::json lab_row_json(const LabRow& row);
 LabRow lab_row_from_json(const nlohmann::json& json, const std::string& file);
 nlohmann::json lab_json(const std::vector<LabRow>& rows);
-// DIR/<bug>/: one comparison's report (written as soon as the comparison is done).
+// DIR/<bug>/: one comparison's pages (lab/compare_page.h), linking back to the index;
+// written as soon as the comparison is done.
 void write_bug_report(const std::filesystem::path& directory, const LabRow& row, const Comparison& comparison);
-// DIR/index.html: the table, self-contained, linking each bug's report where one exists.
+// DIR/index.html: the table (in the pages' frame and stylesheet), linking each bug's report
+// and attribution page where they exist, and each verdict's sentence under it.
 void write_lab_index(const std::filesystem::path& directory, const std::vector<LabRow>& rows);
 // Both: every comparison's report, then the index.
 void write_lab_report(const std::filesystem::path& directory, const std::vector<LabRow>& rows,

@@ -108,8 +108,10 @@ SlowdownReading read_slowdown(const Scenario& buggy, const Estimate& decode_slow
 
 std::string format_slowdown(const Estimate& slowdown) {
   if (slowdown.samples == 0) return "-";
-  return number(slowdown.median) + "x " + format_interval(slowdown);
+  return slowdown_text(slowdown.median) + " " + format_interval(slowdown);
 }
+
+std::string slowdown_text(double median) { return number(median) + "x"; }
 
 std::string format_range(const ExpectedSlowdown& expected) { return range_text(expected) + " " + to_string(expected.of); }
 

@@ -54,6 +54,8 @@ SlowdownReading read_slowdown(const Scenario& buggy, const Estimate& decode_slow
 
 // "2.04x ±1.8%" (noisy marked), "3.10x" when the interval is unknown.
 std::string format_slowdown(const Estimate& slowdown);
+// The median alone as format_slowdown prints it: "2.04x", "31.2x", "412x".
+std::string slowdown_text(double median);
 // "2-4x decode", "1.1-1.3x end_to_end".
 std::string format_range(const ExpectedSlowdown& expected);
 

@@ -14,7 +14,9 @@
 #include "lab/predict.h"
 #include "lab/run_report.h"
 #include "profiling/atomic_file.h"
+#include "profiling/html_page.h"
 #include "profiling/report.h"
+#include "profiling/svg_labels.h"
 #include "profiling/units.h"
 
 namespace decodelab {
@@ -120,13 +122,19 @@ std::string chart_svg(const std::string& x_key, const std::vector<SweepSeries>& 
   for (const SweepSeries& s : series) ticks.insert(ticks.end(), s.measured_x.begin(), s.measured_x.end());
   std::sort(ticks.begin(), ticks.end());
   ticks.erase(std::unique(ticks.begin(), ticks.end()), ticks.end());
-  for (double x : ticks)
-    svg << "<text x=\"" << num(px(x)) << "\" y=\"" << kBottom + 16 << "\" text-anchor=\"middle\">"
-        << (x == std::round(x) ? std::to_string(static_cast<int64_t>(x)) : format_number(x, 4)) << "</text>\n";
+  double last_tick_right = -INFINITY;  // a tick label too close to the one before it is left out
+  for (double x : ticks) {
+    const std::string text = x == std::round(x) ? std::to_string(static_cast<int64_t>(x)) : format_number(x, 4);
+    const double half = text_width(text, 11) / 2;
+    if (px(x) - half < last_tick_right + 4) continue;
+    last_tick_right = px(x) + half;
+    svg << "<text x=\"" << num(px(x)) << "\" y=\"" << kBottom + 16 << "\" text-anchor=\"middle\">" << text << "</text>\n";
+  }
   svg << "<text x=\"" << (kLeft + kRight) / 2 << "\" y=\"" << kHeight - 12 << "\" text-anchor=\"middle\">"
       << xml_escape(x_key) << (log_x ? " (log scale)" : "") << "</text>\n"
       << "<text transform=\"translate(16," << (kTop + kBottom) / 2
       << ") rotate(-90)\" text-anchor=\"middle\">decode tok/s</text>\n";
+  LabelPlacer labels(LabelBox{kLeft + 2, kTop + 2, kRight - 2, kBottom - 2});
   for (size_t i = 0; i < series.size(); ++i) {
     const SweepSeries& s = series[i];
     const char* colour = kColours[i % std::size(kColours)];
@@ -137,17 +145,32 @@ std::string chart_svg(const std::string& x_key, const std::vector<SweepSeries>& 
       svg << "<circle cx=\"" << num(px(s.measured_x[k])) << "\" cy=\"" << num(py(s.measured_tokens_per_s[k]))
           << "\" r=\"4\" fill=\"" << colour << "\"><title>measured " << format_number(s.measured_tokens_per_s[k], 4)
           << " tok/s</title></circle>\n";
-    // The knee: where the predicted bound changes along the curve.
+    for (size_t k = 0; k < s.measured_x.size(); ++k) {
+      const double x = px(s.measured_x[k]), y = py(s.measured_tokens_per_s[k]);
+      labels.block(LabelBox{x - 5, y - 5, x + 5, y + 5});
+    }
+    // The knee: where the predicted bound changes along the curve, labelled where the label
+    // hits no other (left or right of the line, lower down).
     for (size_t k = 1; k < s.predicted.size(); ++k) {
       if (s.predicted[k].bound == s.predicted[k - 1].bound) continue;
       const double x = px(s.predicted[k].x);
+      const std::string text = s.predicted[k - 1].bound + " → " + s.predicted[k].bound;
       svg << "<line x1=\"" << num(x) << "\" y1=\"" << kTop << "\" x2=\"" << num(x) << "\" y2=\"" << kBottom
-          << "\" stroke=\"" << colour << "\" stroke-dasharray=\"4 3\"/>\n<text x=\"" << num(x + 4) << "\" y=\""
-          << num(kTop + 14 + 14 * (k % 3)) << "\" fill=\"" << colour << "\">" << xml_escape(s.predicted[k - 1].bound)
-          << " → " << xml_escape(s.predicted[k].bound) << "</text>\n";
+          << "\" stroke=\"" << colour << "\" stroke-dasharray=\"4 3\"/>\n";
+      for (double baseline = kTop + 14; baseline < kBottom; baseline += 14) {
+        std::optional<LabelBox> placed;
+        for (const double left : {x + 4, x - 4 - text_width(text, 11)}) {
+          const LabelBox box = text_box(left, baseline, text, 11);
+          if (!labels.is_free(box)) continue;
+          labels.block(box);
+          svg << "<text x=\"" << num(left) << "\" y=\"" << num(baseline) << "\" fill=\"" << colour << "\">"
+              << xml_escape(text) << "</text>\n";
+          placed = box;
+          break;
+        }
+        if (placed) break;
+      }
     }
-    svg << "<text x=\"" << num(kLeft + 8 + 180.0 * static_cast<double>(i)) << "\" y=\"" << num(kTop - 8) << "\" fill=\""
-        << colour << "\">" << (s.label.empty() ? "line: predicted, dots: measured" : xml_escape(s.label)) << "</text>\n";
   }
   svg << "</svg>\n";
   return svg.str();
@@ -215,20 +238,25 @@ void write_sweep_report(const std::filesystem::path& directory, const std::strin
                         const std::string& x_key, const std::vector<SweepSeries>& series, const DeviceSpec& device) {
   std::filesystem::create_directories(directory);
   std::ostringstream html;
-  html << "<!doctype html><html><head><meta charset=\"utf-8\"><title>" << xml_escape(title)
-       << "</title><style>body{font:14px/1.4 sans-serif;margin:2em;color:#141413}table{border-collapse:collapse}"
-          "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}</style></head><body><h1>"
-       << xml_escape(title) << "</h1>";
+  html << "<header><h1>" << xml_escape(title) << "</h1></header>\n<section><h2>Decode tok/s, measured over predicted</h2>";
   html << "<p>Decode tok/s along " << xml_escape(x_key)
        << ": dots measured, the line predicted by the roofline model on " << xml_escape(device.name)
        << " (this device's roofs and fixed costs), at each point and between them; a dashed line marks where the "
           "predicted decode bound changes (for a batch sweep, the ridge point).</p>";
-  html << (series.empty() ? std::string("<p>No chart: the first swept key is not a number.</p>")
-                          : chart_svg(x_key, series));
-  html << "<h2>Rows</h2>" << markdown_table_html(table)
-       << "<p>predicted tok/s: the model's decode tok/s for the point; error: measured / predicted - 1.</p>"
-       << "</body></html>\n";
-  save_file_atomically(directory / "index.html", html.str());
+  if (series.empty()) {
+    html << "<p>No chart: the first swept key is not a number.</p>";
+  } else {
+    html << "<div class=\"chart\">" << chart_svg(x_key, series) << "</div><div class=\"legend\">";
+    for (size_t i = 0; i < series.size(); ++i) {
+      html << "<span><span class=\"swatch\" style=\"background:" << kColours[i % std::size(kColours)] << "\"></span>"
+           << (series[i].label.empty() ? std::string("the sweep") : xml_escape(series[i].label)) << "</span>";
+    }
+    html << "<span>line: predicted · dots: measured · dashed: the predicted bound changes</span></div>";
+  }
+  html << "</section>\n<section><h2>Rows</h2>" << scrolling_table(markdown_table_html(table))
+       << "<p class=\"note\">predicted tok/s: the model's decode tok/s for the point; error: measured / predicted - 1.</p>"
+       << "</section>\n";
+  save_file_atomically(directory / "index.html", html_page(title, html.str()));
 }
 
 }  // namespace decodelab

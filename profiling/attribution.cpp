@@ -282,30 +282,58 @@ std::string format_attribution(const Attribution& attribution) {
 namespace decodelab {
 
 std::string attribution_html(const Attribution& attribution) {
-  std::vector<std::pair<std::string, double>> bars;
-  for (const AttributionPart& part : attribution.parts) bars.emplace_back(part.cause, part.ms_per_token);
-  bars.emplace_back("residual", attribution.residual_ms_per_token);
+  struct Bar {
+    std::string cause;
+    double ms_per_token;
+    std::string sentence;
+  };
+  auto share = [&](double ms_per_token) {
+    return attribution.delta_ms_per_token != 0 ? format_percent(ms_per_token / attribution.delta_ms_per_token) : "-";
+  };
+  std::vector<Bar> bars;
+  for (const AttributionPart& part : attribution.parts) {
+    const std::string verb = part.ms_per_token > 0 ? " adds " : part.ms_per_token < 0 ? " takes back " : " adds ";
+    bars.push_back({part.cause, part.ms_per_token,
+                    part.cause + verb + per_token_time_unsigned(std::abs(part.ms_per_token)) + ": " + part.explanation +
+                        (part.sign_note.empty() ? "" : ". " + part.sign_note) + "."});
+  }
+  bars.push_back({"residual", attribution.residual_ms_per_token,
+                  "what the medians' difference leaves after the parts: host time outside the device timeline, "
+                  "repeat-to-repeat noise" +
+                      std::string(attribution.residual_fraction() > 0.10
+                                      ? " (over 10%: the parts explain the difference only roughly)."
+                                      : ".")});
+  // One scale for every bar, with the zero line where 0 falls between the most negative
+  // and the most positive part.
+  double lowest = 0, highest = 0;
+  for (const Bar& bar : bars) lowest = std::min(lowest, bar.ms_per_token), highest = std::max(highest, bar.ms_per_token);
+  const double span = highest - lowest;
+  auto percent = [&](double ms) { return span > 0 ? format_number(100.0 * (ms - lowest) / span, 4) + "%" : std::string("0%"); };
+  const std::string zero = percent(0);
   const std::string headline = attribution.headline.empty() ? headline_of(attribution) : attribution.headline;
-  double largest = 0;
-  for (const auto& bar : bars) largest = std::max(largest, std::abs(bar.second));
+  const std::string scope = attribution.scope == AttributionScope::Decode ? "decode time" : "end-to-end time";
   std::ostringstream html;
   html << "<div class=\"attribution\"><p><b>Why slower:</b> " << xml_escape(headline) << "</p>";
-  html << "<table style=\"border-collapse:collapse\">";
-  for (size_t i = 0; i < bars.size(); ++i) {
-    const double width = largest > 0 ? 100.0 * std::abs(bars[i].second) / largest : 0;
-    const char* colour = bars[i].second >= 0 ? "#b3154f" : "#2b6a24";
-    html << "<tr><td style=\"padding:2px 8px\">" << xml_escape(bars[i].first) << "</td>"
-         << "<td style=\"padding:2px 8px;width:320px\"><div style=\"background:" << colour
-         << ";height:12px;width:" << format_number(width, 3) << "%\"></div></td>"
-         << "<td style=\"padding:2px 8px;text-align:right\">" << xml_escape(per_token_time(bars[i].second)) << "</td>"
-         << "<td style=\"padding:2px 8px;font-size:12px\">"
-         << (i < attribution.parts.size()
-                 ? xml_escape(attribution.parts[i].explanation +
-                              (attribution.parts[i].sign_note.empty() ? "" : ". " + attribution.parts[i].sign_note))
-                 : std::string("the medians' difference minus the parts"))
-         << "</td></tr>";
+  html << "<div class=\"table-scroll\"><table class=\"bars\"><tr class=\"scale\"><th>cause</th><th>per token</th>"
+          "<th>share</th><th class=\"text\">← faster (hatched) · 0 · slower (solid) →</th><th class=\"text\">what it "
+          "means</th></tr>";
+  for (const Bar& bar : bars) {
+    const bool residual = bar.cause == "residual";
+    const char* kind = residual ? "residual" : bar.ms_per_token < 0 ? "faster" : "slower";
+    const std::string left = percent(std::min(bar.ms_per_token, 0.0));
+    const std::string width = span > 0 ? format_number(100.0 * std::abs(bar.ms_per_token) / span, 4) + "%" : "0%";
+    html << "<tr class=\"" << kind << "\"><td class=\"part\">" << xml_escape(bar.cause) << "</td><td class=\"value\">"
+         << xml_escape(per_token_time(bar.ms_per_token)) << "</td><td>" << xml_escape(share(bar.ms_per_token))
+         << "</td><td class=\"track-cell\"><div class=\"track\" data-ms-per-token=\"" << format_number(bar.ms_per_token, 6)
+         << "\"><span class=\"bar " << kind << "\" style=\"left:" << left << ";width:" << width
+         << "\"></span><span class=\"zero\" style=\"left:" << zero << "\"></span></div></td><td class=\"text\">"
+         << xml_escape(bar.sentence) << "</td></tr>";
   }
-  html << "</table></div>";
+  html << "<tr class=\"total\"><td>measured difference</td><td class=\"value\">"
+       << xml_escape(per_token_time(attribution.delta_ms_per_token)) << "</td><td>100%</td><td></td><td class=\"text\">"
+       << "the difference of the medians the slowdown compares (" << xml_escape(scope) << " per token, medians over "
+       << attribution.pairs << " pairs of repeats): the parts plus the residual</td></tr>";
+  html << "</table></div></div>";
   return html.str();
 }
 

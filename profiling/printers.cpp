@@ -137,13 +137,16 @@ std::string format_console(const RunAnalysis& analysis, size_t max_rows) {
   for (const std::string& note : analysis.notes) out << "note: " << note << "\n";
   out << "\n";
 
-  TextTable phases({"phase", "steps", "host time", "device busy", "idle", "gaps", "syncs", "ops", "% roof", "limiter"});
+  // Device wall (busy + idle) is what a phase took; host time, the host's clock inside its
+  // ranges, is only the enqueue time when the device runs behind the host.
+  TextTable phases({"phase", "steps", "device wall", "device busy", "idle", "gaps", "syncs", "ops", "host time", "% roof",
+                    "limiter"});
   for (const PhaseStats& phase : analysis.phases) {
     const TimelineStats& timeline = phase.timeline;
-    phases.add({phase_name(phase.phase), std::to_string(phase.steps), format_seconds(timeline.span_seconds),
+    phases.add({phase_name(phase.phase), std::to_string(phase.steps), format_seconds(timeline.device_seconds()),
                 format_seconds(timeline.busy_seconds), format_percent(timeline.idle_fraction()), std::to_string(timeline.gaps),
-                std::to_string(timeline.syncs), std::to_string(timeline.ops), format_percent(phase.point.roof_fraction()),
-                limiter_cell(phase.limiter, phase.near)});
+                std::to_string(timeline.syncs), std::to_string(timeline.ops), format_seconds(timeline.span_seconds),
+                format_percent(phase.point.roof_fraction()), limiter_cell(phase.limiter, phase.near)});
   }
   out << phases.str() << "\n";
 

@@ -1,7 +1,8 @@
 // The HTML report: one self-contained page (inline CSS and SVG; no script, font, image or
-// other fetch), read top-down like the seed's discipline — summary, roofline, step
-// timeline, then the tables — and the report directory writer. Every file of the
-// directory is written to a temporary name and renamed into place.
+// other fetch), read top-down like the seed's discipline — a comparison's story first
+// (lesson, slowdown, why slower), then summary, roofline, step timeline, then the tables,
+// each in a box that scrolls when it is wider than its card — and the report directory
+// writer. Every file of the directory is written to a temporary name and renamed into place.
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
@@ -19,40 +20,6 @@ namespace decodelab {
 
 namespace {
 
-const char* kStyle = R"(
-:root { color-scheme: light; }
-body { margin: 0; background: #f3f4f6; color: #111827; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; }
-main { max-width: 1080px; margin: 0 auto; padding: 24px 28px 40px; }
-header h1 { font-size: 22px; margin: 0 0 4px; }
-header p { margin: 0; color: #4b5563; }
-section { background: #fff; border: 1px solid #e5e7eb; border-radius: 10px; padding: 16px 20px; margin-top: 18px; }
-h2 { font-size: 16px; margin: 0 0 10px; }
-h3 { font-size: 14px; margin: 14px 0 6px; color: #374151; }
-.cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(320px, 1fr)); gap: 14px; }
-.card { border: 1px solid #e5e7eb; border-left: 5px solid var(--run); border-radius: 8px; padding: 12px 14px; }
-.card .label { font-weight: 700; color: var(--run); text-transform: uppercase; letter-spacing: .04em; font-size: 12px; }
-.card .sentence { font-size: 15px; margin: 6px 0 10px; }
-.figures { display: grid; grid-template-columns: repeat(3, 1fr); gap: 8px 12px; }
-.figures div { font-size: 12px; color: #6b7280; }
-.figures b { display: block; font-size: 16px; color: #111827; font-variant-numeric: tabular-nums; }
-.figures small { font-size: 12px; color: #6b7280; font-weight: 500; }
-.figure.noisy b { color: #92400e; }
-table { border-collapse: collapse; width: 100%; font-size: 12.5px; font-variant-numeric: tabular-nums; }
-th, td { padding: 5px 8px; border-bottom: 1px solid #f0f1f3; text-align: right; white-space: nowrap; }
-th { color: #4b5563; font-weight: 600; border-bottom: 1px solid #d1d5db; background: #fafafa; }
-th:first-child, td:first-child { text-align: left; }
-tr:hover td { background: #f9fafb; }
-.pill { display: inline-block; padding: 1px 8px; border-radius: 999px; font-size: 11.5px; font-weight: 600; }
-.compute { background: #dbeafe; color: #1e40af; } .memory { background: #ccfbf1; color: #115e59; }
-.latency { background: #fef3c7; color: #92400e; } .overhead { background: #fee2e2; color: #991b1b; }
-.share { display: inline-block; height: 8px; background: var(--bar); border-radius: 2px; vertical-align: middle; margin-right: 6px; }
-.swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 6px; vertical-align: -1px; }
-.chart { overflow-x: auto; } .chart svg { max-width: 100%; height: auto; }
-.caveat { background: #fffbeb; border: 1px solid #fcd34d; color: #78350f; border-radius: 6px; padding: 6px 10px; font-size: 12.5px; margin: 0 0 10px; }
-.note { color: #6b7280; font-size: 12.5px; margin: 8px 0 0; }
-footer { color: #6b7280; font-size: 12px; margin-top: 18px; }
-)";
-
 std::string escape(const std::string& text) { return xml_escape(text); }
 
 std::string pill(Limiter limiter, std::optional<Limiter> near = std::nullopt) {
@@ -64,16 +31,7 @@ std::string figure(const std::string& name, const std::string& value) {
   return "<div><b>" + escape(value) + "</b>" + escape(name) + "</div>";
 }
 
-// A headline figure: the median as the CLI prints it, its interval, and the JSON key and
-// exact median as data attributes (what a test compares with --json).
-std::string headline_figure(const HeadlineFigure& figure) {
-  char median[40];
-  std::snprintf(median, sizeof median, "%.17g", figure.estimate.median);
-  return "<div class=\"figure" + std::string(figure.estimate.noisy ? " noisy" : "") + "\" data-metric=\"" +
-         escape(figure.key) + "\" data-median=\"" + median + "\"><b>" + escape(figure.value) + " <small>" +
-         escape(format_interval(figure.estimate)) + "</small></b>" + escape(figure.label) + " (n=" +
-         std::to_string(figure.estimate.samples) + ")</div>";
-}
+std::string headline_figure(const HeadlineFigure& figure) { return headline_figure_html(figure); }
 
 std::string run_card(const LabelledRun& run, size_t index) {
   const RunAnalysis& analysis = *run.analysis;
@@ -138,21 +96,26 @@ std::string group_header(const char* first_column) {
   return buffer;
 }
 
+// Device wall (busy + idle on the device's timeline, what the phase took) first; the host
+// time inside the phase's ranges last: with an asynchronous device it is only the enqueue
+// time, and can be far below the device's.
 std::string phase_table(const RunAnalysis& analysis) {
   std::ostringstream html;
-  html << "<table><tr><th>phase</th><th>steps</th><th>host time</th><th>device busy</th><th>device idle</th><th>gaps</th>"
-          "<th>largest gap</th><th>syncs</th><th>ops</th><th>% of roof</th><th>limiter</th></tr>\n";
+  html << "<table><tr><th>phase</th><th>steps</th><th>device wall</th><th>device busy</th><th>device idle</th>"
+          "<th>gaps</th><th>largest gap</th><th>syncs</th><th>ops</th><th>host time</th><th>% of roof</th>"
+          "<th>limiter</th></tr>\n";
   for (const PhaseStats& phase : analysis.phases) {
     const TimelineStats& timeline = phase.timeline;
     html << "<tr><td>" << phase_name(phase.phase) << "</td><td>" << phase.steps << "</td><td>"
-         << escape(format_seconds(timeline.span_seconds)) << "</td><td>" << escape(format_seconds(timeline.busy_seconds))
+         << escape(format_seconds(timeline.device_seconds())) << "</td><td>" << escape(format_seconds(timeline.busy_seconds))
          << "</td><td>" << escape(format_seconds(timeline.idle_seconds)) << " (" << escape(format_percent(timeline.idle_fraction()))
          << ")</td><td>" << timeline.gaps << "</td><td>" << escape(format_seconds(timeline.largest_gap_seconds)) << "</td><td>"
-         << timeline.syncs << "</td><td>" << timeline.ops << "</td><td>" << escape(format_percent(phase.point.roof_fraction()))
-         << "</td><td>" << pill(phase.limiter, phase.near) << "</td></tr>\n";
+         << timeline.syncs << "</td><td>" << timeline.ops << "</td><td>" << escape(format_seconds(timeline.span_seconds))
+         << "</td><td>" << escape(format_percent(phase.point.roof_fraction())) << "</td><td>" << pill(phase.limiter, phase.near)
+         << "</td></tr>\n";
   }
   html << "</table>\n";
-  return html.str();
+  return scrolling_table(html.str());
 }
 
 std::string roofs_table(const DeviceSpec& spec) {
@@ -181,6 +144,9 @@ std::string roofs_table(const DeviceSpec& spec) {
     });
   }
   html << "</table>\n";
+  const std::string table = scrolling_table(html.str());
+  html.str("");
+  html << table;
   for (const auto& [name, roofs] : sets) {
     const std::string quality = roofs->age_and_spread(std::time(nullptr));
     html << "<p class=\"note\">" << name << (quality.empty() ? "" : " (" + escape(quality) + ")") << ": "
@@ -192,11 +158,17 @@ std::string roofs_table(const DeviceSpec& spec) {
 
 }  // namespace
 
+std::string headline_figure_html(const HeadlineFigure& figure, const std::string& css_class, const std::string& extra) {
+  char median[40];
+  std::snprintf(median, sizeof median, "%.17g", figure.estimate.median);
+  return "<div class=\"" + escape(css_class) + std::string(figure.estimate.noisy ? " noisy" : "") + "\" data-metric=\"" +
+         escape(figure.key) + "\" data-median=\"" + median + "\"><b>" + escape(figure.value) + " <small>" +
+         escape(format_interval(figure.estimate)) + "</small></b>" + escape(figure.label) + " (n=" +
+         std::to_string(figure.estimate.samples) + ")" + extra + "</div>";
+}
+
 std::string report_html(const std::vector<LabelledRun>& runs, const std::string& title, const ReportSummary* summary) {
   std::ostringstream html;
-  html << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-       << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>" << escape(title) << "</title>\n<style>"
-       << kStyle << "</style>\n</head>\n<body>\n<main>\n";
   html << "<header><h1>" << escape(title) << "</h1>";
   if (!runs.empty()) {
     const RunAnalysis& first = *runs.front().analysis;
@@ -207,7 +179,12 @@ std::string report_html(const std::vector<LabelledRun>& runs, const std::string&
   }
   html << "</header>\n";
 
-  if (summary && (!summary->figures.empty() || !summary->sentences.empty())) {
+  if (summary && !summary->story.empty()) {
+    for (const ReportSection& section : summary->story) {
+      html << "<section" << (section.id.empty() ? "" : " id=\"" + escape(section.id) + "\"") << "><h2>"
+           << escape(section.title) << "</h2>" << section.html << "</section>\n";
+    }
+  } else if (summary && (!summary->figures.empty() || !summary->sentences.empty())) {
     html << "<section><h2>Slowdown</h2><div class=\"figures\">";
     for (const HeadlineFigure& figure : summary->figures) html << headline_figure(figure);
     html << "</div>";
@@ -220,8 +197,11 @@ std::string report_html(const std::vector<LabelledRun>& runs, const std::string&
 
   html << "<section><h2>Roofline</h2><div class=\"chart\">\n" << roofline_svg(runs) << "</div>\n"
        << "<p class=\"note\">One point per op category and phase at its arithmetic intensity and achieved FLOP/s. A point "
-          "on the sloped roof is memory-bound, under the flat roof compute-bound; far below both, neither unit is busy.</p>"
-          "</section>\n";
+          "on the sloped roof is memory-bound, under the flat roof compute-bound; far below both, neither unit is busy."
+       << (runs.size() == 2 ? " An arrow runs from a point's place in the " + escape(runs[0].label) + " run to its place in the " +
+                                  escape(runs[1].label) + " run where the two differ."
+                            : std::string())
+       << "</p></section>\n";
 
   html << "<section><h2>Decode step timeline</h2>\n";
   double tallest_step = 0;  // one time scale for every run, so bars compare across runs
@@ -236,25 +216,27 @@ std::string report_html(const std::vector<LabelledRun>& runs, const std::string&
 
   html << "<section><h2>Phases</h2>\n";
   for (const LabelledRun& run : runs) html << "<h3>" << escape(run.label) << "</h3>" << phase_table(*run.analysis);
-  html << "</section>\n";
+  html << "<p class=\"note\">device wall: the phase on the device's timeline, busy + idle; host time: the host's clock "
+          "inside the phase's ranges (enqueueing, host overhead, syncs), below the device wall when the device runs "
+          "behind the host (docs/metrics.md).</p></section>\n";
 
   html << "<section><h2>Where the device time went (op category × phase)</h2>\n";
   for (const LabelledRun& run : runs) {
-    html << "<h3>" << escape(run.label) << "</h3><table>" << group_header("phase · category");
+    std::string table = "<table>" + group_header("phase · category");
     for (const OpGroup& group : run.analysis->categories) {
-      html << group_row(group, std::string(phase_name(group.phase)) + " · " + op_category_name(group.category));
+      table += group_row(group, std::string(phase_name(group.phase)) + " · " + op_category_name(group.category));
     }
-    html << "</table>\n";
+    html << "<h3>" << escape(run.label) << "</h3>" << scrolling_table(table + "</table>\n");
   }
   html << "</section>\n";
 
   html << "<section><h2>Top ops</h2>\n";
   for (const LabelledRun& run : runs) {
-    html << "<h3>" << escape(run.label) << "</h3><table>" << group_header("phase · op · place");
+    std::string table = "<table>" + group_header("phase · op · place");
     for (const OpGroup& group : run.analysis->top_ops) {
-      html << group_row(group, std::string(phase_name(group.phase)) + " · " + group.name + (group.label.empty() ? "" : " · " + group.label));
+      table += group_row(group, std::string(phase_name(group.phase)) + " · " + group.name + (group.label.empty() ? "" : " · " + group.label));
     }
-    html << "</table>\n";
+    html << "<h3>" << escape(run.label) << "</h3>" << scrolling_table(table + "</table>\n");
   }
   html << "</section>\n";
 
@@ -264,8 +246,7 @@ std::string report_html(const std::vector<LabelledRun>& runs, const std::string&
     html << "<footer>" << escape(limiter_rules_text(first.thresholds, first.gpu)) << " Result schema version "
          << RunAnalysis::kSchemaVersion << ".</footer>\n";
   }
-  html << "</main>\n</body>\n</html>\n";
-  return html.str();
+  return html_page(title, html.str(), summary ? summary->links : std::vector<PageLink>{});
 }
 
 void write_report_directory(const std::filesystem::path& directory, const std::vector<LabelledRun>& runs,

@@ -1,7 +1,11 @@
 // The roofline chart as SVG. Axes are log-log, snapped to whole decades around the
-// points and the ridge points. Non-obvious choice: ops with no FLOPs (copies, casts,
-// gathers) have no place on a FLOP/s axis, so they are listed in a box with their share
-// of the bandwidth roof instead of being drawn at a made-up height.
+// points and the ridge points. With two runs (fixed, buggy), a point the bug moved (its
+// intensity, or its rate by more than 2x) gets an arrow from its first-run position to its
+// second and a label at both ends, placed first;
+// labels never overlap (profiling/svg_labels.h), and one with no room is listed under the
+// chart. Non-obvious choice: ops with no FLOPs (copies, casts, gathers) have no place on a
+// FLOP/s axis, so they are listed under the chart with their share of the bandwidth roof
+// instead of being drawn at a made-up height.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -11,6 +15,7 @@
 #include <sstream>
 
 #include "profiling/report.h"
+#include "profiling/svg_labels.h"
 #include "profiling/units.h"
 
 namespace decodelab {
@@ -59,7 +64,6 @@ namespace {
 
 constexpr double kWidth = 780, kPlotHeight = 470;
 constexpr double kLeft = 100, kRight = kWidth - 28, kTop = 40, kBottom = kPlotHeight - 56;
-constexpr double kCharWidth = 6.3;  // 11 px system-ui, for label boxes
 
 std::string num(double value) {
   char buffer[32];
@@ -87,36 +91,6 @@ struct RoofLine {
   const Roofs* roofs;
   Precision precision;
   bool measured;
-};
-
-struct Box {
-  double left, top, right, bottom;
-  bool overlaps(const Box& other) const {
-    return left < other.right && other.left < right && top < other.bottom && other.top < bottom;
-  }
-};
-
-// Greedy label placement: the first candidate spot that hits no placed box wins.
-class LabelPlacer {
- public:
-  void block(const Box& box) { placed_.push_back(box); }
-  // Returns the text's baseline origin, or nothing when every spot is taken.
-  std::optional<std::pair<double, double>> place(double x, double y, const std::string& text) {
-    const double width = kCharWidth * static_cast<double>(text.size()), height = 12;
-    const std::pair<double, double> spots[] = {{x + 9, y + 4}, {x - 9 - width, y + 4}, {x - width / 2, y - 9},
-                                               {x - width / 2, y + 17}, {x + 9, y - 8}, {x + 9, y + 16}};
-    for (const auto& [left, baseline] : spots) {
-      const Box box{left, baseline - height + 2, left + width, baseline + 2};
-      if (box.left < kLeft || box.right > kRight || box.top < kTop || box.bottom > kBottom) continue;
-      if (std::any_of(placed_.begin(), placed_.end(), [&](const Box& other) { return box.overlaps(other); })) continue;
-      placed_.push_back(box);
-      return std::pair{left, baseline};
-    }
-    return std::nullopt;
-  }
-
- private:
-  std::vector<Box> placed_;
 };
 
 std::vector<Precision> split_precisions(const std::string& label) {
@@ -158,7 +132,6 @@ std::string group_name(const OpGroup& group) {
 
 std::string roofline_svg(const std::vector<LabelledRun>& runs) {
   std::ostringstream svg;
-  std::vector<std::string> no_flop_lines;
   const std::string font = "font-family=\"system-ui, -apple-system, 'Segoe UI', sans-serif\" font-size=\"12\"";
   if (runs.empty() || !runs.front().analysis) {
     return "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 780 60\" width=\"780\" height=\"60\" " + font +
@@ -200,7 +173,7 @@ std::string roofline_svg(const std::vector<LabelledRun>& runs) {
   for (const RoofLine& line : lines) y_low = std::min(y_low, std::floor(std::log10(line.roofs->bandwidth * x.min())));
   y_low = std::max(y_low, std::ceil(std::log10(high_flops * 1.5)) - 7);  // at most 7 decades tall
   const LogAxis y{y_low, std::ceil(std::log10(high_flops * 1.5)), kBottom, kTop};
-  LabelPlacer labels;
+  LabelPlacer labels(LabelBox{kLeft + 2, kTop + 2, kRight - 2, kBottom - 2});
 
   // Title, grid, ticks.
   svg << "<text x=\"" << kLeft << "\" y=\"22\" font-size=\"15\" font-weight=\"600\" fill=\"#111827\">Roofline · "
@@ -231,26 +204,117 @@ std::string roofline_svg(const std::vector<LabelledRun>& runs) {
   svg << "<text transform=\"translate(16," << (kTop + kBottom) / 2
       << ") rotate(-90)\" text-anchor=\"middle\" fill=\"#374151\">achieved FLOP/s</text>\n";
 
-  // Legend (top left, under the slope): runs, phase shapes, roof styles.
+  // Which points the bug moved: with two runs, the same phase and category in both, drawn
+  // apart. Those get an arrow from the first run's point to the second's and a label each,
+  // placed before any other label.
+  struct PlottedPoint {
+    size_t run;
+    const OpGroup* group;
+    const AboveRoof* above;  // a point above its roof, and why; else null
+    Phase phase;
+    OpCategory category;
+    double px, py;
+    std::string name;
+  };
+  std::vector<PlottedPoint> plotted;
+  std::map<std::string, std::string> data_movement;  // "copy (prefill)" -> per-run figures
+  std::map<std::string, std::string> data_movement_text;  // the same without markup, for widths
+  auto position = [&](const RooflinePoint& point) {
+    return std::pair{x.at(std::clamp(point.intensity(), x.min(), x.max())),
+                     y.at(std::clamp(point.achieved_flops(), y.min(), y.max()))};
+  };
+  for (size_t r = 0; r < runs.size(); ++r) {
+    for (const OpGroup& group : runs[r].analysis->categories) {
+      const RooflinePoint& point = group.point;
+      if (point.seconds <= 0) continue;
+      if (point.flops <= 0 || point.bytes <= 0) {
+        if (point.bytes <= 0) continue;
+        const std::string figures = runs[r].label + " " + format_bandwidth(point.achieved_bandwidth()) + " (" +
+                                    format_percent(point.memory_fraction()) + ")";
+        std::string& entry = data_movement[group_name(group)];
+        std::string& text = data_movement_text[group_name(group)];
+        entry += std::string(entry.empty() ? "" : " · ") + "<tspan fill=\"" + run_colour(r) + "\">" + xml_escape(figures) + "</tspan>";
+        text += (text.empty() ? "" : " · ") + figures;
+        continue;
+      }
+      const auto [px, py] = position(point);
+      const auto& above_list = runs[r].analysis->above_roof;
+      const auto above = std::find_if(above_list.begin(), above_list.end(), [&](const AboveRoof& entry) {
+        return entry.phase == group.phase && entry.category == group.category;
+      });
+      const AboveRoof* above_roof = above == above_list.end() ? nullptr : &*above;
+      std::string name = group_name(group);
+      if (above_roof) name += above_roof->cache_resident ? " (in cache)" : " (roof suspect)";
+      plotted.push_back({r, &group, above_roof, group.phase, group.category, px, py, name});
+    }
+  }
+  struct Move {
+    const PlottedPoint* from;
+    const PlottedPoint* to;
+  };
+  std::vector<Move> moves;
+  std::set<const PlottedPoint*> paired;  // the second of a pair that did not move: one label for both
+  if (runs.size() == 2) {
+    for (const PlottedPoint& first : plotted) {
+      if (first.run != 0) continue;
+      for (const PlottedPoint& second : plotted) {
+        if (second.run != 1 || second.phase != first.phase || second.category != first.category) continue;
+        // Moved: its intensity changed (the bug changed the work or the bytes), or its rate
+        // by more than a factor of 2 — timing noise alone moves a point up and down a little.
+        const double rate_ratio = second.group->point.achieved_flops() / first.group->point.achieved_flops();
+        if (std::fabs(second.px - first.px) > 6 || std::fabs(std::log10(rate_ratio)) > std::log10(2.0)) {
+          moves.push_back({&first, &second});
+        } else {
+          paired.insert(&second);
+        }
+      }
+    }
+  }
+
+  // Every label, the roofs' included, keeps off the points' markers.
+  for (const PlottedPoint& point : plotted) labels.block(LabelBox{point.px - 8, point.py - 8, point.px + 8, point.py + 8});
+
+  // Legend (top left, under the slope): runs, phase shapes, roof styles, the arrows.
   double legend_y = kTop + 18;
+  double legend_width = 0;
   svg << "<g font-size=\"11\" fill=\"#374151\">\n";
+  auto legend_line = [&](double left, const std::string& text) {
+    svg << "<text x=\"" << num(left) << "\" y=\"" << num(legend_y) << "\">" << xml_escape(text) << "</text>\n";
+    legend_width = std::max(legend_width, left - kLeft + text_width(text, 11));
+    legend_y += 16;
+  };
   for (size_t r = 0; r < runs.size(); ++r) {
     point_marker(svg, Phase::Decode, kLeft + 16, legend_y - 4, run_colour(r), r == 0);
-    svg << "<text x=\"" << kLeft + 30 << "\" y=\"" << num(legend_y) << "\">" << xml_escape(runs[r].label) << "</text>\n";
-    legend_y += 17;
+    legend_line(kLeft + 30, runs[r].label);
   }
-  svg << "<text x=\"" << kLeft + 10 << "\" y=\"" << num(legend_y) << "\">● decode  ■ prefill  ◆ other</text>\n";
-  legend_y += 16;
-  if (spec.datasheet && spec.measured) {
-    svg << "<text x=\"" << kLeft + 10 << "\" y=\"" << num(legend_y) << "\">solid: datasheet · dashed: measured</text>\n";
-    legend_y += 16;
+  legend_line(kLeft + 10, "● decode  ■ prefill  ◆ other");
+  if (spec.datasheet && spec.measured) legend_line(kLeft + 10, "solid: datasheet · dashed: measured");
+  if (!moves.empty()) {
+    svg << "<line x1=\"" << kLeft + 10 << "\" y1=\"" << num(legend_y - 4) << "\" x2=\"" << kLeft + 34 << "\" y2=\""
+        << num(legend_y - 4) << "\" stroke=\"#374151\" stroke-width=\"1.4\" marker-end=\"url(#moved-arrow)\"/>\n";
+    legend_line(kLeft + 40, "moved by the bug: " + runs[0].label + " → " + runs[1].label);
   }
   svg << "</g>\n";
-  labels.block(Box{kLeft, kTop, kLeft + 230, legend_y - 8});
+  labels.block(LabelBox{kLeft, kTop, kLeft + legend_width + 8, legend_y - 8});
 
   // Roofs: bandwidth slope up to the ridge, then the compute ceiling. Ceiling labels sit
-  // at the right edge, pushed apart when two ceilings are close.
+  // at the right edge, pushed apart when two ceilings are close; the slope labels keep off them.
   std::vector<std::pair<double, std::string>> ceiling_labels;
+  for (const RoofLine& line : lines) {
+    const double peak = line.roofs->flops(line.precision);
+    ceiling_labels.push_back({y.at(peak) - 5, std::string(precision_name(line.precision)) + " " + format_flop_rate(peak) +
+                                                  " (" + (line.measured ? "measured" : "datasheet") + ")"});
+  }
+  std::sort(ceiling_labels.begin(), ceiling_labels.end());
+  for (size_t i = 1; i < ceiling_labels.size(); ++i) {
+    ceiling_labels[i].first = std::max(ceiling_labels[i].first, ceiling_labels[i - 1].first + 14);
+  }
+  for (const auto& [baseline, text] : ceiling_labels) {
+    svg << "<text class=\"halo\" x=\"" << kRight - 6 << "\" y=\"" << num(baseline)
+        << "\" text-anchor=\"end\" font-size=\"11\" fill=\"#374151\">"
+        << xml_escape(text) << "</text>\n";
+    labels.block(text_box(kRight - 6 - text_width(text, 11), baseline, text, 11));
+  }
   for (const RoofLine& line : lines) {
     const double bandwidth = line.roofs->bandwidth;
     const double peak = line.roofs->flops(line.precision);
@@ -261,105 +325,133 @@ std::string roofline_svg(const std::vector<LabelledRun>& runs) {
         << " points=\"" << num(x.at(start)) << "," << num(y.at(bandwidth * start)) << " " << num(x.at(corner)) << ","
         << num(y.at(std::min(peak, bandwidth * corner))) << " " << num(x.at(x.max())) << "," << num(y.at(peak)) << "\"/>\n";
     const std::string origin = line.measured ? "measured" : "datasheet";
-    ceiling_labels.push_back({y.at(peak) - 5, std::string(precision_name(line.precision)) + " " + format_flop_rate(peak) + " (" + origin + ")"});
-    if (line.precision == Precision::Fp32) {  // one slope label per roof set
-      const double label_x = std::sqrt(start * std::max(corner, start * 1.01));
+    if (line.precision == Precision::Fp32) {  // one slope label per roof set, where it hits no other label
       const double angle =
           std::atan2(y.at(bandwidth * corner) - y.at(bandwidth * start), x.at(corner) - x.at(start)) * 180 / M_PI;
       const double offset = dashed ? 14 : -6;  // measured slope label under its line, datasheet above
       const std::string text = format_bandwidth(bandwidth) + " (" + origin + ")";
-      const double center_x = x.at(label_x), center_y = y.at(bandwidth * label_x) + offset;
-      svg << "<text class=\"halo\" transform=\"translate(" << num(center_x) << "," << num(center_y) << ") rotate(" << num(angle)
-          << ")\" text-anchor=\"middle\" font-size=\"11\" fill=\"#374151\">" << xml_escape(text) << "</text>\n";
-      // Keep point labels off the rotated text: block its bounding box.
-      const double width = kCharWidth * static_cast<double>(text.size()), radians = angle * M_PI / 180;
+      const double width = text_width(text, 11), radians = angle * M_PI / 180;
       const double half_x = (std::fabs(width * std::cos(radians)) + std::fabs(12 * std::sin(radians))) / 2;
       const double half_y = (std::fabs(width * std::sin(radians)) + std::fabs(12 * std::cos(radians))) / 2;
-      labels.block(Box{center_x - half_x, center_y - half_y - 4, center_x + half_x, center_y + half_y - 4});
+      double center_x = 0, center_y = 0;
+      LabelBox box{};
+      for (const double along : {0.5, 0.3, 0.7, 0.2, 0.8, 0.5}) {  // fraction of the slope (log scale); else the middle
+        const double label_x = start * std::pow(std::max(corner, start * 1.01) / start, along);
+        center_x = x.at(label_x);
+        center_y = y.at(bandwidth * label_x) + offset;
+        box = LabelBox{center_x - half_x, center_y - half_y - 4, center_x + half_x, center_y + half_y - 4};
+        if (labels.is_free(box)) break;
+      }
+      svg << "<text class=\"halo\" transform=\"translate(" << num(center_x) << "," << num(center_y) << ") rotate(" << num(angle)
+          << ")\" text-anchor=\"middle\" font-size=\"11\" fill=\"#374151\">" << xml_escape(text) << "</text>\n";
+      labels.block(box);  // point labels keep off the rotated text's bounding box
     }
   }
-  std::sort(ceiling_labels.begin(), ceiling_labels.end());
-  for (size_t i = 1; i < ceiling_labels.size(); ++i) {
-    ceiling_labels[i].first = std::max(ceiling_labels[i].first, ceiling_labels[i - 1].first + 13);
+
+  // Points: one per op category and phase, per run; the arrows of the moved ones.
+  for (const Move& move : moves) {
+    const double dx = move.to->px - move.from->px, dy = move.to->py - move.from->py;
+    const double length = std::hypot(dx, dy);
+    const double from_gap = 7 / length, to_gap = 11 / length;  // clear of the markers
+    if (from_gap + to_gap >= 1) continue;
+    svg << "<line x1=\"" << num(move.from->px + dx * from_gap) << "\" y1=\"" << num(move.from->py + dy * from_gap)
+        << "\" x2=\"" << num(move.to->px - dx * to_gap) << "\" y2=\"" << num(move.to->py - dy * to_gap)
+        << "\" stroke=\"#374151\" stroke-width=\"1.4\" marker-end=\"url(#moved-arrow)\"/>\n";
   }
-  for (const auto& [baseline, text] : ceiling_labels) {
-    svg << "<text class=\"halo\" x=\"" << kRight - 6 << "\" y=\"" << num(baseline)
-        << "\" text-anchor=\"end\" font-size=\"11\" fill=\"#374151\">"
-        << xml_escape(text) << "</text>\n";
-    const double width = kCharWidth * static_cast<double>(text.size());
-    labels.block(Box{kRight - 6 - width, baseline - 10, kRight, baseline + 2});
+  for (const PlottedPoint& plotted_point : plotted) {
+    const size_t r = plotted_point.run;
+    const OpGroup& group = *plotted_point.group;
+    const RooflinePoint& point = group.point;
+    // A point above its roof is never drawn there unexplained: a dashed ring, the reason
+    // in its label and tooltip (analysis.h, AboveRoof).
+    svg << "<g><title>" << xml_escape(runs[r].label + " · " + phase_name(group.phase) + " · " + op_category_name(group.category))
+        << ": " << xml_escape(format_flop_rate(point.achieved_flops())) << " at " << format_number(point.intensity(), 2)
+        << " FLOP/B, " << xml_escape(format_percent(point.roof_fraction())) << " of roof, "
+        << xml_escape(limiter_cell(group.limiter, group.near))
+        << (plotted_point.above ? "; " + xml_escape(plotted_point.above->explanation) : "") << "</title>";
+    point_marker(svg, group.phase, plotted_point.px, plotted_point.py, run_colour(r), r == 0);
+    if (plotted_point.above) {
+      svg << "<circle cx=\"" << num(plotted_point.px) << "\" cy=\"" << num(plotted_point.py)
+          << "\" r=\"11\" fill=\"none\" stroke=\"#d97706\" stroke-width=\"1.5\" stroke-dasharray=\"3 2\"/>";
+    }
+    svg << "</g>\n";
   }
 
-  // Points: one per op category and phase, per run; labels where they fit.
-  struct PlacedPoint {
-    double px, py;
-    std::string name;
-    const char* colour;
+  // Labels: the moved points first (each named with its run), then the rest (a point that
+  // sits where its twin does is labelled once). Labels with no free spot go to a list under
+  // the chart instead of on top of another.
+  struct Label {
+    const PlottedPoint* point;
+    std::string text;
   };
-  std::vector<PlacedPoint> points;
-  std::map<std::string, std::string> data_movement;  // "copy (prefill)" -> per-run figures
-  for (size_t r = 0; r < runs.size(); ++r) {
-    const char* colour = run_colour(r);
-    for (const OpGroup& group : runs[r].analysis->categories) {
-      const RooflinePoint& point = group.point;
-      if (point.seconds <= 0) continue;
-      if (point.flops <= 0 || point.bytes <= 0) {
-        if (point.bytes <= 0) continue;
-        std::string& entry = data_movement[group_name(group)];
-        entry += std::string(entry.empty() ? "" : " · ") + "<tspan fill=\"" + colour + "\">" + xml_escape(runs[r].label) + " " +
-                 xml_escape(format_bandwidth(point.achieved_bandwidth())) + " (" + xml_escape(format_percent(point.memory_fraction())) + ")</tspan>";
-        continue;
-      }
-      const double px = x.at(std::clamp(point.intensity(), x.min(), x.max()));
-      const double py = y.at(std::clamp(point.achieved_flops(), y.min(), y.max()));
-      // A point above its roof is never drawn there unexplained: a dashed ring, the reason
-      // in its label and tooltip (analysis.h, AboveRoof).
-      const auto& above_list = runs[r].analysis->above_roof;
-      const auto above = std::find_if(above_list.begin(), above_list.end(), [&](const AboveRoof& entry) {
-        return entry.phase == group.phase && entry.category == group.category;
-      });
-      const bool is_above = above != above_list.end();
-      svg << "<g><title>" << xml_escape(runs[r].label + " · " + phase_name(group.phase) + " · " + op_category_name(group.category))
-          << ": " << xml_escape(format_flop_rate(point.achieved_flops())) << " at " << format_number(point.intensity(), 2)
-          << " FLOP/B, " << xml_escape(format_percent(point.roof_fraction())) << " of roof, "
-          << xml_escape(limiter_cell(group.limiter, group.near)) << (is_above ? "; " + xml_escape(above->explanation) : "")
-          << "</title>";
-      point_marker(svg, group.phase, px, py, colour, r == 0);
-      if (is_above) {
-        svg << "<circle cx=\"" << num(px) << "\" cy=\"" << num(py) << "\" r=\"11\" fill=\"none\" stroke=\"#d97706\" "
-            << "stroke-width=\"1.5\" stroke-dasharray=\"3 2\"/>";
-      }
-      svg << "</g>\n";
-      labels.block(Box{px - 6, py - 6, px + 6, py + 6});
-      std::string name = group_name(group);
-      if (is_above) name += above->cache_resident ? " (in cache)" : " (roof suspect)";
-      points.push_back({px, py, name, colour});
-    }
+  std::vector<Label> queue;
+  std::set<const PlottedPoint*> moved;
+  for (const Move& move : moves) {
+    queue.push_back({move.to, move.to->name + " (" + runs[1].label + ")"});
+    queue.push_back({move.from, move.from->name + " (" + runs[0].label + ")"});
+    moved.insert(move.from);
+    moved.insert(move.to);
   }
-  std::set<std::pair<std::string, std::pair<int, int>>> labelled;  // one label per name and spot
-  for (const PlacedPoint& point : points) {
-    const auto spot = std::pair{static_cast<int>(point.px / 8), static_cast<int>(point.py / 8)};
-    if (!labelled.insert({point.name, spot}).second) continue;
-    if (const auto origin = labels.place(point.px, point.py, point.name)) {
-      svg << "<text class=\"halo\" x=\"" << num(origin->first) << "\" y=\"" << num(origin->second) << "\" font-size=\"11\" fill=\""
-          << point.colour << "\">" << xml_escape(point.name) << "</text>\n";
+  for (const PlottedPoint& point : plotted) {
+    if (moved.count(&point) || paired.count(&point)) continue;
+    const bool alone = runs.size() > 1 && std::none_of(plotted.begin(), plotted.end(), [&](const PlottedPoint& other) {
+      return other.run != point.run && other.phase == point.phase && other.category == point.category;
+    });
+    queue.push_back({&point, point.name + (alone ? " (" + runs[point.run].label + ")" : "")});
+  }
+  std::vector<std::pair<std::string, const char*>> unplaced;
+  for (const Label& label : queue) {
+    const char* colour = run_colour(label.point->run);
+    if (const auto origin = labels.place(label.point->px, label.point->py, label.text)) {
+      svg << "<text class=\"halo\" x=\"" << num(origin->first) << "\" y=\"" << num(origin->second)
+          << "\" font-size=\"11\" fill=\"" << colour << "\">" << xml_escape(label.text) << "</text>\n";
+    } else {
+      unplaced.emplace_back(label.text, colour);
     }
   }
 
-  // Data movement (no FLOPs): a list under the chart, bandwidth and % of the bandwidth roof.
+  // Under the chart: the points whose labels found no room, then data movement (no FLOPs:
+  // bandwidth and % of the bandwidth roof). Each list wraps at the chart's width.
   double height = kPlotHeight;
-  if (!data_movement.empty()) {
-    svg << "<text x=\"" << kLeft << "\" y=\"" << num(height) << "\" font-size=\"11\" fill=\"#374151\">"
-        << "<tspan font-weight=\"600\">no FLOPs, so not on the chart</tspan> — achieved bandwidth (% of the bandwidth roof):</text>\n";
-    for (const auto& [name, figures] : data_movement) {
+  const double line_width = kWidth - kLeft - 20;
+  auto wrapped_list = [&](const std::string& heading, const std::vector<std::pair<std::string, std::string>>& items) {
+    svg << "<text x=\"" << kLeft << "\" y=\"" << num(height) << "\" font-size=\"11\" fill=\"#374151\" font-weight=\"600\">"
+        << xml_escape(heading) << "</text>\n";
+    std::string line, line_text;
+    auto flush = [&] {
+      if (line.empty()) return;
       height += 16;
-      svg << "<text x=\"" << kLeft + 10 << "\" y=\"" << num(height) << "\" font-size=\"11\" fill=\"#374151\">" << xml_escape(name)
-          << ": " << figures << "</text>\n";
+      svg << "<text x=\"" << kLeft + 10 << "\" y=\"" << num(height) << "\" font-size=\"11\" fill=\"#374151\">" << line << "</text>\n";
+      line.clear();
+      line_text.clear();
+    };
+    for (const auto& [text, markup] : items) {  // text: for the width; markup: what is drawn
+      const std::string joined = line_text + (line_text.empty() ? "" : "; ") + text;
+      if (!line.empty() && text_width(joined, 11) > line_width) flush();
+      line += (line.empty() ? "" : "; ") + markup;
+      line_text += (line_text.empty() ? "" : "; ") + text;
     }
-    height += 14;
+    flush();
+    height += 22;
+  };
+  if (!unplaced.empty()) {
+    std::vector<std::pair<std::string, std::string>> items;
+    for (const auto& [text, colour] : unplaced) {
+      items.emplace_back(text, "<tspan fill=\"" + std::string(colour) + "\">" + xml_escape(text) + "</tspan>");
+    }
+    wrapped_list("points not labelled on the chart (no room):", items);
+  }
+  if (!data_movement.empty()) {
+    std::vector<std::pair<std::string, std::string>> items;
+    for (const auto& [name, figures] : data_movement) {
+      items.emplace_back(name + ": " + data_movement_text[name], xml_escape(name) + ": " + figures);
+    }
+    wrapped_list("no FLOPs, so not on the chart — achieved bandwidth (% of the bandwidth roof):", items);
   }
   return "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " + num(kWidth) + " " + num(height) + "\" width=\"" +
          num(kWidth) + "\" height=\"" + num(height) + "\" " + font + ">\n<style>.halo { paint-order: stroke; stroke: #ffffff; stroke-width: 3px; stroke-linejoin: round; }</style>\n"
+         "<defs><marker id=\"moved-arrow\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" "
+         "orient=\"auto\"><path d=\"M0,0 L10,5 L0,10 z\" fill=\"#374151\"/></marker></defs>\n"
          "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n" +
          svg.str() + "</svg>\n";
 }

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "profiling/report.h"
+#include "profiling/svg_labels.h"
 #include "profiling/units.h"
 
 namespace decodelab {
@@ -72,7 +73,8 @@ std::string step_timeline_svg(const RunAnalysis& analysis, const std::string& la
 
   const double slot = (kRight - kLeft) / static_cast<double>(steps.size());
   const double bar = std::max(1.0, slot * 0.78);
-  const size_t label_every = std::max<size_t>(1, static_cast<size_t>(std::ceil(28.0 / slot)));
+  const double widest_label = text_width(std::to_string(steps.back().ordinal + 1), 11) + 8;  // step numbers never touch
+  const size_t label_every = std::max<size_t>(1, static_cast<size_t>(std::ceil(widest_label / slot)));
   std::array<bool, kOpCategoryCount> used{};
   bool any_sync = false, any_overhead = false;
   for (size_t s = 0; s < steps.size(); ++s) {
@@ -120,7 +122,7 @@ std::string step_timeline_svg(const RunAnalysis& analysis, const std::string& la
   double legend_x = kLeft;
   double legend_y = kHeight - 38;
   auto legend_item = [&](const std::string& swatch_at_origin, const std::string& text) {
-    const double width = 30 + 6.8 * static_cast<double>(text.size());
+    const double width = 30 + text_width(text, 11);
     if (legend_x + width > kRight && legend_x > kLeft) {
       legend_x = kLeft;
       legend_y += 17;

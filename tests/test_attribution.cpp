@@ -2,11 +2,15 @@
 // really adds (bytes, idle time) is the one that dominates.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <regex>
 
 #include "profiling/analysis.h"
 #include "profiling/attribution.h"
 #include "tests/support/profiling_fixtures.h"
+#include "tests/support/xml_check.h"
 
 using namespace decodelab;
 using namespace decodelab::testing;
@@ -26,6 +30,15 @@ Pair analyse(const SyntheticRun& fixed_run, const SyntheticRun& buggy_run) {
   pair.buggy = analyze(synthetic_run_trace(buggy_run, device), &device);
   pair.delta_ms = (pair.buggy.timeline.device_seconds() - pair.fixed.timeline.device_seconds()) * 1e3;
   return pair;
+}
+
+// The default synthetic run against the same run with the host 500 µs late before each step.
+Attribution host_gap_attribution() {
+  SyntheticRun fixed;
+  SyntheticRun buggy = fixed;
+  buggy.host_gap_us = 500;
+  const Pair pair = analyse(fixed, buggy);
+  return attribute_slowdown(pair.fixed, pair.buggy, pair.delta_ms, 8);
 }
 
 const AttributionPart& part(const Attribution& attribution, const std::string& cause) {
@@ -111,10 +124,7 @@ TEST_CASE("attribution of the medians: parts and residual add up to the medians'
 TEST_CASE("attribution text: units people use, no e-notation, no empty parentheses, negative parts explained",
           "[attribution]") {
   SyntheticRun fixed;
-  SyntheticRun buggy = fixed;
-  buggy.host_gap_us = 500;
-  const Pair pair = analyse(fixed, buggy);
-  const Attribution attribution = attribute_slowdown(pair.fixed, pair.buggy, pair.delta_ms, 8);
+  const Attribution attribution = host_gap_attribution();
   const std::string text = format_attribution(attribution) + attribution_html(attribution);
   CHECK(text.find("()") == std::string::npos);
   for (size_t at = text.find('e'); at != std::string::npos; at = text.find('e', at + 1)) {
@@ -147,4 +157,33 @@ TEST_CASE("a headline whose top cause is offset by another says so, never a shar
   CHECK(median.residual_ms_per_token == Approx(0.022 - 0.020));
   pair.parts[3].ms_per_token = -0.1;
   CHECK_THAT(median_attribution({pair}, 0.9).headline, Catch::Matchers::StartsWith("+900 µs/token, 97% from extra bytes"));
+}
+
+TEST_CASE("attribution bars: signed around a zero line, a negative part hatched and named, a sentence per part",
+          "[attribution]") {
+  Attribution attribution = host_gap_attribution();
+  attribution.parts[3].ms_per_token = -0.25 * std::abs(attribution.delta_ms_per_token);  // lost efficiency, negative
+  attribution.parts[3].sign_note = "negative: closer to the roofs";
+  const std::string html = attribution_html(attribution);
+
+  auto count = [&](const std::string& needle) { return occurrences(html, needle); };
+  CHECK(count("<span class=\"zero\"") == attribution.parts.size() + 1);  // every part and the residual
+  CHECK(count("<tr class=\"faster\">") == 1);
+  CHECK_THAT(html, Catch::Matchers::Contains("<span class=\"bar faster\""));
+  CHECK_THAT(html, Catch::Matchers::Contains("lost efficiency takes back ") &&
+                       Catch::Matchers::Contains("negative: closer to the roofs"));
+  for (const AttributionPart& part : attribution.parts) {
+    CHECK_THAT(html, Catch::Matchers::Contains("<td class=\"part\">" + part.cause + "</td>"));
+  }
+  CHECK_THAT(html, Catch::Matchers::Contains("<tr class=\"total\"><td>measured difference</td>"));
+  // The zero line sits where 0 falls between the most negative and the most positive bar.
+  double lowest = std::min(0.0, attribution.residual_ms_per_token), highest = std::max(0.0, attribution.residual_ms_per_token);
+  for (const AttributionPart& part : attribution.parts) {
+    lowest = std::min(lowest, part.ms_per_token);
+    highest = std::max(highest, part.ms_per_token);
+  }
+  const std::regex zero(R"re(<span class="zero" style="left:([0-9.]+)%")re");
+  std::smatch match;
+  REQUIRE(std::regex_search(html, match, zero));
+  CHECK(std::stod(match[1]) == Approx(100 * -lowest / (highest - lowest)).epsilon(1e-3));
 }

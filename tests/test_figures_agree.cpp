@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "profiling/report.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/temp_dir.h"
 
@@ -221,6 +222,33 @@ TEST_CASE("compare: slowdowns are the rows' medians, the attribution explains th
   CHECK(figures.at("decode_slowdown").median == Approx(decode_slowdown).epsilon(1e-12));
   CHECK(figures.at("end_to_end_slowdown").median ==
         Approx(result["end_to_end_slowdown"]["median"].get<double>()).epsilon(1e-12));
+  // The page tells the story top to bottom: the bug's lesson (from bugs/fp32_ops.cpp), the
+  // slowdown with the verdict the JSON holds and the prediction beside it, the attribution's
+  // bars, then the runs; it links to attribution.html, which links back.
+  const std::string page = read_text_file(report / "report.html");
+  const std::vector<std::string> order = {"<h2>The bug</h2>", "fp32 ops in a half-precision model",
+                                          "What a profiler sees:", "<h2>Slowdown</h2>", "<h2>Why slower</h2>",
+                                          "<h2>Summary</h2>", "<h2>Roofline</h2>", "<h2>Decode step timeline</h2>",
+                                          "<h2>Phases</h2>", "<h2>Top ops</h2>"};
+  size_t at = 0;
+  for (const std::string& part : order) {
+    INFO(part);
+    const size_t found = page.find(part, at);
+    CHECK(found != std::string::npos);
+    if (found != std::string::npos) at = found;
+  }
+  CHECK_THAT(page, Contains("class=\"verdict workload-changed\">workload changed</span>"));
+  CHECK_THAT(page, Contains(decodelab::xml_escape(result["headline"]["why"].get<std::string>())));
+  const std::regex predicted(R"re(data-predicted="predicted_decode_slowdown" data-value="([^"]+)")re");
+  std::smatch match;
+  REQUIRE(std::regex_search(page, match, predicted));
+  CHECK(std::stod(match[1]) == Approx(result["predicted_decode_slowdown"].get<double>()).epsilon(1e-12));
+  CHECK_THAT(page, Contains("<a href=\"attribution.html\">") && Contains("class=\"track\""));
+  CHECK_THAT(page, !Contains("../index.html"));  // alone, not in a lab
+  const std::string attribution_page = read_text_file(report / "attribution.html");
+  CHECK_THAT(attribution_page, Contains("<a href=\"report.html\">") && Contains("<h2>Predicted</h2>") &&
+                                   Contains("class=\"track\""));
+
   check_documented_keys(result, "compare");
   check_documented_keys(result["headline"], "headline");
   check_documented_keys(attribution, "attribution");

@@ -3,6 +3,7 @@
 // CSV has one row per run × category × phase, and the report directory is complete.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -14,20 +15,19 @@
 #include "profiling/analysis.h"
 #include "profiling/printers.h"
 #include "profiling/report.h"
+#include "profiling/svg_labels.h"
+#include "profiling/units.h"
 #include "tests/support/profiling_fixtures.h"
 #include "tests/support/xml_check.h"
 
 using namespace decodelab;
 using decodelab::testing::SyntheticRun;
 using decodelab::testing::xml_problem;
+using Catch::Matchers::Contains;
 
 namespace {
 
-size_t count(const std::string& text, const std::string& needle) {
-  size_t found = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++found;
-  return found;
-}
+size_t count(const std::string& text, const std::string& needle) { return decodelab::testing::occurrences(text, needle); }
 
 struct TwoRuns {
   Trace fixed_trace, buggy_trace;
@@ -158,7 +158,61 @@ TEST_CASE("report directory: four files, written whole, no temporaries left", "[
   CHECK(result["runs"][1]["result"]["schema_version"] == RunAnalysis::kSchemaVersion);
   CHECK(xml_problem(slurp(directory / "roofline.svg")) == "");
 
-  // Hidden sample: DECODELAB_SAMPLE_REPORT=DIR keeps a copy to look at (scripts/check-report.sh).
+  // Hidden sample: DECODELAB_SAMPLE_REPORT=DIR keeps a copy to look at (tests/browser/check-pages.mjs opens it).
   if (const char* keep = std::getenv("DECODELAB_SAMPLE_REPORT")) write_report_directory(keep, runs.labelled(), "sample report");
   std::filesystem::remove_all(directory);
+}
+
+namespace {
+
+// The left-aligned labels of an SVG (x, y, no anchor, no rotation) as the placer sized them.
+std::vector<std::pair<std::string, LabelBox>> placed_labels(const std::string& svg) {
+  std::vector<std::pair<std::string, LabelBox>> labels;
+  const std::regex text(R"re(<text class="halo" x="([0-9.]+)" y="([0-9.]+)" font-size="11" fill="#[0-9a-f]+">([^<]+)</text>)re");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), text); it != std::sregex_iterator(); ++it) {
+    const std::string name = (*it)[3];
+    labels.emplace_back(name, text_box(std::stod((*it)[1]), std::stod((*it)[2]), name, 11));
+  }
+  return labels;
+}
+
+}  // namespace
+
+TEST_CASE("roofline SVG: a point the bug moved has an arrow and a label at each end, and no two labels overlap", "[report]") {
+  const TwoRuns runs;  // the buggy run's matmuls read fp32 weights: the decode matmul point moves
+  const std::string svg = roofline_svg(runs.labelled());
+  CHECK(xml_problem(svg) == "");
+  CHECK(count(svg, "marker-end=\"url(#moved-arrow)\"") >= 2);  // the legend's and at least one point's
+  CHECK_THAT(svg, Contains("moved by the bug: fixed → buggy"));
+  const auto labels = placed_labels(svg);
+  auto labelled = [&](const std::string& name) {
+    return std::any_of(labels.begin(), labels.end(), [&](const auto& label) { return label.first == name; });
+  };
+  const bool listed = svg.find("points not labelled on the chart") != std::string::npos;
+  CHECK((labelled("matmul (buggy)") || (listed && svg.find("matmul (buggy)") != std::string::npos)));
+  CHECK((labelled("matmul (fixed)") || (listed && svg.find("matmul (fixed)") != std::string::npos)));
+  for (size_t a = 0; a < labels.size(); ++a) {
+    for (size_t b = a + 1; b < labels.size(); ++b) {
+      INFO(labels[a].first << " and " << labels[b].first);
+      CHECK_FALSE(labels[a].second.overlaps(labels[b].second));
+    }
+  }
+  // One run: no arrows, no run names in the labels.
+  const std::string single = roofline_svg({{"run", &runs.fixed, {}, nullptr}});
+  CHECK(count(single, "marker-end=") == 0);
+  CHECK_THAT(single, !Contains("(run)"));
+}
+
+TEST_CASE("Phases table: device wall is busy + idle on the device, host time the host's clock, shown apart", "[report]") {
+  const TwoRuns runs;
+  const std::string html = report_html(runs.labelled(), "phases");
+  CHECK_THAT(html, Contains("<th>device wall</th><th>device busy</th>"));
+  const PhaseStats* decode = runs.buggy.phase(Phase::Decode);
+  REQUIRE(decode);
+  CHECK(decode->timeline.device_seconds() >= decode->timeline.busy_seconds);
+  CHECK_THAT(html, Contains("<tr><td>decode</td><td>" + std::to_string(decode->steps) + "</td><td>" +
+                            format_seconds(decode->timeline.device_seconds()) + "</td><td>" +
+                            format_seconds(decode->timeline.busy_seconds) + "</td>"));
+  CHECK(count(html, "<div class=\"table-scroll\"><table>") >= 7);  // phases, categories and top ops per run, roofs
+  CHECK_THAT(html, Contains(page_stylesheet()));
 }

@@ -1,6 +1,7 @@
 // A small well-formedness checker for the SVG and HTML the printers write: every tag
 // closes in order, attributes are quoted, entities are known. HTML void elements (meta,
-// br, ...) may stay open. Returns "" or the first problem with its byte offset.
+// br, ...) may stay open. Returns "" or the first problem with its byte offset. And a count
+// of a needle in a page.
 #pragma once
 
 #include <cctype>
@@ -86,6 +87,13 @@ inline std::string xml_problem(std::string_view text, bool html = false) {
   }
   if (!open.empty()) return "unclosed <" + open.back() + ">";
   return "";
+}
+
+// How many times `needle` occurs in `text` (overlapping occurrences counted).
+inline size_t occurrences(std::string_view text, std::string_view needle) {
+  size_t found = 0;
+  for (size_t at = text.find(needle); at != std::string_view::npos; at = text.find(needle, at + 1)) ++found;
+  return found;
 }
 
 }  // namespace decodelab::testing

@@ -1,0 +1,162 @@
+// The pages' frame and what they quote: every page embeds the one stylesheet and scrolls
+// wide tables inside their card; the lab's index links each bug's pages; chart labels are
+// placed without overlap; the lesson a comparison page opens with is the opening comment
+// of the bug's own file, parsed into its parts.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "lab/bug_lessons.h"
+#include "lab/lab_table.h"
+#include "lab/sweep_report.h"
+#include "profiling/html_page.h"
+#include "profiling/svg_labels.h"
+#include "tests/support/cli_runner.h"
+#include "tests/support/profiling_fixtures.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/xml_check.h"
+
+using namespace decodelab;
+using decodelab::testing::read_text_file;
+using decodelab::testing::TempDir;
+using decodelab::testing::xml_problem;
+using Catch::Matchers::Contains;
+
+namespace {
+
+size_t count(const std::string& text, const std::string& needle) { return decodelab::testing::occurrences(text, needle); }
+
+// The words of a text, whitespace collapsed: how a lesson compares with its file.
+std::string words(const std::string& text) {
+  std::istringstream stream(text);
+  std::string word, joined;
+  while (stream >> word) joined += (joined.empty() ? "" : " ") + word;
+  return joined;
+}
+
+// The opening comment of a source file, "// " taken off each line.
+std::string opening_comment(const std::filesystem::path& file) {
+  std::ifstream stream(file);
+  std::string line, text;
+  while (std::getline(stream, line) && line.rfind("//", 0) == 0) text += line.substr(line.size() > 2 ? 3 : 2) + "\n";
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("bug lessons: each bug file's opening comment, parsed into title, what code does, what a profiler sees, the fix",
+          "[pages]") {
+  const std::vector<std::string> bugs = {"fp32_ops", "host_sync", "no_kv_cache", "non_contiguous", "sequential_generation"};
+  REQUIRE(bug_lessons().size() == bugs.size());
+  for (size_t i = 0; i < bugs.size(); ++i) {
+    const BugLesson& lesson = bug_lessons()[i];
+    INFO(bugs[i]);
+    CHECK(lesson.bug == bugs[i]);
+    CHECK_FALSE(lesson.title.empty());
+    std::vector<std::string> leads;
+    std::string text = "Bug: " + lesson.title + ".";
+    for (const auto& [lead, part] : lesson.parts) {
+      leads.push_back(lead);
+      text += " " + lead + ": " + part;
+    }
+    CHECK(leads == std::vector<std::string>{"What real code does", "What a profiler sees", "The fix"});
+    // Word for word what the file says (the build copies it; nothing is written twice).
+    CHECK(words(text) == words(opening_comment(std::filesystem::path(DECODELAB_SOURCE_DIR) / "bugs" / (bugs[i] + ".cpp"))));
+  }
+}
+
+TEST_CASE("bug lessons: the switched-on bugs in BugSet order, and the parser keeps unknown text", "[pages]") {
+  BugSet bugs;
+  CHECK(lessons_of(bugs).empty());
+  bugs.fp32_ops = bugs.host_sync = true;
+  const std::vector<const BugLesson*> lessons = lessons_of(bugs);
+  REQUIRE(lessons.size() == 2);
+  CHECK(lessons[0]->bug == "host_sync");
+  CHECK(lessons[1]->bug == "fp32_ops");
+
+  const BugLesson parsed = parse_bug_lesson("x", "Bug: a thing.\n\nsome words first\nWhat it is: a\ncontinued (scope: b)\nThe fix: c");
+  CHECK(parsed.title == "a thing");
+  REQUIRE(parsed.parts.size() == 3);
+  CHECK(parsed.parts[0] == std::pair<std::string, std::string>{"", "some words first"});
+  CHECK(parsed.parts[1] == std::pair<std::string, std::string>{"What it is", "a continued (scope: b)"});
+  CHECK(parsed.parts[2] == std::pair<std::string, std::string>{"The fix", "c"});
+}
+
+TEST_CASE("page frame: the one stylesheet, links escaped, tables in a box that scrolls", "[pages]") {
+  const std::string page = html_page("a <title>", "<p>body</p>", {{"../index.html", "← the lab"}, {"a&b.html", "x"}});
+  CHECK(xml_problem(page, /*html=*/true) == "");
+  CHECK(count(page, "<style>") == 1);
+  CHECK_THAT(page, Contains(page_stylesheet()) && Contains("<title>a &lt;title&gt;</title>"));
+  CHECK_THAT(page, Contains("<nav class=\"links\"><a href=\"../index.html\">← the lab</a><a href=\"a&amp;b.html\">"));
+  CHECK(scrolling_table("<table></table>") == "<div class=\"table-scroll\"><table></table></div>");
+  // The stylesheet has what the pages rely on: scrolling tables, signed bars told apart by more than colour.
+  CHECK_THAT(page_stylesheet(), Contains(".table-scroll { overflow-x: auto;") && Contains(".track .bar.faster") &&
+                                    Contains("repeating-linear-gradient") && Contains(".track .zero"));
+}
+
+TEST_CASE("lab index: the stylesheet, each bug linked to its pages, verdicts marked, the table scrolls", "[pages]") {
+  const TempDir dir;
+  std::vector<LabRow> rows(2);
+  rows[0].bug = "host_sync";
+  rows[0].bugs = "host_sync(per=sequence)";
+  rows[0].headline.verdict = {VerdictKind::InRange, "in range"};
+  rows[1].bug = "no_kv_cache";
+  rows[1].headline.verdict = {VerdictKind::WithinNoise, "within noise"};
+  std::filesystem::create_directories(dir.path() / "host_sync");
+  std::ofstream(dir.path() / "host_sync" / "report.html") << "x";
+  std::ofstream(dir.path() / "host_sync" / "attribution.html") << "x";
+
+  write_lab_index(dir.path(), rows);
+
+  const std::string page = read_text_file(dir.path() / "index.html");
+  CHECK(xml_problem(page, /*html=*/true) == "");
+  CHECK_THAT(page, Contains(page_stylesheet()));
+  CHECK_THAT(page, Contains("<div class=\"table-scroll\"><table>"));
+  CHECK_THAT(page, Contains("<a href=\"host_sync/report.html\">host_sync</a>") &&
+                       Contains("<a href=\"host_sync/attribution.html\">why slower</a>"));
+  CHECK_THAT(page, !Contains("no_kv_cache/report.html"));  // no pages written for it: named, not linked
+  CHECK_THAT(page, Contains("<span class=\"verdict in-range\">in range</span>") &&
+                       Contains("<span class=\"verdict within-noise\">within noise</span>"));
+}
+
+TEST_CASE("sweep page: the stylesheet, the rows in a table that scrolls", "[pages]") {
+  const TempDir dir;
+  write_sweep_report(dir.path(), "sweep <x>", "| a | b |\n| --- | --- |\n| 1 | 2 |\n", "batch_size", {},
+                     decodelab::testing::synthetic_cpu_device());
+  const std::string page = read_text_file(dir.path() / "index.html");
+  CHECK(xml_problem(page, /*html=*/true) == "");
+  CHECK_THAT(page, Contains(page_stylesheet()) && Contains("<h1>sweep &lt;x&gt;</h1>") &&
+                       Contains("<div class=\"table-scroll\"><table><tr><th>a</th>"));
+}
+
+TEST_CASE("label placer: labels never overlap or leave the plot, and one with no room is refused", "[pages]") {
+  const LabelBox bounds{0, 0, 300, 120};
+  LabelPlacer placer(bounds);
+  placer.block(LabelBox{140, 50, 160, 70});  // a marker
+  std::vector<LabelBox> placed;
+  int refused = 0;
+  for (int i = 0; i < 40; ++i) {  // far more labels around one point than fit
+    const std::string text = "decode matmul " + std::to_string(i);
+    if (const auto origin = placer.place(150, 60, text)) {
+      placed.push_back(text_box(origin->first, origin->second, text, 11));
+    } else {
+      ++refused;
+    }
+  }
+  CHECK(placed.size() >= 4);
+  CHECK(refused > 0);
+  for (size_t a = 0; a < placed.size(); ++a) {
+    CHECK(placed[a].inside(bounds));
+    CHECK_FALSE(placed[a].overlaps(LabelBox{140, 50, 160, 70}));
+    for (size_t b = a + 1; b < placed.size(); ++b) CHECK_FALSE(placed[a].overlaps(placed[b]));
+  }
+  // Widths count characters, not bytes, and wide letters more than narrow ones.
+  CHECK(text_width("·", 11) < text_width("mm", 11));
+  CHECK(text_width("mmmm", 11) > text_width("iiii", 11) * 2);
+  CHECK(text_width("decode matmul", 11) > 60);  // an upper bound: a wide sans-serif's width
+}
