@@ -4,7 +4,7 @@
 # repeats alternated) and predicted from this machine's measured roofs and fixed costs. One
 # markdown row per case: decode_slowdown and end_to_end_slowdown, measured, predicted and
 # the prediction's error (measured / predicted - 1). Take it on a QUIET machine (nothing else
-# running): ~5 minutes on 2 cores. First this machine's roofs and fixed costs are measured
+# running): ~7 minutes on 2 cores. First this machine's roofs and fixed costs are measured
 # again (`roofline --measure`, which refreshes the cache every prediction here reads), so a
 # measurement taken under load earlier does not price the table; SKIP_ROOFS=1 keeps the cache.
 # Extra arguments go to every `decodelab predict` (e.g. --threads 1).
