@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "support/cached_roofs.h"
 #include "support/cli_runner.h"
+#include "support/scoped_env.h"
 #include "support/temp_dir.h"
 
 using namespace decodelab::testing;
@@ -40,10 +42,20 @@ nlohmann::json rows_so_far(const std::filesystem::path& file) {
 
 nlohmann::json read_json(const std::filesystem::path& file) { return nlohmann::json::parse(read_text_file(file)); }
 
+// The signals are the subject, not the roofs: the commands read round cached roofs (one
+// thread and every core) instead of measuring them, which under ASan on a busy machine can
+// take longer than the wait for the first row.
+std::string cached_roofs_in(const TempDir& dir) {
+  const std::filesystem::path cache = dir.path() / "roofs";
+  for (int threads : {1, 0}) cache_roofs(round_measured_spec("interrupt-test"), cache, threads);
+  return cache.string();
+}
+
 }  // namespace
 
 TEST_CASE("sweep: SIGINT keeps the completed rows and --resume finishes the rest", "[interrupt][cli]") {
   const TempDir dir;
+  const ScopedEnv roofs("DECODELAB_CACHE_DIR", cached_roofs_in(dir).c_str());
   const auto scenario = dir.write("sweep.yaml", kSweepScenario).string();
   const auto json = dir.path() / "sweep.json";
 
@@ -85,6 +97,7 @@ TEST_CASE("sweep: SIGINT keeps the completed rows and --resume finishes the rest
 
 TEST_CASE("sweep: a second signal ends it at once and the file stays valid and partial", "[interrupt][cli]") {
   const TempDir dir;
+  const ScopedEnv roofs("DECODELAB_CACHE_DIR", cached_roofs_in(dir).c_str());
   const auto scenario = dir.write("sweep.yaml", kSweepScenario).string();
   const auto json = dir.path() / "sweep.json";
   BackgroundDecodelab sweep({"sweep", scenario, "--threads", "1", "--json", json.string()});
@@ -103,6 +116,7 @@ TEST_CASE("sweep: a second signal ends it at once and the file stays valid and p
 
 TEST_CASE("lab: SIGTERM keeps the finished bugs and --resume runs only the others", "[interrupt][cli]") {
   const TempDir dir;
+  const ScopedEnv roofs("DECODELAB_CACHE_DIR", cached_roofs_in(dir).c_str());
   const auto json = dir.path() / "lab.json";
   const std::vector<std::string> arguments = {
       "lab",  "--only", "host_sync", "--only", "no_kv_cache", "--only", "sequential_generation", "--backend", "cpu",
@@ -138,6 +152,7 @@ TEST_CASE("lab: SIGTERM keeps the finished bugs and --resume runs only the other
 
 TEST_CASE("resume needs a --json file and refuses one that is not a results file", "[interrupt][cli]") {
   const TempDir dir;
+  const ScopedEnv roofs("DECODELAB_CACHE_DIR", cached_roofs_in(dir).c_str());
   const auto scenario = dir.write("sweep.yaml", kSweepScenario).string();
   const CommandResult no_file = run_decodelab({"sweep", scenario, "--resume"});
   CHECK(no_file.exit_code == 2);

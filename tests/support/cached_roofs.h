@@ -11,6 +11,7 @@
 
 #include "profiling/device_spec.h"
 #include "profiling/roof_measure.h"
+#include "tests/support/scoped_env.h"
 
 namespace decodelab::testing {
 
@@ -33,9 +34,10 @@ inline DeviceSpec round_measured_spec(const std::string& name) {
 // environment prefix ("DECODELAB_CACHE_DIR='...' ") that points a command at them.
 inline std::string cache_roofs(DeviceSpec spec, const std::filesystem::path& cache, int threads) {
   spec.machine = this_machine(threads);
-  ::setenv("DECODELAB_CACHE_DIR", cache.c_str(), 1);
-  save_device_spec(spec, roof_cache_path(*spec.machine));
-  ::unsetenv("DECODELAB_CACHE_DIR");
+  {
+    const ScopedEnv here("DECODELAB_CACHE_DIR", cache.c_str());  // restores what was set before
+    save_device_spec(spec, roof_cache_path(*spec.machine));
+  }
   return "DECODELAB_CACHE_DIR='" + cache.string() + "' ";
 }
 
