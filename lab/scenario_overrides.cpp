@@ -1,5 +1,8 @@
 // --set key.path=value: edits the scenario document before validation, so an override
-// is checked exactly like the file's own keys; an empty value removes the key. The walk rebinds with Node::reset(),
+// is checked exactly like the file's own keys; an empty value removes the key, and setting
+// one of two keys that exclude each other (run.repeats or run.min/max_repeats,
+// workload.prompt_tokens or workload.prompt_ids) removes the other, as an override
+// replaces what the file said. The walk rebinds with Node::reset(),
 // because assigning one yaml-cpp Node to another would overwrite the tree being walked.
 #include <string>
 #include <vector>
@@ -20,6 +23,40 @@ std::vector<std::string> split_key(const std::string& key) {
     parts.push_back(key.substr(begin, dot == std::string::npos ? std::string::npos : dot - begin));
     if (dot == std::string::npos) return parts;
     begin = dot + 1;
+  }
+}
+
+// Keys of one mapping that exclude each other: setting a key of one side removes the other side's.
+struct ExclusiveKeys {
+  const char* mapping;
+  std::vector<std::string> one;
+  std::vector<std::string> other;
+};
+
+const std::vector<ExclusiveKeys>& exclusive_keys() {
+  static const std::vector<ExclusiveKeys> table = {
+      {"run", {"repeats"}, {"min_repeats", "max_repeats"}},
+      {"workload", {"prompt_tokens"}, {"prompt_ids"}},
+  };
+  return table;
+}
+
+bool contains(const std::vector<std::string>& keys, const std::string& key) {
+  for (const std::string& each : keys) {
+    if (each == key) return true;
+  }
+  return false;
+}
+
+// Removes, from `mapping` (the node `path` names), the keys that `key` excludes.
+void remove_excluded_keys(YAML::Node& mapping, const std::string& path, const std::string& key) {
+  for (const ExclusiveKeys& keys : exclusive_keys()) {
+    if (path != keys.mapping) continue;
+    const std::vector<std::string>* excluded = contains(keys.one, key) ? &keys.other
+                                               : contains(keys.other, key) ? &keys.one
+                                                                           : nullptr;
+    if (excluded == nullptr) continue;
+    for (const std::string& each : *excluded) mapping.remove(each);
   }
 }
 
@@ -76,6 +113,7 @@ void apply_override(YAML::Node& document, const ScenarioOverride& override_value
   if (override_value.value.empty()) {
     current.remove(parts.back());  // "key=" removes the key (e.g. prompt_tokens before prompt_ids)
   } else {
+    remove_excluded_keys(current, walked, parts.back());
     current[parts.back()] = value;
   }
 }

@@ -346,6 +346,17 @@ TEST_CASE("a --set override changes any key before validation", "[scenario]") {
     CHECK(scenario.workload.prompt_ids == std::vector<int32_t>{3, 1, 4});
     CHECK(scenario.workload.prompt_length() == 3);
   }
+  SECTION("one of two keys that exclude each other replaces the other") {
+    // The file says prompt_tokens and run.repeats: an override of the other key wins.
+    const Scenario by_ids = load_scenario(file, {"workload.prompt_ids=[3, 1, 4]"});
+    CHECK(by_ids.workload.prompt_ids == std::vector<int32_t>{3, 1, 4});
+    const Scenario by_range = load_scenario(file, {"run.max_repeats=9"});
+    CHECK(by_range.repeats.max_repeats == 9);
+    CHECK(by_range.repeats.min_repeats == RepeatPolicy{}.min_repeats);
+    const Scenario back = load_scenario(file, {"run.max_repeats=9", "run.repeats=4"});
+    CHECK(back.repeats.min_repeats == 4);
+    CHECK(back.repeats.max_repeats == 4);
+  }
   SECTION("a section the file does not have") {
     const Scenario scenario = load_scenario(
         dir.write("nobugs.yaml",

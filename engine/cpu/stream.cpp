@@ -22,7 +22,12 @@ namespace {
 // How long each side polls before it sleeps. The worker polls longer: the next op of a
 // decode loop usually arrives within microseconds, and a futex wake-up costs several.
 constexpr int64_t kWorkerSpinNs = 50'000;
-constexpr int64_t kHostSpinNs = 20'000;
+// The host polls as CUDA's default schedule (cudaDeviceScheduleAuto) does: long when it has a
+// core the kernels do not use (a sleeping vCPU's wake-up takes tens to hundreds of
+// microseconds, and varies: a decode loop that syncs every step would time the hypervisor),
+// briefly when the kernels use every core and a polling host would take one from them.
+constexpr int64_t kHostSpinOwnCoreNs = 2'000'000;
+constexpr int64_t kHostSpinSharedNs = 20'000;
 // Polls between yields. A pause takes ~25 ns on recent x86 cores: 16 of them keep the
 // hand-off sub-microsecond when both threads have a core, and cost little when they share one.
 constexpr int kPauseRounds = 16;
@@ -47,7 +52,9 @@ bool spin_until(Ready&& ready, int64_t budget_ns) {
 }  // namespace
 
 CpuStream::CpuStream(int kernel_threads)
-    : kernel_threads_(kernel_threads > 0 ? kernel_threads : omp_get_num_procs()), ring_(new Slot[kCapacity]) {
+    : kernel_threads_(kernel_threads > 0 ? kernel_threads : omp_get_num_procs()),
+      host_spin_ns_(kernel_threads_ < omp_get_num_procs() ? kHostSpinOwnCoreNs : kHostSpinSharedNs),
+      ring_(new Slot[kCapacity]) {
   timings_.reserve(4096);
   worker_ = std::thread([this] { worker_main(); });
 }
@@ -80,7 +87,7 @@ void CpuStream::publish() {
 
 void CpuStream::wait_until_completed(uint64_t count) {
   auto done = [&] { return completed_.load(std::memory_order_acquire) >= count; };
-  if (spin_until(done, kHostSpinNs)) return;
+  if (spin_until(done, host_spin_ns_)) return;
   host_wait_target_.store(count);
   host_sleeping_.store(true);
   if (completed_.load() < count) {

@@ -2,13 +2,14 @@
 // The host (one thread) enqueues callables into a preallocated ring of fixed-size slots —
 // no heap allocation per command — and returns at once; the worker runs them in order,
 // timing each on now_ns(), and kernels inside fan out with OpenMP from that worker.
-// The one non-obvious choice: both sides poll briefly before sleeping (the worker for new
-// work, the host for completion), yielding between polls so that the other side or an
+// The one non-obvious choice: both sides poll before sleeping (the worker for new work, the
+// host for completion: up to 2 ms when the kernels leave it a core, as CUDA's default
+// schedule spins, else briefly), yielding between polls so that the other side or an
 // OpenMP helper sharing the core can run; each side takes the mutex to wake the other only
 // when that side has announced it is asleep — and the worker wakes the host only once the
 // count it waits for is reached (a wake-up per finished op cost the worker ~3 µs after
 // every op and put the host on a kernel thread's core each time). An enqueue costs tens of nanoseconds and a
-// sync round trip about a microsecond, and nothing burns a core for long while idle.
+// sync round trip about a microsecond, and nothing polls a core the kernels need for long.
 // Only the host thread may call enqueue, drain, synchronize and take_timings.
 #pragma once
 
@@ -70,6 +71,7 @@ class CpuStream {
   void worker_main();
 
   const int kernel_threads_;
+  const int64_t host_spin_ns_;  // how long a waiting host polls before it sleeps
   std::unique_ptr<Slot[]> ring_;
   uint64_t enqueued_ = 0;  // host-only copy of head_
 
