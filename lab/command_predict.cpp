@@ -21,7 +21,7 @@
 #include "lab/predict_check.h"
 #include "lab/row_prediction.h"
 #include "lab/sweep.h"
-#include "profiling/roof_measure.h"
+#include "profiling/roof_cache.h"
 #include "profiling/text_table.h"
 #include "profiling/units.h"
 

@@ -24,7 +24,9 @@
 #include "profiling/device_spec.h"
 #include "profiling/machine_check.h"
 #include "profiling/printers.h"
+#include "profiling/roof_cache.h"
 #include "profiling/roof_measure.h"
+#include "profiling/units.h"
 
 namespace decodelab {
 
@@ -97,17 +99,25 @@ void run_roofline(const RooflineOptions& options) {
     std::printf("\nsaved to %s\n", options.save.c_str());
     return;
   }
-  // The cache the runs use: a good measurement is never replaced by a worse one.
+  // The cache the runs use, merged figure by figure: a good roof is never replaced by a worse one.
   const std::filesystem::path target = roof_cache_path(machine);
-  std::string reason;
-  if (cached && !should_replace_cached_roofs(*spec.measured, *cached->measured, reason)) {
-    std::printf("\nnot cached: %s; runs keep using %s (%s). Delete that file to start afresh.\n", reason.c_str(),
+  if (!cached || !cached->measured) {
+    save_device_spec(spec, target);
+    std::printf("\nsaved to %s (the roofs runs on this machine use)\n", target.c_str());
+    return;
+  }
+  const MergedRoofs merged = merge_measured_specs(spec, *cached);
+  if (!merged.changed) {
+    std::printf("\nnot cached: no figure is better than the cached one (contention only lowers a rate and raises a "
+                "cost); runs keep using %s (%s). Delete that file to start afresh.\n",
                 target.c_str(), cached->roofs_provenance(std::time(nullptr)).c_str());
     return;
   }
-  save_device_spec(spec, target);
-  std::printf("\nsaved to %s (the roofs runs on this machine use)%s%s\n", target.c_str(),
-              reason.empty() ? "" : ": ", reason.c_str());
+  save_device_spec(merged.spec, target);
+  std::printf("\nsaved to %s (the roofs runs on this machine use)", target.c_str());
+  if (!merged.improved.empty()) std::printf("; better now: %s", format_list(merged.improved).c_str());
+  if (!merged.kept.empty()) std::printf("; kept from the cached measurement, better there: %s", format_list(merged.kept).c_str());
+  std::printf("\n");
 }
 
 }  // namespace

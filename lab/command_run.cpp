@@ -24,7 +24,7 @@
 #include "profiling/analysis.h"
 #include "profiling/chrome_trace.h"
 #include "profiling/report.h"
-#include "profiling/roof_measure.h"
+#include "profiling/roof_cache.h"
 #include "profiling/trace.h"
 
 namespace decodelab {

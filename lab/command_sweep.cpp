@@ -28,7 +28,7 @@
 #include "lab/sweep.h"
 #include "lab/sweep_report.h"
 #include "lab/sweep_row.h"
-#include "profiling/roof_measure.h"
+#include "profiling/roof_cache.h"
 
 namespace decodelab {
 

@@ -10,7 +10,7 @@
 #include "engine/clock.h"
 #include "lab/predict.h"
 #include "lab/run_report.h"
-#include "profiling/roof_measure.h"
+#include "profiling/roof_cache.h"
 
 namespace decodelab {
 

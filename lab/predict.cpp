@@ -3,7 +3,7 @@
 
 #include "engine/backend.h"
 #include "engine/op_stream.h"
-#include "profiling/roof_measure.h"
+#include "profiling/roof_cache.h"
 
 namespace decodelab {
 

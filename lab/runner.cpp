@@ -15,7 +15,7 @@
 #include "engine/saturating.h"
 #include "engine/weights.h"
 #include "lab/byte_size.h"
-#include "profiling/roof_measure.h"
+#include "profiling/roof_cache.h"
 
 namespace decodelab {
 

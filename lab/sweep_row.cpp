@@ -6,7 +6,7 @@
 #include "lab/row_prediction.h"
 #include "lab/run_report.h"
 #include "profiling/analysis.h"
-#include "profiling/roof_measure.h"
+#include "profiling/roof_cache.h"
 #include "profiling/trace.h"
 
 namespace decodelab {

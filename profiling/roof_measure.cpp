@@ -1,5 +1,5 @@
-// Measuring roofs against a backend, and the per-machine cache of CPU measurements.
-// All timing here goes through the backend's own device timings of single ops, so the
+// Measuring roofs against a backend (the per-machine cache of CPU measurements is
+// profiling/roof_cache.cpp). All timing here goes through the backend's own device timings of single ops, so the
 // figures exclude enqueue and sync costs, exactly like the ops they will be compared to.
 #include "profiling/roof_measure.h"
 
@@ -42,11 +42,6 @@ TimedSamples TimedSamples::of(std::vector<double> seconds, double noisy_spread) 
 }
 
 namespace {
-
-// Bumped whenever the measurement changes meaning (2: CPU compute roofs from the FMA probe;
-// 3: fixed costs and the last-level cache measured beside the roofs; 4: the decode matmuls
-// per dtype and rows, and the one-row ones in the bandwidth roof).
-constexpr int kRoofMethodVersion = 4;
 
 bool is_gpu(const Backend& backend) { return backend.name() == "cuda"; }
 
@@ -414,45 +409,6 @@ nlohmann::json to_json(const RoofMeasurement& measurement) {
 // ---------------------------------------------------------------------------------------
 // The per-machine cache
 
-MachineIdentity this_machine(int threads) {
-  MachineIdentity machine;
-  char host[256] = {};
-  machine.hostname = ::gethostname(host, sizeof host - 1) == 0 && host[0] ? host : "unknown-host";
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  for (std::string line; std::getline(cpuinfo, line);) {
-    if (line.rfind("model name", 0) != 0) continue;
-    const size_t colon = line.find(':');
-    if (colon != std::string::npos) machine.cpu_model = line.substr(line.find_first_not_of(" \t", colon + 1));
-    break;
-  }
-  if (machine.cpu_model.empty()) machine.cpu_model = "unknown-cpu";
-  machine.threads = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return machine;
-}
-
-std::filesystem::path roof_cache_path(const MachineIdentity& machine) {
-  std::filesystem::path directory;
-  if (const char* override_directory = std::getenv("DECODELAB_CACHE_DIR"); override_directory && *override_directory) {
-    directory = override_directory;
-  } else if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
-    directory = std::filesystem::path(xdg) / "decodelab";
-  } else {
-    const char* home = std::getenv("HOME");
-    directory = std::filesystem::path(home && *home ? home : "/tmp") / ".cache" / "decodelab";
-  }
-  std::string name = "roofs-v" + std::to_string(kRoofMethodVersion) + "-" + machine.hostname + "-" + machine.cpu_model + "-" + std::to_string(machine.threads);
-  std::string safe;
-  for (char c : name) {
-    const bool keep = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
-    if (keep) {
-      safe += c;
-    } else if (!safe.empty() && safe.back() != '-') {
-      safe += '-';
-    }
-  }
-  return directory / (safe + ".yaml");
-}
-
 DeviceSpec measured_spec(const std::string& description, const MachineIdentity& machine,
                          const RoofMeasurement& measurement) {
   DeviceSpec spec;
@@ -490,134 +446,6 @@ double host_cache_bytes() {
     if (bytes > 0) return static_cast<double>(bytes);
   }
   return 0;
-}
-
-namespace {
-
-MachineIdentity identity_for(const Backend& backend, int threads) {
-  MachineIdentity machine = this_machine(threads);
-  if (is_gpu(backend)) machine.cpu_model = backend.device_description();  // the GPU is what was measured
-  return machine;
-}
-
-// Saves `fresh` unless the cached spec is better; returns the spec to use.
-DeviceSpec keep_the_better(const DeviceSpec& fresh, const std::optional<DeviceSpec>& cached,
-                           const std::filesystem::path& cache, std::ostream* progress) {
-  std::string reason;
-  if (cached && cached->measured && !should_replace_cached_roofs(*fresh.measured, *cached->measured, reason)) {
-    if (progress) *progress << "kept the cached roofs (" << cache.string() << "): " << reason << "\n";
-    return *cached;
-  }
-  try {
-    save_device_spec(fresh, cache);
-    if (progress && !reason.empty()) *progress << "cached the new roofs: " << reason << "\n";
-  } catch (const std::exception& error) {
-    if (progress) *progress << "could not cache the roofs: " << error.what() << "\n";
-  }
-  // The figures as the cache holds them (rounded in YAML), so the run that measured reads,
-  // prices and predicts with exactly what every later run reads back.
-  return parse_device_spec(device_spec_to_yaml(fresh), cache.string());
-}
-
-DeviceSpec measure_into_cache(Backend& backend, int threads, std::ostream* progress, const RoofMeasureOptions& options,
-                              const MachineState* machine, const std::optional<DeviceSpec>& cached) {
-  const MachineIdentity identity = identity_for(backend, threads);
-  const std::filesystem::path cache = roof_cache_path(identity);
-  RoofMeasurement measurement = measure_roofs(backend, options, progress);
-  if (machine) {
-    measurement.machine_contended = machine->contended;
-    measurement.probe_bandwidth = machine->probe_bandwidth;
-  }
-  DeviceSpec spec = measured_spec(backend.device_description(), identity, measurement);
-  if (!is_gpu(backend)) spec.cache_bytes = host_cache_bytes();
-  return keep_the_better(spec, cached, cache, progress);
-}
-
-}  // namespace
-
-bool should_replace_cached_roofs(const Roofs& fresh, const Roofs& cached, std::string& reason,
-                                 double steady_contention) {
-  auto compute = [](const Roofs& roofs) { return roofs.flops(Precision::Fp32); };
-  // Contention only ever slows a measured rate down: roofs at least as high as the cached
-  // ones are the better reading of the hardware, however noisy their repeats were.
-  if (fresh.bandwidth >= cached.bandwidth && compute(fresh) >= compute(cached)) {
-    reason = fresh.noisy && !cached.noisy ? "the new roofs are higher than the cached ones (contention only lowers a "
-                                            "measured rate), although their repeats were noisy"
-                                          : "";
-    return true;
-  }
-  if (fresh.noisy && !cached.noisy) {
-    reason = "the new measurement is noisy (spread " + format_percent(fresh.spread) +
-             (fresh.source.find("contended") != std::string::npos ? ", on a contended machine" : "") +
-             ") and the cached one is not";
-    return false;
-  }
-  if (!fresh.noisy && cached.noisy) {
-    reason = "it replaces a noisy one";
-    return true;
-  }
-  const bool slower = fresh.bandwidth < steady_contention * cached.bandwidth ||
-                      (compute(cached) > 0 && compute(fresh) < steady_contention * compute(cached));
-  if (!fresh.noisy && slower) {
-    reason = "the new roofs (" + format_bandwidth(fresh.bandwidth) + ", " + format_flop_rate(compute(fresh)) +
-             ") are far below the cached quiet ones (" + format_bandwidth(cached.bandwidth) + ", " +
-             format_flop_rate(compute(cached)) + "): a steady contention, not the hardware";
-    return false;
-  }
-  if (fresh.noisy && cached.noisy) {
-    const bool higher = fresh.bandwidth >= cached.bandwidth && compute(fresh) >= compute(cached);
-    reason = higher ? "both are noisy; the new roofs are higher" : "both are noisy; the cached roofs are higher";
-    return higher;
-  }
-  reason = "";
-  return true;
-}
-
-std::optional<DeviceSpec> cached_device_spec(Backend& backend, int threads) {
-  if (is_gpu(backend) && match_device_spec(backend.device_description())) return std::nullopt;
-  const MachineIdentity machine = identity_for(backend, threads);
-  const std::filesystem::path cache = roof_cache_path(machine);
-  std::error_code error;
-  if (!std::filesystem::exists(cache, error)) return std::nullopt;
-  try {
-    DeviceSpec cached = load_device_spec(cache);
-    if (cached.machine == machine && cached.measured) {
-      if (!is_gpu(backend) && cached.cache_bytes <= 0) cached.cache_bytes = host_cache_bytes();
-      return cached;
-    }
-  } catch (const InputError&) {
-  }
-  return std::nullopt;
-}
-
-DeviceSpec default_device_spec(Backend& backend, int threads, std::ostream* progress, const RoofMeasureOptions& options,
-                               const MachineState* machine) {
-  if (is_gpu(backend)) {
-    if (std::optional<DeviceSpec> known = match_device_spec(backend.device_description())) return *known;
-  }
-  const std::filesystem::path cache = roof_cache_path(identity_for(backend, threads));
-  const std::optional<DeviceSpec> cached = cached_device_spec(backend, threads);
-  if (cached) {
-    // A noisy cache is measured again once the machine is quiet; otherwise it is used.
-    const bool quiet_now = machine && !machine->contended;
-    if (!cached->measured->noisy || !quiet_now) return *cached;
-    if (progress) *progress << "the cached roofs were measured on a noisy machine; measuring again now that it is quiet\n";
-  } else if (std::filesystem::exists(cache)) {
-    if (progress) *progress << "roof cache " << cache.string() << " is for another machine or unreadable; measuring again\n";
-  }
-  if (progress) *progress << "measuring this device's roofs (cached in " << cache.string() << ")\n";
-  return measure_into_cache(backend, threads, progress, options, machine, cached);
-}
-
-DeviceSpec remeasure_device_spec(Backend& backend, int threads, const DeviceSpec& current, std::ostream* progress,
-                                 const MachineState* machine) {
-  if (!current.measured || current.measured->measured_at <= 0) return current;  // a datasheet: nothing to measure
-  // Measured minutes ago: measuring again would only repeat it (the reading stays "suspect").
-  if (std::time(nullptr) - current.measured->measured_at < 600) return current;
-  if (progress) *progress << "a point ran above its roof: measuring the roofs again\n";
-  std::optional<DeviceSpec> cached = cached_device_spec(backend, threads);
-  if (!cached) cached = current;
-  return measure_into_cache(backend, threads, progress, {}, machine, cached);
 }
 
 }  // namespace decodelab

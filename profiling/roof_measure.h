@@ -13,9 +13,9 @@
 //
 // Non-obvious choices: the bandwidth roof is the faster of copy and streaming read, because
 // on a CPU a copy's stores also read their destination line first (write-allocate), so a
-// copy alone sits well below what a read-dominated decode step reaches. CPU roofs are cached per machine (hostname, CPU model, threads) in
-// ~/.cache/decodelab/ — or $DECODELAB_CACHE_DIR — so every run is held to measured roofs
-// by default while the measurement itself (seconds) happens once per machine.
+// copy alone sits well below what a read-dominated decode step reaches. CPU roofs are cached
+// per machine (profiling/roof_cache.h), so every run is held to measured roofs by default
+// while the measurement itself (seconds) happens once per machine.
 #pragma once
 
 #include <filesystem>
@@ -29,6 +29,11 @@
 #include "profiling/stream_costs.h"
 
 namespace decodelab {
+
+// Bumped whenever the measurement changes meaning (2: CPU compute roofs from the FMA probe;
+// 3: fixed costs and the last-level cache measured beside the roofs; 4: the decode matmuls
+// per dtype and rows, and the one-row ones in the bandwidth roof). Caches are keyed by it.
+constexpr int kRoofMethodVersion = 4;
 
 // fp32, fp16, bf16: the dtypes whose matmul a measurement times (out of line: GCC 12 warns
 // about an inlined initializer list here as possibly uninitialised).
@@ -136,52 +141,11 @@ struct FmaPeak {
 };
 FmaPeak measure_fma_peak(Backend& backend, const RoofMeasureOptions& options = {}, std::ostream* progress = nullptr);
 
-// This machine, as measured roofs are keyed: hostname, CPU model (/proc/cpuinfo), threads
-// (0 = every core, resolved to the count).
-MachineIdentity this_machine(int threads);
-// $DECODELAB_CACHE_DIR, else $XDG_CACHE_HOME/decodelab, else ~/.cache/decodelab; then
-// roofs-v<method>-<hostname>-<cpu model>-<threads>.yaml with unsafe characters replaced
-// (the method version changes when the way roofs are measured does, so an older
-// measurement is not reused).
-std::filesystem::path roof_cache_path(const MachineIdentity& machine);
-
 // A spec holding a measurement (and the machine identity) ready to save or analyse with.
 DeviceSpec measured_spec(const std::string& description, const MachineIdentity& machine,
                          const RoofMeasurement& measurement);
 
 // This machine's last-level cache in bytes (sysfs, else sysconf), 0 when unknown.
 double host_cache_bytes();
-
-// The cached measurement for this backend's machine and thread count, if any (nothing is
-// measured). CUDA devices with a configs/devices spec have none.
-std::optional<DeviceSpec> cached_device_spec(Backend& backend, int threads);
-
-// Whether a fresh measurement should replace the cached one ("a good roof is never
-// replaced by a worse one"): yes when nothing is cached, when the new bandwidth and compute
-// roofs are both at least the cached ones (contention only lowers a measured rate, so they
-// read the hardware better even when noisy), or the cached one is noisy and the new one is
-// not; no when the new one is noisy and the cached one is not, or when
-// both are steady but the new bandwidth or compute roof is below `steady_contention` of
-// the cached one (a steady contention that left a low spread). Between two noisy ones,
-// the higher roofs. `reason` says why, for the user.
-bool should_replace_cached_roofs(const Roofs& fresh, const Roofs& cached, std::string& reason,
-                                 double steady_contention = 0.75);
-
-// The roofs a run on this backend is held to by default:
-//  - CUDA: the configs/devices spec matching the device name (datasheet, plus measured
-//    reference figures where the file has them); an unknown GPU is measured and cached.
-//  - CPU: the cached measurement for this machine and thread count; measured on first
-//    use, and measured again while the cached one is noisy and the machine (`machine`,
-//    the check taken before timing, when given) is quiet. A measurement replaces the
-//    cache only as should_replace_cached_roofs() allows.
-struct MachineState;
-DeviceSpec default_device_spec(Backend& backend, int threads, std::ostream* progress = nullptr,
-                               const RoofMeasureOptions& options = {}, const MachineState* machine = nullptr);
-
-// Measures the roofs again now (a point ran above its roof and the roofs are suspect) and
-// caches them if allowed; returns the spec to analyse with (the better of the two). Roofs
-// measured less than 10 minutes ago are kept as they are.
-DeviceSpec remeasure_device_spec(Backend& backend, int threads, const DeviceSpec& current, std::ostream* progress,
-                                 const MachineState* machine);
 
 }  // namespace decodelab

@@ -54,4 +54,10 @@ std::string format_percent(double fraction) {
   return buffer;
 }
 
+std::string format_list(const std::vector<std::string>& items) {
+  std::string text;
+  for (const std::string& item : items) text += (text.empty() ? "" : ", ") + item;
+  return text;
+}
+
 }  // namespace decodelab

@@ -1,8 +1,9 @@
-// Human-readable quantities for printers: seconds, bytes, rates, percentages. The unit
+// Human-readable quantities for printers: seconds, bytes, rates, percentages, lists. The unit
 // prefix is chosen per value (GB/s on a CPU, TB/s on an H200) with three significant digits.
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace decodelab {
 
@@ -15,5 +16,7 @@ std::string format_percent(double fraction);         // "70%", "0.4%"
 std::string format_number(double value, int significant = 3);
 // The formatted text of `value` with an explicit "+" when it is positive ("+412 µs").
 std::string with_sign(double value, const std::string& formatted);
+// Names in prose: "a, b, c" ("" for none).
+std::string format_list(const std::vector<std::string>& items);
 
 }  // namespace decodelab

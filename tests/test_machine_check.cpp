@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -17,7 +18,7 @@
 
 #include "profiling/device_spec.h"
 #include "profiling/machine_check.h"
-#include "profiling/roof_measure.h"
+#include "profiling/roof_cache.h"
 #include "tests/support/cli_runner.h"
 
 using namespace decodelab;
@@ -144,38 +145,83 @@ TEST_CASE("machine rules: each contention is found, said with numbers and advice
   }
 }
 
-TEST_CASE("the roof cache keeps the better measurement", "[machine_check][roof_measure]") {
-  Roofs good{20e9, 100e9, 0, 100e9, 100e9, "quiet"};
-  good.measured_at = 1;
-  good.spread = 0.02;
-  Roofs noisy = good;
-  noisy.noisy = true;
-  noisy.spread = 0.38;
-  noisy.bandwidth = 16e9;
-  Roofs steady_but_slow = good;
-  steady_but_slow.fp32_flops = steady_but_slow.fp16_flops = steady_but_slow.bf16_flops = 30e9;  // FMA peak 30%
-  std::string reason;
-  CHECK_FALSE(should_replace_cached_roofs(noisy, good, reason));
-  CHECK(reason.find("noisy") != std::string::npos);
-  CHECK(should_replace_cached_roofs(good, noisy, reason));
-  CHECK_FALSE(should_replace_cached_roofs(steady_but_slow, good, reason));
-  CHECK(reason.find("steady contention") != std::string::npos);
-  Roofs fresh = good;
-  fresh.bandwidth = 21e9;
-  CHECK(should_replace_cached_roofs(fresh, good, reason));
-  Roofs noisier = noisy;
-  noisier.bandwidth = 12e9;
-  CHECK_FALSE(should_replace_cached_roofs(noisier, noisy, reason));  // both noisy: the higher stays
-  // A cached measurement taken under contention that went unnoticed (steady, but low) gives
-  // way to a noisy one whose roofs are all higher: noise never raises a measured rate.
-  Roofs noisy_but_higher = noisy;
-  noisy_but_higher.bandwidth = 23e9;
-  noisy_but_higher.fp32_flops = noisy_but_higher.fp16_flops = noisy_but_higher.bf16_flops = 200e9;
-  CHECK(should_replace_cached_roofs(noisy_but_higher, good, reason));
-  CHECK(reason.find("higher") != std::string::npos);
-  Roofs noisy_higher_bandwidth_only = noisy_but_higher;
-  noisy_higher_bandwidth_only.fp32_flops = noisy_higher_bandwidth_only.fp16_flops = 90e9;
-  CHECK_FALSE(should_replace_cached_roofs(noisy_higher_bandwidth_only, good, reason));
+namespace {
+
+// A measured spec as a cache holds it: roofs, decode ceilings, fixed costs, cache level.
+DeviceSpec measured_test_spec(double bandwidth, double flops, double op_overhead, int64_t at, bool noisy) {
+  DeviceSpec spec;
+  spec.name = "measured-test";
+  spec.measured = Roofs{};
+  spec.measured->bandwidth = bandwidth;
+  spec.measured->fp32_flops = spec.measured->fp16_flops = spec.measured->bf16_flops = flops;
+  spec.measured->source = "measurement at " + std::to_string(at);
+  spec.measured->matmul_fp32_flops = spec.measured->matmul_fp16_flops = spec.measured->matmul_bf16_flops = flops / 2;
+  spec.measured->decode_matmul_ceilings = {{Precision::Fp32, 1, bandwidth}, {Precision::Fp16, 1, bandwidth * 0.8},
+                                           {Precision::Fp16, 4, bandwidth * 0.6}};
+  spec.measured->measured_at = at;
+  spec.measured->noisy = noisy;
+  spec.measured->spread = noisy ? 0.4 : 0.02;
+  spec.measured_fixed_costs = FixedCosts{0.1e-6, op_overhead, op_overhead + 0.3e-6, 0, "costs at " + std::to_string(at)};
+  spec.measured_cache = CacheLevel{32e6, 2 * bandwidth, "cache at " + std::to_string(at)};
+  return spec;
+}
+
+bool contains(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+}  // namespace
+
+TEST_CASE("the roof cache keeps the better reading of each figure", "[machine_check][roof_measure]") {
+  const DeviceSpec quiet = measured_test_spec(20e9, 100e9, 0.6e-6, 1000, false);
+
+  SECTION("a loaded measurement improves nothing: the cache stays as it was") {
+    const MergedRoofs merged = merge_measured_specs(measured_test_spec(12e9, 60e9, 6e-6, 2000, true), quiet);
+    CHECK_FALSE(merged.changed);
+    CHECK(merged.improved.empty());
+    CHECK(merged.spec == quiet);
+  }
+  SECTION("higher roofs but fixed costs taken under load: each figure from where it is better") {
+    // The case that misled the prediction: the better roofs brought along a 6 µs per-op cost.
+    const MergedRoofs merged = merge_measured_specs(measured_test_spec(24e9, 120e9, 6e-6, 2000, true), quiet);
+    REQUIRE(merged.changed);
+    CHECK(merged.spec.measured->bandwidth == 24e9);
+    CHECK(merged.spec.measured->fp32_flops == 120e9);
+    CHECK(merged.spec.measured->decode_matmul_bandwidth(Precision::Fp16, 4) == Approx(24e9 * 0.6));
+    CHECK(merged.spec.measured_fixed_costs->op_overhead == 0.6e-6);
+    CHECK(merged.spec.measured_fixed_costs->sync_round_trip == Approx(0.9e-6));
+    CHECK(merged.spec.measured_cache->bandwidth == 48e9);
+    CHECK(contains(merged.improved, "bandwidth_bytes_per_s"));
+    CHECK(contains(merged.improved, "decode_matmul fp16×4"));
+    CHECK(contains(merged.kept, "op_overhead_s"));
+    CHECK_FALSE(contains(merged.kept, "bandwidth_bytes_per_s"));
+    // Where each figure came from is said in its source line; the set is steady (one was).
+    CHECK(merged.spec.measured_fixed_costs->source.find("kept from it: op_overhead_s, sync_round_trip_s") !=
+          std::string::npos);
+    CHECK(merged.spec.measured->source.find("kept from it") == std::string::npos);
+    CHECK_FALSE(merged.spec.measured->noisy);
+    CHECK(merged.spec.measured->spread == 0.02);
+    CHECK(merged.spec.measured->measured_at == 2000);
+  }
+  SECTION("a quiet measurement confirms a noisy cache, even when no figure improves") {
+    const DeviceSpec noisy_cache = measured_test_spec(20e9, 100e9, 0.6e-6, 1000, true);
+    const MergedRoofs merged = merge_measured_specs(measured_test_spec(18e9, 90e9, 0.7e-6, 2000, false), noisy_cache);
+    CHECK(merged.changed);
+    CHECK(merged.improved.empty());
+    CHECK_FALSE(merged.spec.measured->noisy);
+    CHECK(merged.spec.measured->bandwidth == 20e9);
+    CHECK(merged.spec.measured->source.find("kept from it: bandwidth_bytes_per_s") != std::string::npos);
+  }
+  SECTION("a figure only one side has is kept") {
+    DeviceSpec fresh = measured_test_spec(21e9, 100e9, 0.5e-6, 2000, false);
+    fresh.measured->decode_matmul_ceilings.pop_back();  // no fp16×4 this time
+    fresh.measured_cache.reset();
+    const MergedRoofs merged = merge_measured_specs(fresh, quiet);
+    CHECK(merged.spec.measured->decode_matmul_bandwidth(Precision::Fp16, 4) == Approx(20e9 * 0.6));
+    REQUIRE(merged.spec.measured_cache);
+    CHECK(merged.spec.measured_cache->bandwidth == 40e9);
+    CHECK(merged.spec.measured_fixed_costs->op_overhead == 0.5e-6);
+  }
 }
 
 TEST_CASE("a probe on this machine gives figures in range", "[machine_check]") {
@@ -204,13 +250,16 @@ TEST_CASE("busy loops on every core: run warns and records it, roofline keeps th
   ::setenv("DECODELAB_CACHE_DIR", (dir / "cache").c_str(), 1);
   const std::filesystem::path cache = roof_cache_path(machine);
   ::unsetenv("DECODELAB_CACHE_DIR");
-  DeviceSpec good;
-  good.name = "measured-test";
+  // Every figure better than any real reading: the merge keeps each of them.
+  DeviceSpec good = measured_test_spec(900e9, 9e12, 1e-9, 1700000000, false);
   good.description = backend->device_description();
   good.machine = machine;
-  good.measured = Roofs{900e9, 9e12, 0, 9e12, 9e12, "a quiet measurement (test)"};
-  good.measured->measured_at = 1700000000;
-  good.measured->spread = 0.01;
+  good.measured->decode_matmul_ceilings.clear();
+  for (Precision precision : {Precision::Fp32, Precision::Fp16, Precision::Bf16}) {
+    for (int rows : {1, 4, 8}) good.measured->decode_matmul_ceilings.push_back({precision, rows, 900e9});
+  }
+  good.measured_fixed_costs = FixedCosts{1e-9, 1e-9, 3e-9, 9e12, "a quiet measurement (test)"};
+  good.measured_cache->bytes = host_cache_bytes();
   save_device_spec(good, cache);
   const std::string before = read_text_file(cache);
 
@@ -229,6 +278,7 @@ TEST_CASE("busy loops on every core: run warns and records it, roofline keeps th
   const CommandResult measure =
       run_decodelab({"roofline", "--measure", "--backend", "cpu", "--threads", "1", "--repeats", "2"}, cache_env);
   REQUIRE(measure.exit_code == 0);
+  INFO(measure.out);
   CHECK(measure.out.find("not cached") != std::string::npos);
   CHECK(read_text_file(cache) == before);
   std::filesystem::remove_all(dir);

@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include "profiling/roof_cache.h"
 #include "profiling/roof_measure.h"
 #include "tests/support/scoped_env.h"
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "profiling/device_spec.h"
+#include "profiling/roof_cache.h"
 #include "profiling/roof_measure.h"
 #include "tests/support/scoped_env.h"
 
