@@ -46,6 +46,15 @@ struct Roofs {
     bool operator==(const DecodeMatmulCeiling&) const = default;
   };
   std::vector<DecodeMatmulCeiling> decode_matmul_ceilings;
+  // The matmul kernel's cost per output element beside its FLOPs (reducing the element's
+  // vector of partial sums to one value and storing it), where measured (the CPU: fitted
+  // together with the matmul ceilings from a square and a narrow matmul, the ceiling then
+  // being the kernel's rate as K grows); 0 = none. A matmul's compute time is
+  // M·N·(2K / matmul_flops + matmul_output_seconds): narrow products (small K) run well
+  // below the ceiling.
+  double matmul_output_fp32_s = 0;
+  double matmul_output_fp16_s = 0;
+  double matmul_output_bf16_s = 0;
   // Measured roofs only (docs/metrics.md, "Roofs"): when, how steady, in what machine state.
   int64_t measured_at = 0;       // Unix seconds; 0 = not measured here (a datasheet, a quoted reference)
   double spread = 0;             // the largest (max - min) / median among the measured figures
@@ -61,6 +70,9 @@ struct Roofs {
   // the measured row counts (log-linear in rows); 0 where none was measured for it or
   // `rows` lies beyond the largest measured (a prefill: held to the compute ceiling).
   double decode_matmul_bandwidth(Precision precision, int64_t rows) const;
+  // The per-output cost for a precision where one was measured (fp16 <-> bf16, tf32 -> fp32
+  // as for the ceilings), else 0.
+  double matmul_output_seconds(Precision precision) const;
   bool has_matmul_ceiling() const { return matmul_fp32_flops > 0 || matmul_fp16_flops > 0 || matmul_bf16_flops > 0; }
   // "taken 2 h ago, spread 3%" / "taken 5 min ago on a noisy or contended machine, spread 38%";
   // "" when not measured here.

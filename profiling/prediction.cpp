@@ -103,15 +103,19 @@ TimeSplit price(const StreamOp& op, const OpCost& cost, double resident_fraction
     busy.memory = link > 0 ? cost.bytes() / link : 0.0;
     return busy;
   }
-  // A matmul is held to what the matmul kernel measurably reaches where that was measured.
-  const double peak = op.desc.category == OpCategory::Matmul ? inputs.roofs.matmul_flops(cost.precision)
-                                                             : inputs.roofs.flops(cost.precision);
-  const double compute = peak > 0 ? cost.flops / peak : 0.0;
+  // A matmul is held to what the matmul kernel measurably reaches where that was measured:
+  // its rate, plus its cost per output element (what makes narrow products slow).
+  const bool matmul = op.desc.category == OpCategory::Matmul;
+  const double peak = matmul ? inputs.roofs.matmul_flops(cost.precision) : inputs.roofs.flops(cost.precision);
+  double compute = peak > 0 ? cost.flops / peak : 0.0;
+  if (matmul && !op.desc.outputs.empty()) {
+    compute += static_cast<double>(tensor_elements(op.desc.outputs[0])) * inputs.roofs.matmul_output_seconds(cost.precision);
+  }
   const double cache_bytes = cost.bytes() * resident_fraction;
   // A decode-shaped matmul streams its weight at the rate measured for its dtype and rows
   // (a half weight is widened on the fly; a few rows already cost compute), where measured.
   double stream_bandwidth = inputs.roofs.bandwidth;
-  if (op.desc.category == OpCategory::Matmul && op.desc.inputs.size() >= 2) {
+  if (matmul && op.desc.inputs.size() >= 2) {
     const double measured = inputs.roofs.decode_matmul_bandwidth(dtype_precision(op.desc.inputs[1].dtype),
                                                                  tensor_rows(op.desc.inputs[0]));
     if (measured > 0) stream_bandwidth = std::min(measured, stream_bandwidth > 0 ? stream_bandwidth : measured);

@@ -116,6 +116,9 @@ void merge_roofs(Roofs& fresh, const Roofs& cached, FigureMerger& merger) {
   merger.rate("matmul_flops_per_s.fp32", fresh.matmul_fp32_flops, cached.matmul_fp32_flops);
   merger.rate("matmul_flops_per_s.fp16", fresh.matmul_fp16_flops, cached.matmul_fp16_flops);
   merger.rate("matmul_flops_per_s.bf16", fresh.matmul_bf16_flops, cached.matmul_bf16_flops);
+  merger.cost("matmul_output_s.fp32", fresh.matmul_output_fp32_s, cached.matmul_output_fp32_s);
+  merger.cost("matmul_output_s.fp16", fresh.matmul_output_fp16_s, cached.matmul_output_fp16_s);
+  merger.cost("matmul_output_s.bf16", fresh.matmul_output_bf16_s, cached.matmul_output_bf16_s);
   // Each (precision, rows) ceiling on its own; one that only the cache has is kept.
   for (const Roofs::DecodeMatmulCeiling& old_ceiling : cached.decode_matmul_ceilings) {
     auto same = [&](const Roofs::DecodeMatmulCeiling& c) {

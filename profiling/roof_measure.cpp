@@ -141,6 +141,44 @@ FmaPeak measure_fma_peak(Backend& backend, const RoofMeasureOptions& options, st
   return peak;
 }
 
+namespace {
+
+// The narrow product beside a square one, and the fit of the two (RoofMeasurement::Matmul).
+// Per output element the square takes a = 2S/r + e and the narrow one b = 2K/r + e, so
+// r = 2(S - K) / (a - b) and e = b - 2K/r; the fit is kept only when both are positive.
+void measure_narrow_matmul(Backend& backend, OpTimer& timer, RoofMeasurement::Matmul& matmul, std::ostream* progress) {
+  using M = RoofMeasurement;
+  const DType dtype = matmul.dtype;
+  DeviceBuffer x(backend, static_cast<size_t>(M::kNarrowRows * M::kNarrowDepth) * dtype_size(dtype));
+  DeviceBuffer weight(backend, static_cast<size_t>(M::kNarrowColumns * M::kNarrowDepth) * dtype_size(dtype));
+  DeviceBuffer out(backend, static_cast<size_t>(M::kNarrowRows * M::kNarrowColumns) * dtype_size(dtype));
+  fill_random(backend, x.get(), dtype, static_cast<size_t>(M::kNarrowRows * M::kNarrowDepth), 6);
+  fill_random(backend, weight.get(), dtype, static_cast<size_t>(M::kNarrowColumns * M::kNarrowDepth), 7);
+  const Tensor x_view = Tensor::contiguous(x.get(), dtype, {M::kNarrowRows, M::kNarrowDepth});
+  const Tensor weight_view = Tensor::contiguous(weight.get(), dtype, {M::kNarrowColumns, M::kNarrowDepth});
+  const Tensor out_view = Tensor::contiguous(out.get(), dtype, {M::kNarrowRows, M::kNarrowColumns});
+  if (progress) {
+    *progress << "measuring " << dtype_name(dtype) << " matmul " << M::kNarrowRows << "×" << M::kNarrowColumns << "×"
+              << M::kNarrowDepth << "\n";
+  }
+  matmul.narrow = timer.sample([&](OpId id) { backend.matmul(x_view, weight_view, out_view, id); });
+  const double outputs = static_cast<double>(M::kNarrowRows * M::kNarrowColumns);
+  const double depth = static_cast<double>(M::kNarrowDepth);
+  matmul.narrow_flops_per_s = 2.0 * outputs * depth / matmul.narrow.best;
+
+  const double size = static_cast<double>(matmul.size);
+  const double square_per_output = matmul.timing.best / (size * size);
+  const double narrow_per_output = matmul.narrow.best / outputs;
+  if (size <= depth || square_per_output <= narrow_per_output) return;
+  const double rate = 2.0 * (size - depth) / (square_per_output - narrow_per_output);
+  const double per_output = narrow_per_output - 2.0 * depth / rate;
+  if (per_output <= 0) return;
+  matmul.kernel_flops_per_s = rate;
+  matmul.output_seconds = per_output;
+}
+
+}  // namespace
+
 RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& options, std::ostream* progress) {
   const bool gpu = is_gpu(backend);
   const size_t budget = backend.available_memory();
@@ -244,6 +282,8 @@ RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& option
     matmul.timing = timer.sample([&](OpId id) { backend.matmul(x_view, weight_view, out_view, id); });
     matmul.flops_per_s = 2.0 * static_cast<double>(size) * static_cast<double>(size) * static_cast<double>(size) /
                          matmul.timing.best;
+    matmul.kernel_flops_per_s = matmul.flops_per_s;
+    if (!gpu) measure_narrow_matmul(backend, timer, matmul, progress);
     measurement.matmuls.push_back(matmul);
   }
   if (progress) *progress << "measuring the stream's fixed costs\n";
@@ -269,14 +309,14 @@ std::optional<CacheLevel> RoofMeasurement::cache() const {
 
 double RoofMeasurement::largest_spread() const {
   double largest = std::max({copy.spread, read.spread, fma.spread});
-  for (const Matmul& matmul : matmuls) largest = std::max(largest, matmul.timing.spread);
+  for (const Matmul& matmul : matmuls) largest = std::max({largest, matmul.timing.spread, matmul.narrow.spread});
   for (const DecodeMatmul& decode : decode_matmuls) largest = std::max(largest, decode.timing.spread);
   return largest;
 }
 
 bool RoofMeasurement::noisy() const {
   bool any = machine_contended || copy.noisy || read.noisy || fma.noisy;
-  for (const Matmul& matmul : matmuls) any = any || matmul.timing.noisy;
+  for (const Matmul& matmul : matmuls) any = any || matmul.timing.noisy || matmul.narrow.noisy;
   for (const DecodeMatmul& decode : decode_matmuls) any = any || decode.timing.noisy;
   return any;
 }
@@ -313,9 +353,18 @@ Roofs RoofMeasurement::roofs() const {
   for (const Matmul& matmul : matmuls) {
     if (fma_flops_per_s > 0) {  // the probe is the roof; what our matmul reaches is its ceiling
       switch (matmul.dtype) {
-        case DType::F32: result.matmul_fp32_flops = matmul.flops_per_s; break;
-        case DType::F16: result.matmul_fp16_flops = matmul.flops_per_s; break;
-        case DType::BF16: result.matmul_bf16_flops = matmul.flops_per_s; break;
+        case DType::F32:
+          result.matmul_fp32_flops = matmul.kernel_flops_per_s;
+          result.matmul_output_fp32_s = matmul.output_seconds;
+          break;
+        case DType::F16:
+          result.matmul_fp16_flops = matmul.kernel_flops_per_s;
+          result.matmul_output_fp16_s = matmul.output_seconds;
+          break;
+        case DType::BF16:
+          result.matmul_bf16_flops = matmul.kernel_flops_per_s;
+          result.matmul_output_bf16_s = matmul.output_seconds;
+          break;
         case DType::I32: break;
       }
     } else {
@@ -330,6 +379,15 @@ Roofs RoofMeasurement::roofs() const {
            << format_flop_rate(matmul.flops_per_s);
     if (fma_flops_per_s > 0) source << " (" << format_percent(matmul.flops_per_s / fma_flops_per_s) << " of the FMA peak)";
     source << ", " << spread_note(matmul.timing);
+    if (!matmul.narrow.seconds.empty()) {
+      source << ", and " << RoofMeasurement::kNarrowRows << "×" << RoofMeasurement::kNarrowColumns << "×"
+             << RoofMeasurement::kNarrowDepth << " " << format_flop_rate(matmul.narrow_flops_per_s) << ", "
+             << spread_note(matmul.narrow);
+      if (matmul.output_seconds > 0) {
+        source << ": the kernel's rate " << format_flop_rate(matmul.kernel_flops_per_s) << " plus "
+               << format_seconds(matmul.output_seconds) << " per output element";
+      }
+    }
   }
   if (machine_contended) source << "; the machine was contended while measuring (see the machine check)";
   result.source = source.str();
@@ -367,6 +425,16 @@ std::string RoofMeasurement::describe() const {
         << format_seconds(matmul.timing.best) << ", " << spread_note(matmul.timing);
     if (fma_flops_per_s > 0) out << "; " << format_percent(matmul.flops_per_s / fma_flops_per_s) << " of the FMA peak";
     out << ")\n";
+    if (!matmul.narrow.seconds.empty()) {
+      out << "           " << format_flop_rate(matmul.narrow_flops_per_s) << "  (matmul " << kNarrowRows << "×"
+          << kNarrowColumns << "×" << kNarrowDepth << ", " << format_seconds(matmul.narrow.best) << ", "
+          << spread_note(matmul.narrow) << ")";
+      if (matmul.output_seconds > 0) {
+        out << ": kernel " << format_flop_rate(matmul.kernel_flops_per_s) << " + " << format_seconds(matmul.output_seconds)
+            << " per output element";
+      }
+      out << "\n";
+    }
   }
   return out.str();
 }
@@ -391,8 +459,16 @@ nlohmann::json to_json(const RoofMeasurement& measurement) {
       {"bandwidth_gbps", measurement.bandwidth / 1e9},
       {"matmuls", nlohmann::json::array()}};
   for (const RoofMeasurement::Matmul& matmul : measurement.matmuls) {
-    json["matmuls"].push_back({{"dtype", dtype_name(matmul.dtype)}, {"size", matmul.size},
-                               {"gflops", matmul.flops_per_s / 1e9}, {"timing", samples_json(matmul.timing)}});
+    nlohmann::json entry = {{"dtype", dtype_name(matmul.dtype)}, {"size", matmul.size},
+                            {"gflops", matmul.flops_per_s / 1e9}, {"timing", samples_json(matmul.timing)}};
+    if (!matmul.narrow.seconds.empty()) {
+      entry["narrow"] = {{"rows", RoofMeasurement::kNarrowRows}, {"columns", RoofMeasurement::kNarrowColumns},
+                         {"depth", RoofMeasurement::kNarrowDepth}, {"gflops", matmul.narrow_flops_per_s / 1e9},
+                         {"timing", samples_json(matmul.narrow)}};
+      entry["kernel_gflops"] = matmul.kernel_flops_per_s / 1e9;
+      entry["output_s"] = matmul.output_seconds;
+    }
+    json["matmuls"].push_back(entry);
   }
   json["decode_matmuls"] = nlohmann::json::array();
   for (const RoofMeasurement::DecodeMatmul& decode : measurement.decode_matmuls) {
@@ -407,7 +483,7 @@ nlohmann::json to_json(const RoofMeasurement& measurement) {
 }
 
 // ---------------------------------------------------------------------------------------
-// The per-machine cache
+// Specs from a measurement, and the last-level cache it prices
 
 DeviceSpec measured_spec(const std::string& description, const MachineIdentity& machine,
                          const RoofMeasurement& measurement) {

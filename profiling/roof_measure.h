@@ -32,8 +32,9 @@ namespace decodelab {
 
 // Bumped whenever the measurement changes meaning (2: CPU compute roofs from the FMA probe;
 // 3: fixed costs and the last-level cache measured beside the roofs; 4: the decode matmuls
-// per dtype and rows, and the one-row ones in the bandwidth roof). Caches are keyed by it.
-constexpr int kRoofMethodVersion = 4;
+// per dtype and rows, and the one-row ones in the bandwidth roof; 5: the matmul ceilings
+// fitted with a narrow matmul into a kernel rate and a cost per output). Caches are keyed by it.
+constexpr int kRoofMethodVersion = 5;
 
 // fp32, fp16, bf16: the dtypes whose matmul a measurement times (out of line: GCC 12 warns
 // about an inlined initializer list here as possibly uninitialised).
@@ -86,7 +87,16 @@ struct RoofMeasurement {
     int size = 0;
     TimedSamples timing;
     double flops_per_s = 0;
+    // CPU: a narrow product too (kNarrowRows × kNarrowColumns outputs over K = kNarrowDepth),
+    // and the two fitted to time = outputs · (2K / kernel_flops_per_s + output_seconds):
+    // the kernel's rate as K grows and its cost per output element (Roofs::matmul_output_*).
+    // Without it (a GPU, or a fit the noise left without meaning) the rate is the square's.
+    TimedSamples narrow;
+    double narrow_flops_per_s = 0;
+    double kernel_flops_per_s = 0;
+    double output_seconds = 0;
   };
+  static constexpr int64_t kNarrowRows = 64, kNarrowColumns = 1024, kNarrowDepth = 128;
   std::vector<Matmul> matmuls;
   // A decode step's matmul: `rows` activation rows times a weight of one dtype, streamed
   // once (the fp16 row-1 entry is `read`, over the copy's bytes). Its rate in bytes

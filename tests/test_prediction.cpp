@@ -129,6 +129,35 @@ TEST_CASE("a decode matmul streams its weight at the rate measured for its dtype
   CHECK(step_time(64, inputs) == Approx(std::max(2.0 * 64 * 4096 * 1024 / 1e12, bytes(64) / 100e9)));
 }
 
+TEST_CASE("a narrow matmul pays the kernel's cost per output element beside its FLOPs", "[prediction]") {
+  // x[64, K] · W[1024, K]ᵀ in fp16, compute-bound at a 100 GFLOP/s ceiling plus 2 ns per output.
+  auto step_time = [](int64_t depth, const PredictionInputs& inputs) {
+    StreamBuilder builder;
+    builder.marker(group_place());
+    builder.marker(prefill_place());
+    builder.op(OpDesc{0, "matmul", "gate_up_proj", OpCategory::Matmul,
+                      {matrix(DType::F16, 64, depth), matrix(DType::F16, 1024, depth)}, {matrix(DType::F16, 64, 1024)},
+                      {}},
+               step_place());
+    builder.marker(step_place());
+    builder.call(HostCallKind::Synchronize, group_place());
+    const Prediction prediction = predict_op_stream(builder.stream, inputs);
+    REQUIRE(prediction.timing.step_ms.size() == 1);
+    return prediction.timing.step_ms[0] * 1e-3 - 2 * 2e-6;  // less the first token's marker and the matmul's overhead
+  };
+  PredictionInputs inputs = test_inputs();
+  inputs.roofs.matmul_fp16_flops = 100e9;
+  const double outputs = 64.0 * 1024;
+  CHECK(step_time(128, inputs) == Approx(2.0 * outputs * 128 / 100e9));  // no per-output cost measured
+  inputs.roofs.matmul_output_fp16_s = 2e-9;
+  // 2·128/100e9 = 2.56 ns of FLOPs per output and 2 ns more: 1.78x the ceiling's time at K = 128,
+  // 1.05x at K = 2048.
+  CHECK(step_time(128, inputs) == Approx(outputs * (2.0 * 128 / 100e9 + 2e-9)));
+  CHECK(step_time(2048, inputs) == Approx(outputs * (2.0 * 2048 / 100e9 + 2e-9)));
+  // bf16 falls back to the fp16 figure, as the ceilings do.
+  CHECK(inputs.roofs.matmul_output_seconds(Precision::Bf16) == 2e-9);
+}
+
 TEST_CASE("a step bound by device-to-host reads: the host waits, the device idles", "[prediction]") {
   // prepare: 20 µs of emulated host overhead per op; a round trip of 50 µs; in the step
   // two tiny adds, one 4-byte read after the first, and the step-end marker.

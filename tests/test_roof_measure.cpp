@@ -24,6 +24,7 @@ class ScriptedBackend : public Backend {
   double bandwidth = 10e9;       // copies (read + write)
   double read_bandwidth = 15e9;  // a matmul's operands
   std::map<DType, double> peaks = {{DType::F32, 100e9}, {DType::F16, 50e9}, {DType::BF16, 40e9}};
+  double output_seconds = 0;  // a matmul's cost per output element beside its FLOPs
   size_t memory = size_t{8} << 30;
   bool every_third_copy_slow = false;
   bool drop_timings = false;
@@ -50,7 +51,8 @@ class ScriptedBackend : public Backend {
     const double flops = 2.0 * static_cast<double>(x.shape[0]) * static_cast<double>(weight.shape[0]) * static_cast<double>(x.shape[1]);
     const double bytes = static_cast<double>(x.bytes() + weight.bytes()) +
                          static_cast<double>(x.shape[0] * weight.shape[0]) * static_cast<double>(dtype_size(x.dtype));
-    run(id, std::max(flops / peaks.at(x.dtype), bytes / read_bandwidth));
+    const double outputs = static_cast<double>(x.shape[0] * weight.shape[0]);
+    run(id, std::max(flops / peaks.at(x.dtype), bytes / read_bandwidth) + outputs * output_seconds);
   }
   void rope(const Tensor&, const Tensor&, const Tensor&, const Tensor&, int, OpId) override {}
   void kv_store(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, int, OpId) override {}
@@ -141,9 +143,9 @@ TEST_CASE("measurement recovers the device's roofs from its own op timings", "[r
     const double expected_seconds = std::max(flops / backend.peaks.at(decode.dtype), decode.bytes / 15e9);
     CHECK(decode.bandwidth == Approx(decode.bytes / expected_seconds).epsilon(1e-3));
   }
-  // One warm-up and three repeats per figure: copy, read, three matmuls, eight more decode
-  // matmuls, and the cache's read where the OS reports a last-level cache.
-  const int figures = measurement.cache_bytes > 0 ? 14 : 13;
+  // One warm-up and three repeats per figure: copy, read, three matmuls and their narrow
+  // twins, eight more decode matmuls, and the cache's read where the OS reports a last-level cache.
+  const int figures = measurement.cache_bytes > 0 ? 17 : 16;
   CHECK(backend.ops_run == figures * (1 + 3));
   CHECK(measurement.describe().find("bf16") != std::string::npos);
   CHECK(measurement.describe().find("fp32×8") != std::string::npos);
@@ -175,6 +177,43 @@ TEST_CASE("an FMA probe sets every dtype's compute roof, the matmuls are reporte
   CHECK(roofs.source.find("FMA peak") != std::string::npos);
   CHECK(roofs.source.find("25% of the FMA peak") != std::string::npos);  // fp32 matmul at 100 of 400
   CHECK(measurement.describe().find("FMA peak") != std::string::npos);
+}
+
+TEST_CASE("a square and a narrow matmul give the kernel's rate and its cost per output element", "[roof_measure]") {
+  ScriptedBackend backend;
+  backend.fma_peak = 400e9;
+  backend.output_seconds = 2e-9;
+  RoofMeasureOptions options = small_options();
+  options.matmul_size = 256;
+  const RoofMeasurement measurement = measure_roofs(backend, options);
+  REQUIRE(measurement.matmuls.size() == 3);
+  for (const RoofMeasurement::Matmul& matmul : measurement.matmuls) {
+    CAPTURE(dtype_name(matmul.dtype));
+    // Both shapes are compute-bound here: the fit recovers the scripted rate and cost.
+    CHECK(matmul.kernel_flops_per_s == Approx(backend.peaks.at(matmul.dtype)).epsilon(1e-3));
+    CHECK(matmul.output_seconds == Approx(2e-9).epsilon(1e-3));
+    CHECK(matmul.flops_per_s < matmul.kernel_flops_per_s);  // the square pays its outputs' cost too
+    CHECK(matmul.narrow_flops_per_s < matmul.flops_per_s);  // and a narrow product far more
+  }
+  const Roofs roofs = measurement.roofs();
+  CHECK(roofs.matmul_flops(Precision::Fp16) == Approx(50e9).epsilon(1e-3));
+  CHECK(roofs.matmul_output_seconds(Precision::Bf16) == Approx(2e-9).epsilon(1e-3));
+  CHECK(roofs.source.find("per output element") != std::string::npos);
+  CHECK(to_json(measurement)["matmuls"][0]["output_s"].get<double>() == Approx(2e-9).epsilon(1e-3));
+  // Through the cache file and back, and through JSON.
+  DeviceSpec spec;
+  spec.name = "scripted";
+  spec.measured = roofs;
+  const DeviceSpec reread = parse_device_spec(device_spec_to_yaml(spec), "scripted.yaml");
+  CHECK(reread.measured->matmul_output_seconds(Precision::Fp32) == Approx(2e-9).epsilon(1e-5));
+  const DeviceSpec from_json = device_spec_from_json(to_json(spec), "scripted.json");
+  CHECK(from_json.measured->matmul_output_fp16_s == roofs.matmul_output_fp16_s);
+
+  // Without a per-output cost the fit finds none and keeps the square's rate.
+  backend.output_seconds = 0;
+  const RoofMeasurement plain = measure_roofs(backend, options);
+  CHECK(plain.matmuls[0].output_seconds == 0);
+  CHECK(plain.roofs().matmul_fp32_flops == Approx(100e9).epsilon(1e-3));
 }
 
 TEST_CASE("disagreeing repeats are flagged noisy, the roof is the fastest repeat", "[roof_measure]") {

@@ -1,0 +1,158 @@
+// Device specs as JSON: what results, traces and `roofline --json` carry, and reading a
+// spec back from a result file (the schema docs/metrics.md names, base units throughout).
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/errors.h"
+#include "profiling/device_spec.h"
+
+namespace decodelab {
+
+nlohmann::json to_json(const Roofs& roofs) {
+  nlohmann::json json = {{"source", roofs.source},
+                         {"bandwidth_bytes_per_s", roofs.bandwidth},
+                         {"flops_per_s", {{"fp32", roofs.fp32_flops}, {"tf32", roofs.tf32_flops},
+                                          {"fp16", roofs.fp16_flops}, {"bf16", roofs.bf16_flops}}}};
+  if (roofs.has_matmul_ceiling()) {
+    json["matmul_flops_per_s"] = {
+        {"fp32", roofs.matmul_fp32_flops}, {"fp16", roofs.matmul_fp16_flops}, {"bf16", roofs.matmul_bf16_flops}};
+  }
+  if (roofs.matmul_output_fp32_s > 0 || roofs.matmul_output_fp16_s > 0 || roofs.matmul_output_bf16_s > 0) {
+    json["matmul_output_s"] = {{"fp32", roofs.matmul_output_fp32_s},
+                               {"fp16", roofs.matmul_output_fp16_s},
+                               {"bf16", roofs.matmul_output_bf16_s}};
+  }
+  if (!roofs.decode_matmul_ceilings.empty()) {
+    nlohmann::json decode = nlohmann::json::array();
+    for (const Roofs::DecodeMatmulCeiling& ceiling : roofs.decode_matmul_ceilings) {
+      decode.push_back({{"precision", precision_name(ceiling.precision)},
+                        {"rows", ceiling.rows},
+                        {"bandwidth_bytes_per_s", ceiling.bandwidth}});
+    }
+    json["decode_matmul"] = decode;
+  }
+  if (roofs.measured_at > 0) {
+    json["measured_at"] = roofs.measured_at;
+    json["spread"] = roofs.spread;
+    json["noisy"] = roofs.noisy;
+  }
+  if (roofs.probe_bandwidth > 0) json["probe_bandwidth_bytes_per_s"] = roofs.probe_bandwidth;
+  return json;
+}
+
+nlohmann::json to_json(const FixedCosts& costs) {
+  return {{"source", costs.source},
+          {"host_launch_s", costs.host_launch},
+          {"op_overhead_s", costs.op_overhead},
+          {"sync_round_trip_s", costs.sync_round_trip},
+          {"host_link_bytes_per_s", costs.host_link_bandwidth}};
+}
+
+nlohmann::json to_json(const CacheLevel& cache) {
+  return {{"source", cache.source}, {"bytes", cache.bytes}, {"bandwidth_bytes_per_s", cache.bandwidth}};
+}
+
+nlohmann::json to_json(const DeviceSpec& spec) {
+  nlohmann::json json = {{"name", spec.name}, {"description", spec.description}, {"sm_count", spec.sm_count},
+                         {"match", spec.match}};
+  if (spec.cache_bytes > 0) json["cache_bytes"] = spec.cache_bytes;
+  if (spec.datasheet) json["datasheet"] = to_json(*spec.datasheet);
+  if (spec.measured) json["measured"] = to_json(*spec.measured);
+  if (spec.fixed_costs) json["fixed_costs"] = to_json(*spec.fixed_costs);
+  if (spec.cache) json["cache"] = to_json(*spec.cache);
+  if (spec.measured_fixed_costs) json["measured_fixed_costs"] = to_json(*spec.measured_fixed_costs);
+  if (spec.measured_cache) json["measured_cache"] = to_json(*spec.measured_cache);
+  if (spec.machine) {
+    json["machine"] = {{"hostname", spec.machine->hostname},
+                       {"cpu_model", spec.machine->cpu_model},
+                       {"threads", spec.machine->threads}};
+  }
+  return json;
+}
+
+namespace {
+
+Roofs roofs_from_json(const nlohmann::json& json, const std::string& where) {
+  try {
+    Roofs roofs;
+    roofs.source = json.at("source").get<std::string>();
+    roofs.bandwidth = json.at("bandwidth_bytes_per_s").get<double>();
+    const nlohmann::json& flops = json.at("flops_per_s");
+    roofs.fp32_flops = flops.at("fp32").get<double>();
+    roofs.tf32_flops = flops.at("tf32").get<double>();
+    roofs.fp16_flops = flops.at("fp16").get<double>();
+    roofs.bf16_flops = flops.at("bf16").get<double>();
+    if (json.contains("matmul_flops_per_s")) {
+      const nlohmann::json& ceilings = json["matmul_flops_per_s"];
+      roofs.matmul_fp32_flops = ceilings.at("fp32").get<double>();
+      roofs.matmul_fp16_flops = ceilings.at("fp16").get<double>();
+      roofs.matmul_bf16_flops = ceilings.at("bf16").get<double>();
+    }
+    if (json.contains("matmul_output_s")) {
+      const nlohmann::json& outputs = json["matmul_output_s"];
+      roofs.matmul_output_fp32_s = outputs.at("fp32").get<double>();
+      roofs.matmul_output_fp16_s = outputs.at("fp16").get<double>();
+      roofs.matmul_output_bf16_s = outputs.at("bf16").get<double>();
+    }
+    if (json.contains("decode_matmul")) {
+      for (const nlohmann::json& entry : json["decode_matmul"]) {
+        const std::optional<Precision> precision = parse_precision(entry.at("precision").get<std::string>());
+        if (!precision) throw InputError(where, 0, "decode_matmul", "unknown precision " + entry.at("precision").dump());
+        roofs.decode_matmul_ceilings.push_back(
+            {*precision, entry.at("rows").get<int>(), entry.at("bandwidth_bytes_per_s").get<double>()});
+      }
+    }
+    roofs.measured_at = json.value("measured_at", int64_t{0});
+    roofs.spread = json.value("spread", 0.0);
+    roofs.noisy = json.value("noisy", false);
+    roofs.probe_bandwidth = json.value("probe_bandwidth_bytes_per_s", 0.0);
+    return roofs;
+  } catch (const nlohmann::json::exception& error) {
+    throw InputError(where, 0, "", std::string("malformed roofs: ") + error.what());
+  }
+}
+
+FixedCosts fixed_costs_from_json(const nlohmann::json& json) {
+  FixedCosts costs;
+  costs.source = json.at("source").get<std::string>();
+  costs.host_launch = json.at("host_launch_s").get<double>();
+  costs.op_overhead = json.at("op_overhead_s").get<double>();
+  costs.sync_round_trip = json.at("sync_round_trip_s").get<double>();
+  costs.host_link_bandwidth = json.at("host_link_bytes_per_s").get<double>();
+  return costs;
+}
+
+CacheLevel cache_from_json(const nlohmann::json& json) {
+  return {json.at("bytes").get<double>(), json.at("bandwidth_bytes_per_s").get<double>(),
+          json.at("source").get<std::string>()};
+}
+
+}  // namespace
+
+DeviceSpec device_spec_from_json(const nlohmann::json& json, const std::string& where) {
+  try {
+    DeviceSpec spec;
+    spec.name = json.at("name").get<std::string>();
+    spec.description = json.at("description").get<std::string>();
+    spec.sm_count = json.at("sm_count").get<int>();
+    spec.match = json.at("match").get<std::vector<std::string>>();
+    spec.cache_bytes = json.value("cache_bytes", 0.0);
+    if (json.contains("datasheet")) spec.datasheet = roofs_from_json(json["datasheet"], where + ".datasheet");
+    if (json.contains("measured")) spec.measured = roofs_from_json(json["measured"], where + ".measured");
+    if (json.contains("fixed_costs")) spec.fixed_costs = fixed_costs_from_json(json["fixed_costs"]);
+    if (json.contains("cache")) spec.cache = cache_from_json(json["cache"]);
+    if (json.contains("measured_fixed_costs")) spec.measured_fixed_costs = fixed_costs_from_json(json["measured_fixed_costs"]);
+    if (json.contains("measured_cache")) spec.measured_cache = cache_from_json(json["measured_cache"]);
+    if (json.contains("machine")) {
+      const nlohmann::json& machine = json["machine"];
+      spec.machine = MachineIdentity{machine.at("hostname").get<std::string>(),
+                                     machine.at("cpu_model").get<std::string>(), machine.at("threads").get<int>()};
+    }
+    return spec;
+  } catch (const nlohmann::json::exception& error) {
+    throw InputError(where, 0, "", std::string("malformed device spec: ") + error.what());
+  }
+}
+
+}  // namespace decodelab
