@@ -18,8 +18,9 @@ trap 'rm -rf "$work"' EXIT
 failures=0
 fail() { echo "quiet-lab-check: FAIL: $*" >&2; failures=$((failures + 1)); }
 
-echo "== roofs (measured once and cached when missing or noisy)"
+echo "== roofs (measured once and cached when missing or noisy): every core, and one thread (host_sync's)"
 "$decodelab" roofline | tail -n 4
+"$decodelab" roofline --threads 1 | tail -n 4
 
 echo "== run quickstart: no machine warning"
 "$decodelab" run quickstart --json "$work/run.json" 2>"$work/run.err"
