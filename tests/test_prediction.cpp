@@ -58,6 +58,23 @@ PredictionInputs test_inputs() {
   return inputs;
 }
 
+// The predicted time of a step that is one matmul x[rows, depth] · W[columns, depth]ᵀ, less
+// the first token's marker and the matmul's own per-op overhead (2 µs each).
+double one_matmul_step_seconds(const char* label, DType dtype, int64_t rows, int64_t columns, int64_t depth,
+                               const PredictionInputs& inputs) {
+  StreamBuilder builder;
+  builder.marker(group_place());
+  builder.marker(prefill_place());
+  builder.op(OpDesc{0, "matmul", label, OpCategory::Matmul,
+                    {matrix(dtype, rows, depth), matrix(dtype, columns, depth)}, {matrix(dtype, rows, columns)}, {}},
+             step_place());
+  builder.marker(step_place());
+  builder.call(HostCallKind::Synchronize, group_place());
+  const Prediction prediction = predict_op_stream(builder.stream, inputs);
+  REQUIRE(prediction.timing.step_ms.size() == 1);
+  return prediction.timing.step_ms[0] * 1e-3 - 2 * 2e-6;
+}
+
 }  // namespace
 
 TEST_CASE("a compute-bound matmul step is priced by the arithmetic", "[prediction]") {
@@ -106,18 +123,7 @@ TEST_CASE("a decode matmul streams its weight at the rate measured for its dtype
   // x[1, 1024] · W[4096, 1024]ᵀ in fp16 and x[4, 1024] · the same W: memory-bound at 100 GB/s,
   // but this device's kernel was measured streaming fp16 at 50 GB/s for one row, 25 for four.
   auto step_time = [](int64_t rows, const PredictionInputs& inputs) {
-    StreamBuilder builder;
-    builder.marker(group_place());
-    builder.marker(prefill_place());
-    builder.op(OpDesc{0, "matmul", "lm_head", OpCategory::Matmul,
-                      {matrix(DType::F16, rows, 1024), matrix(DType::F16, 4096, 1024)}, {matrix(DType::F16, rows, 4096)},
-                      {}},
-               step_place());
-    builder.marker(step_place());
-    builder.call(HostCallKind::Synchronize, group_place());
-    const Prediction prediction = predict_op_stream(builder.stream, inputs);
-    REQUIRE(prediction.timing.step_ms.size() == 1);
-    return prediction.timing.step_ms[0] * 1e-3 - 2 * 2e-6;  // less the first token's marker and the matmul's overhead
+    return one_matmul_step_seconds("lm_head", DType::F16, rows, 4096, 1024, inputs);
   };
   auto bytes = [](int64_t rows) { return 2.0 * (rows * 1024 + 4096 * 1024 + rows * 4096); };
   PredictionInputs inputs = test_inputs();
@@ -132,18 +138,7 @@ TEST_CASE("a decode matmul streams its weight at the rate measured for its dtype
 TEST_CASE("a narrow matmul pays the kernel's cost per output element beside its FLOPs", "[prediction]") {
   // x[64, K] · W[1024, K]ᵀ in fp16, compute-bound at a 100 GFLOP/s ceiling plus 2 ns per output.
   auto step_time = [](int64_t depth, const PredictionInputs& inputs) {
-    StreamBuilder builder;
-    builder.marker(group_place());
-    builder.marker(prefill_place());
-    builder.op(OpDesc{0, "matmul", "gate_up_proj", OpCategory::Matmul,
-                      {matrix(DType::F16, 64, depth), matrix(DType::F16, 1024, depth)}, {matrix(DType::F16, 64, 1024)},
-                      {}},
-               step_place());
-    builder.marker(step_place());
-    builder.call(HostCallKind::Synchronize, group_place());
-    const Prediction prediction = predict_op_stream(builder.stream, inputs);
-    REQUIRE(prediction.timing.step_ms.size() == 1);
-    return prediction.timing.step_ms[0] * 1e-3 - 2 * 2e-6;  // less the first token's marker and the matmul's overhead
+    return one_matmul_step_seconds("gate_up_proj", DType::F16, 64, 1024, depth, inputs);
   };
   PredictionInputs inputs = test_inputs();
   inputs.roofs.matmul_fp16_flops = 100e9;
