@@ -18,21 +18,20 @@
 
 namespace decodelab::bench {
 
+const std::vector<ProjectionShape>& lab_small_projections() {
+  static const std::vector<ProjectionShape> shapes = {{1024, 3072, "qkv_proj"},
+                                                      {1024, 1024, "o_proj"},
+                                                      {1024, 5632, "gate_up_proj"},
+                                                      {2816, 1024, "down_proj"},
+                                                      {1024, 32000, "lm_head"}};
+  return shapes;
+}
+
 void bench_matvec(BenchReport& report, Backend& backend, const StreamFigures& stream) {
-  struct Shape {
-    int64_t k, n;
-    const char* where;
-  };
-  // The engine's projections (q/k/v and gate/up fused, as the forward pass runs them).
-  const Shape shapes[] = {{1024, 3072, "qkv_proj"},
-                          {1024, 1024, "o_proj"},
-                          {1024, 5632, "gate_up_proj"},
-                          {2816, 1024, "down_proj"},
-                          {1024, 32000, "lm_head"}};
   std::vector<std::vector<std::string>> rows;
   nlohmann::json& json = report.section("matvec") = nlohmann::json::array();
   for (DType dtype : {DType::F16, DType::BF16, DType::F32}) {
-    for (const Shape& shape : shapes) {
+    for (const ProjectionShape& shape : lab_small_projections()) {
       WeightCopies weights = make_weight_copies(backend, dtype, shape.n, shape.k);
       DeviceBuffer x_buffer(backend, static_cast<size_t>(shape.k) * dtype_size(dtype));
       DeviceBuffer out_buffer(backend, static_cast<size_t>(shape.n) * dtype_size(dtype));
@@ -43,14 +42,14 @@ void bench_matvec(BenchReport& report, Backend& backend, const StreamFigures& st
       const TimedSamples seconds = time_matmul(backend, x, weights, out, passes);
       const double bytes = static_cast<double>(shape.n * shape.k) * dtype_size(dtype);
       const double best_gbs = bytes / seconds.best / 1e9;
-      rows.push_back({dtype_name(dtype), std::to_string(shape.k), std::to_string(shape.n), shape.where,
+      rows.push_back({dtype_name(dtype), std::to_string(shape.k), std::to_string(shape.n), shape.layer,
                       fixed(seconds.median * 1e6), fixed(bytes / seconds.median / 1e9), fixed(best_gbs),
                       percent(best_gbs / stream.triad_gbs), percent(best_gbs / stream.read_gbs),
                       noisy(seconds) ? "yes" : ""});
       json.push_back({{"dtype", dtype_name(dtype)},
                       {"k", shape.k},
                       {"n", shape.n},
-                      {"layer", shape.where},
+                      {"layer", shape.layer},
                       {"median_us", seconds.median * 1e6},
                       {"median_gbs", bytes / seconds.median / 1e9},
                       {"best_gbs", best_gbs},

@@ -6,7 +6,7 @@
 //
 //   decodelab_bench_cpu [--threads N] [--rounds R] [--json FILE] [--strict] [SECTION...]
 //
-// Sections: decode batched prefill matmul matvec ops overheads (default: all); the
+// Sections: decode batched prefill matmul matvec matvec-step ops overheads (default: all); the
 // yardsticks (stream, fma) always run first.
 #include <omp.h>
 
@@ -23,6 +23,7 @@
 #include "bench/bench_support.h"
 #include "bench/end_to_end.h"
 #include "bench/kernel_benches.h"
+#include "bench/matvec_step.h"
 #include "bench/stream_costs.h"
 #include "bench/yardsticks.h"
 #include "engine/cpu/cpu_backend.h"
@@ -35,7 +36,7 @@ using namespace decodelab::bench;
 
 namespace {
 
-const std::vector<std::string> kSections = {"decode", "batched", "prefill", "matmul", "matvec", "ops", "overheads"};
+const std::vector<std::string> kSections = {"decode", "batched", "prefill", "matmul", "matvec", "matvec-step", "ops", "overheads"};
 
 std::string local_timestamp() {
   char text[32];
@@ -73,6 +74,7 @@ int run(const std::vector<std::string>& sections, int threads, int rounds, const
   if (wanted("prefill")) bench_prefill(report, *backend, yardsticks);
   if (wanted("matmul")) bench_matmul(report, *backend, kernel_threads, yardsticks.fma_peak);
   if (wanted("matvec")) bench_matvec(report, *backend, yardsticks.stream);
+  if (wanted("matvec-step")) bench_matvec_step(report, *backend, kernel_threads, rounds);
   if (wanted("ops")) bench_other_ops(report, *backend);
   if (wanted("overheads")) bench_stream_costs(report, *backend, yardsticks);
 
@@ -95,7 +97,7 @@ int main(int argc, char** argv) {
   bool strict = false;
   app.add_option("sections", sections, "Sections to run (default: all)")->check(CLI::IsMember(kSections));
   app.add_option("--threads", threads, "CPU kernel threads (0 = every core)")->check(CLI::Range(0, 1024));
-  app.add_option("--rounds", rounds, "Interleaved decode rounds (each: fp16, bf16, fp32 between triad passes)")
+  app.add_option("--rounds", rounds, "Interleaved rounds of decode and matvec-step (each: fp16, bf16, fp32 between triad passes)")
       ->check(CLI::Range(1, 100));
   app.add_option("--json", json_file, "Write every figure and target as JSON");
   app.add_flag("--strict", strict, "Exit 1 when a target is missed");

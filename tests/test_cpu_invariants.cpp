@@ -54,10 +54,41 @@ TEST_CASE("cpu matmul rows do not depend on the batch they are in", "[cpu][invar
   }
 }
 
+TEST_CASE("cpu batch-1 matvec: stream tiles, leftover rows and any thread count give the batched rows' bits",
+          "[cpu][invariants]") {
+  // One x row reads W as six streams of N / 6 rows each (AVX2), the N mod 6 rows left over as
+  // register tiles, each thread a range of every stream: N below, at and past multiples of 6,
+  // large enough at K = 1029 to run on both threads.
+  const DType dtype = GENERATE(DType::F32, DType::F16, DType::BF16);
+  const int threads = GENERATE(1, 2);
+  const int64_t k = GENERATE(203, 1029);
+  CpuFixture fixture;
+  BackendOptions options;
+  options.threads = threads;
+  fixture.backend = make_cpu_backend(options);
+  const Tensor x = fixture.upload(dtype, {2, k}, random_values(static_cast<size_t>(2 * k), dtype, 121));
+  for (int64_t n : {1, 5, 6, 7, 11, 13, 384, 389}) {
+    const Tensor w = fixture.upload(dtype, {n, k}, random_values(static_cast<size_t>(n * k), dtype, 122));
+    const Tensor batched = fixture.tensor(DType::F32, {2, n});
+    fixture.backend->matmul(x, w, batched, fixture.id());
+    const std::vector<float> expected = fixture.read(batched);
+    for (int64_t r = 0; r < 2; ++r) {
+      const Tensor one = fixture.tensor(DType::F32, {1, n});
+      fixture.backend->matmul(x.rows(r, 1), w, one, fixture.id());
+      const std::string report =
+          compare_bitwise(fixture.read(one), row_slice(expected, r, n),
+                          std::string("matvec ") + dtype_name(dtype) + " K=" + std::to_string(k) + " N=" +
+                              std::to_string(n) + " threads " + std::to_string(threads) + " row " + std::to_string(r));
+      INFO(report);
+      REQUIRE(report.empty());
+    }
+  }
+}
+
 TEST_CASE("cpu matmul in fp32 of widened half values equals the half matmul", "[cpu][invariants]") {
   const DType half = GENERATE(DType::F16, DType::BF16);
   const int64_t m = GENERATE(1, 6);
-  // K = 1029: fp32 rows of 4 KiB or more take the AVX2 wide-row decode path, half rows do not.
+  // K = 203 and 1029: partial last chunks, rows shorter and longer than a 4 KiB page.
   const int64_t k = GENERATE(203, 1029);
   CpuFixture fixture;
   const int64_t n = 45;

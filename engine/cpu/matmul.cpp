@@ -1,8 +1,10 @@
 // CPU matmul: out[M, N] = x[M, K] · W[N, K]ᵀ with fp32 accumulation.
 // x is widened to fp32 once; W is widened in registers. Register tiles are up to
 // kBatchRows x rows × kWeightRows W rows (24 accumulators, with AVX-512's 32 registers).
-// Up to kBatchRows rows (decode) W is streamed once, in blocks of kWeightRows rows
-// prefetched ahead as one sequential stream: what batch-1 decode is bound by. With more
+// A single x row (batch-1 decode, AVX2) reads W as kStreams long sequential streams, one
+// accumulator each (see matvec_streams): what batch-1 decode is bound by. Up to
+// kBatchRows rows W is streamed once, in blocks of kWeightRows rows prefetched ahead as
+// one sequential stream. With more
 // rows (batched decode, prefill) threads take W panels that stay in L2 while every group
 // of x rows passes over them: what those are bound by is FMAs. The one non-obvious
 // choice: each output element is one vector accumulator that starts at zero, takes one
@@ -36,14 +38,20 @@ constexpr int64_t kParallelMacs = 1 << 16;    // below this, a parallel region c
 // How far ahead of its read position the first x group prefetches W: about the
 // bandwidth-delay product of one core's DRAM stream, measured best among 16-128 KiB.
 constexpr int64_t kPrefetchAheadBytes = 32 * 1024;
-// AVX2 (measured on Zen 3, 32 KiB L1): a single x row over W rows of 4 KiB or more reads
-// kWideRows rows at a time with no software prefetch — the hardware prefetcher follows
-// page-long rows well, and prefetching into the small L1 evicted what was about to be
-// read: fp32 lab-small matvecs 23-24 -> 30-34 GB/s on 2 threads, 12-13 -> 16-19 on one;
-// fp16 down_proj 21 -> 24-25. Shorter rows keep the prefetched 4-row blocks (fp16 rows of
-// 2 KiB measured no better wide). AVX-512 builds keep the path measured on Zen 5.
-constexpr int kWideRows = 8;
-constexpr int64_t kWideRowBytes = 4096;
+// AVX2, a single x row (measured on Zen 3, 2 vCPUs): W is read as kStreams sequential
+// streams, the rows of a tile being n, n + q, n + 2q, ... (q = N / kStreams), so that
+// each accumulator's next row follows its last in memory and a stream runs on through
+// whole pages for q rows. The hardware prefetcher follows a few long streams far better
+// than many row-long ones: the interleaved rows of a kWeightRows block (2 KiB fp16 rows,
+// one software-prefetched stream) reached 75% of fp32's GB/s, and rows of 4 KiB or more
+// read 8 adjacent rows at a time (short streams that end every row). lab-small's whole
+// step of matvecs, GB/s against the same run's other variants: fp16 1 thread 11.5 ->
+// 19.0, 2 threads 22.5 -> 29.6; fp32 16.9 -> 20.4 and 26.9 -> 28.9. 16-bit rows also
+// prefetch kStreamPrefetchBytes ahead in each stream into L1 (+15% on one thread over
+// the hardware prefetcher alone, where fp32 measured no gain); 6 streams beat 4 and 8.
+// AVX-512 builds keep the blocked path measured on Zen 5.
+constexpr int kStreams = 6;
+constexpr int64_t kStreamPrefetchBytes = 512;
 
 // Rows of x widened to fp32, each zero-padded to `padded_k` (a multiple of kLanes).
 void widen_rows(const Tensor& x, float* destination, int64_t padded_k) {
@@ -162,60 +170,75 @@ void store_tile(const Tensor& out, int64_t m0, int64_t n0, int mr, int nr,
     for (int n = 0; n < nr; ++n) store_from_float(out.data, out.dtype, (m0 + m) * out.strides[0] + n0 + n, dots[m][n]);
 }
 
-// One x row against kWideRows W rows: the same per-element arithmetic as register_tile
-// (one accumulator per row from zero, one FMA per kLanes chunk in order, the zero-padded
-// tail chunk last, vsum), with each W chunk used once and so loaded straight into its FMA.
+// One x row against kStreams W rows w_stride apart: the same per-element arithmetic as
+// register_tile (one accumulator per row from zero, one FMA per kLanes chunk in order,
+// the zero-padded tail chunk last, vsum), each W chunk used once and so loaded straight
+// into its FMA. 16-bit rows go a cache line per stream at a time, each stream prefetched
+// kStreamPrefetchBytes ahead (the line loop only groups the same chunks in the same order).
 template <DType WD>
-void wide_row_tile(const float* x, const void* w, int64_t w_stride, int64_t k, float (&dots)[kWideRows]) {
+void stream_tile(const float* x, const void* w, int64_t w_stride, int64_t k, float (&dots)[kStreams]) {
+  constexpr int64_t element = WD == DType::F32 ? 4 : 2;
+  constexpr bool kPrefetch = WD != DType::F32;
+  constexpr int64_t kLineElements = 64 / element;
   const int64_t full = k / kLanes * kLanes;
-  alignas(64) float tail[kWideRows][kLanes] = {};  // widened before the loop, as in register_tile
+  alignas(64) float tail[kStreams][kLanes] = {};  // widened before the loop, as in register_tile
   if (full < k) {
-    for (int n = 0; n < kWideRows; ++n)
+    for (int n = 0; n < kStreams; ++n)
       vstore(tail[n], vload_partial_as<WD>(w, n * w_stride + full, static_cast<int>(k - full)));
   }
-  VFloat acc[kWideRows];
+  VFloat acc[kStreams];
 #pragma GCC unroll 8
-  for (int n = 0; n < kWideRows; ++n) acc[n] = vzero();
-  for (int64_t column = 0; column < full; column += kLanes) {
+  for (int n = 0; n < kStreams; ++n) acc[n] = vzero();
+  auto step = [&](int64_t column) __attribute__((always_inline)) {
     VFloat x_chunk = vload(x + column);
     keep_in_register(x_chunk);
 #pragma GCC unroll 8
-    for (int n = 0; n < kWideRows; ++n) acc[n] = vfma(x_chunk, vload_as<WD>(w, n * w_stride + column), acc[n]);
+    for (int n = 0; n < kStreams; ++n) acc[n] = vfma(x_chunk, vload_as<WD>(w, n * w_stride + column), acc[n]);
+  };
+  int64_t column = 0;
+  if constexpr (kPrefetch) {
+    const char* bytes = static_cast<const char*>(w) + kStreamPrefetchBytes;
+    for (; column + kLineElements <= full; column += kLineElements) {
+#pragma GCC unroll 8
+      for (int n = 0; n < kStreams; ++n) prefetch_near(bytes + (n * w_stride + column) * element);
+#pragma GCC unroll 8
+      for (int64_t chunk = 0; chunk < kLineElements; chunk += kLanes) step(column + chunk);
+    }
   }
+  for (; column < full; column += kLanes) step(column);
   if (full < k) {
     const VFloat x_chunk = vload(x + full);
 #pragma GCC unroll 8
-    for (int n = 0; n < kWideRows; ++n) acc[n] = vfma(x_chunk, vload(tail[n]), acc[n]);
+    for (int n = 0; n < kStreams; ++n) acc[n] = vfma(x_chunk, vload(tail[n]), acc[n]);
   }
 #pragma GCC unroll 8
-  for (int n = 0; n < kWideRows; ++n) dots[n] = vsum(acc[n]);
+  for (int n = 0; n < kStreams; ++n) dots[n] = vsum(acc[n]);
 }
 
-// One x row over W rows of kWideRowBytes or more (AVX2): kWideRows-row blocks, the last
-// rows (fewer than kWideRows) as register tiles. Returns false where the path does not apply.
+// One x row (AVX2): kStreams streams of q = N / kStreams rows, each thread taking one
+// contiguous range of every stream (static: equal bytes per thread); the last rows
+// (fewer than kStreams) as register tiles. Returns false where the path does not apply.
 template <DType WD>
-bool matvec_wide_rows(const float* x, int64_t padded_k, const Tensor& weight, const Tensor& out) {
+bool matvec_streams(const float* x, int64_t padded_k, const Tensor& weight, const Tensor& out) {
 #if defined(DECODELAB_SIMD_AVX512)
   (void)x, (void)padded_k, (void)weight, (void)out;
   return false;
 #else
+  if (out.shape[0] != 1) return false;
   const int64_t n_total = weight.shape[0];
   const int64_t k = weight.shape[1];
   const int64_t w_stride = weight.strides[0];
   const int64_t element = static_cast<int64_t>(dtype_size(WD));
-  if (out.shape[0] != 1 || k * element < kWideRowBytes) return false;
-  const int64_t blocks = n_total / kWideRows;
-#pragma omp parallel for schedule(guided, 4) if (n_total * k > kParallelMacs)
-  for (int64_t block = 0; block <= blocks; ++block) {
-    const int64_t n0 = block * kWideRows;
-    const void* w = static_cast<const char*>(weight.data) + n0 * w_stride * element;
-    if (block < blocks) {
-      float dots[kWideRows];
-      wide_row_tile<WD>(x, w, w_stride, k, dots);
-      for (int n = 0; n < kWideRows; ++n) store_from_float(out.data, out.dtype, n0 + n, dots[n]);
+  const int64_t q = n_total / kStreams;
+#pragma omp parallel for schedule(static) if (n_total * k > kParallelMacs)
+  for (int64_t n = 0; n <= q; ++n) {
+    if (n < q) {
+      float dots[kStreams];
+      stream_tile<WD>(x, static_cast<const char*>(weight.data) + n * w_stride * element, q * w_stride, k, dots);
+      for (int i = 0; i < kStreams; ++i) store_from_float(out.data, out.dtype, n + i * q, dots[i]);
       continue;
     }
-    for (int64_t first = n0; first < n_total; first += kWeightRows) {  // the last rows
+    for (int64_t first = q * kStreams; first < n_total; first += kWeightRows) {  // the last rows
       const int nr = static_cast<int>(std::min<int64_t>(kWeightRows, n_total - first));
       const void* rows = static_cast<const char*>(weight.data) + first * w_stride * element;
       float dots[kBatchRows][kWeightRows];
@@ -293,7 +316,7 @@ void matmul_panels(const float* x, int64_t padded_k, const Tensor& weight, const
 
 template <DType WD>
 void matmul_rows(const float* x, int64_t padded_k, const Tensor& weight, const Tensor& out) {
-  if (matvec_wide_rows<WD>(x, padded_k, weight, out)) return;
+  if (matvec_streams<WD>(x, padded_k, weight, out)) return;
   if (out.shape[0] <= kBatchRows)
     matmul_streaming<WD>(x, padded_k, weight, out);
   else

@@ -405,6 +405,8 @@ inline void keep_in_register([[maybe_unused]] VFloat& value) {
 // A read prefetch (a hint: any address is allowed) for data used once (non-temporal: kept out of the outer caches where
 // the CPU supports it), for streaming weights.
 inline void prefetch_stream(const void* address) { __builtin_prefetch(address, 0, 0); }
+// A read prefetch into every cache level (prefetcht0), for data about to be used.
+inline void prefetch_near(const void* address) { __builtin_prefetch(address, 0, 3); }
 
 inline int64_t round_up_to_lanes(int64_t count) { return (count + kLanes - 1) / kLanes * kLanes; }
 
