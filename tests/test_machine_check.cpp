@@ -19,6 +19,7 @@
 #include "profiling/machine_check.h"
 #include "profiling/roof_measure.h"
 #include "tests/support/cli_runner.h"
+#include "tests/support/scoped_env.h"
 
 using namespace decodelab;
 using namespace decodelab::testing;
@@ -201,9 +202,10 @@ TEST_CASE("busy loops on every core: run warns and records it, roofline keeps th
   // A good cached measurement for this machine at one thread (figures no real run reaches).
   const std::unique_ptr<Backend> backend = make_backend(BackendKind::Cpu, BackendOptions{1, false});
   const MachineIdentity machine = this_machine(1);
-  ::setenv("DECODELAB_CACHE_DIR", (dir / "cache").c_str(), 1);
-  const std::filesystem::path cache = roof_cache_path(machine);
-  ::unsetenv("DECODELAB_CACHE_DIR");
+  const std::filesystem::path cache = [&] {
+    const decodelab::testing::ScopedEnv cache_dir("DECODELAB_CACHE_DIR", (dir / "cache").c_str());
+    return roof_cache_path(machine);
+  }();
   DeviceSpec good;
   good.name = "measured-test";
   good.description = backend->device_description();
