@@ -17,16 +17,6 @@ namespace {
 constexpr size_t kStreamBytes = size_t{256} << 20;  // bytes a matmul measurement cycles through
 }
 
-std::optional<int> parse_arguments(CLI::App& app, int argc, char** argv) {
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& error) {
-    const int code = app.exit(error);
-    return code == 0 ? 0 : 2;
-  }
-  return std::nullopt;
-}
-
 int exit_code_of(const std::function<int()>& body) {
   try {
     return body();

@@ -3,10 +3,8 @@
 // by the device intervals the backend reports.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <vector>
 
 #include "engine/backend.h"
@@ -14,10 +12,6 @@
 #include "profiling/roof_measure.h"
 
 namespace decodelab::bench {
-
-// Parses a bench command's arguments; returns the exit code when parsing ends the program
-// (0 after --help, 2 for bad arguments, as decodelab's commands), nothing otherwise.
-std::optional<int> parse_arguments(CLI::App& app, int argc, char** argv);
 
 // A bench command's exit code: body()'s, or 2 after "error: ..." on stderr for an
 // InputError or ResourceError (as decodelab's commands), 1 for any other exception.

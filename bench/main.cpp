@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_arguments.h"
 #include "bench/bench_report.h"
 #include "bench/bench_support.h"
 #include "bench/end_to_end.h"

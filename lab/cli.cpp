@@ -15,7 +15,7 @@
 #include "engine/backend.h"
 #include "engine/errors.h"
 #include "lab/cli_options.h"
-#include "lab/commands.h"
+#include "lab/cli_commands.h"
 #include "lab/interrupt.h"
 #include "lab/slurm_collect.h"
 

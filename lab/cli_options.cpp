@@ -1,10 +1,13 @@
-// Shared CLI options and messages (see cli_options.h).
+// Shared CLI options and messages (see cli_options.h); one of the few files that include CLI11.
 #include "lab/cli_options.h"
 
+#include <CLI/CLI.hpp>
 #include <charconv>
 #include <vector>
 
+#include "lab/row_prediction.h"
 #include "lab/scenario.h"
+#include "lab/slurm_submit.h"
 #include "lab/yaml_fields.h"
 
 namespace decodelab {
@@ -60,6 +63,49 @@ CLI::Option* add_row_format_option(CLI::App& command, RowFormat& format) {
 CLI::Option* add_top_option(CLI::App& command, size_t& top) {
   return command.add_option("--top", top, "Also print the N ops that took the most device time (profiles the run)")
       ->check(integer_range(1, 1000));
+}
+
+void add_predict_on_option(CLI::App& command, std::vector<std::string>& names) {
+  std::string defaults;
+  for (const std::string& name : default_reference_devices()) defaults += (defaults.empty() ? "" : ",") + name;
+  command
+      .add_option("--predict-on", names,
+                  "Also predict each slowdown on these devices (configs/devices names or YAML files, comma "
+                  "separated; default: " + defaults + ")")
+      ->delimiter(',')
+      ->allow_extra_args(false);
+}
+
+void add_slurm_options(CLI::App& command, SlurmRequest& request) {
+  CLI::Option* slurm = command.add_flag("--slurm", request.enabled,
+                                        "Submit the points as a Slurm job array instead of running them here; "
+                                        "`decodelab collect RUN_DIR` gathers the rows");
+  const std::vector<CLI::Option*> with_slurm = {
+      command
+          .add_option("--partition,--partitions", request.partitions,
+                      "Slurm partitions, comma-separated: one array job and one row set per partition")
+          ->delimiter(',')
+          ->allow_extra_args(false),
+      command.add_option("--gres", request.gres, "sbatch --gres for every task, e.g. gpu:1"),
+      command.add_option("--time", request.time_limit, "sbatch --time: each task's time limit, e.g. 30:00"),
+      command.add_option("--throttle", request.throttle, "Run at most N tasks of the array at once (%N)")
+          ->check(integer_at_least(1)),
+      command
+          .add_option("--cpus-per-task", request.cpus_per_task,
+                      "sbatch --cpus-per-task; a CPU-backend task uses that many kernel threads")
+          ->check(integer_at_least(1)),
+      command
+          .add_option("--sbatch-option", request.sbatch_options,
+                      "Any other sbatch option, passed as given: --sbatch-option=--account=perf (repeatable)")
+          ->allow_extra_args(false),
+      command.add_option(
+          "--run-dir", request.run_dir,
+          "The run folder (on a filesystem the nodes share); default ./decodelab-run-<command>-<name>-<time>"),
+      command.add_flag(
+          "--dry-run", request.dry_run,
+          "Write the run folder and print the sbatch commands; submit nothing (collect --resubmit submits)"),
+  };
+  for (CLI::Option* option : with_slurm) option->needs(slurm);
 }
 
 std::optional<std::string> unknown_subcommand(const CLI::App& app, int argc, char** argv) {

@@ -1,17 +1,28 @@
 // Options several subcommands share, with messages a user can act on: integer ranges
 // printed as integers ("expected an integer from 0 to 1024, got '-1'", not CLI11's
-// double limits), `-o md|csv|json|jsonl`, `--top N`, and "did you mean" for a mistyped
-// subcommand, which CLI11 would otherwise report as "a subcommand is required".
+// double limits), `-o md|csv|json|jsonl`, `--top N`, `--predict-on`, the Slurm options of
+// `sweep` and `lab`, and "did you mean" for a mistyped subcommand, which CLI11 would
+// otherwise report as "a subcommand is required". Only the files that build the command
+// line (lab/cli*.cpp) include CLI11, so this header only names its classes.
 #pragma once
 
-#include <CLI/CLI.hpp>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "lab/row_output.h"
 
+namespace CLI {
+class App;
+class Option;
+class Validator;
+}  // namespace CLI
+
 namespace decodelab {
+
+struct SlurmRequest;
 
 // A whole number within [min, max]: "expected an integer from 0 to 1024, got '-1'".
 CLI::Validator integer_range(int64_t min, int64_t max);
@@ -24,6 +35,10 @@ CLI::Option* add_threads_option(CLI::App& command, int& threads);
 CLI::Option* add_row_format_option(CLI::App& command, RowFormat& format);
 // --top N: the N ops that took the most device time, as a table.
 CLI::Option* add_top_option(CLI::App& command, size_t& top);
+// --predict-on DEVICE,...: compare's and lab's reference devices (lab/row_prediction.h).
+void add_predict_on_option(CLI::App& command, std::vector<std::string>& names);
+// --slurm and the options that need it (lab/slurm_submit.h).
+void add_slurm_options(CLI::App& command, SlurmRequest& request);
 
 // When argv's first word is meant as a subcommand but names none of `app`'s visible ones,
 // the message to print ("unknown command 'rn' (did you mean 'run'?); commands: run, ...").

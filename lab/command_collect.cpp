@@ -31,15 +31,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct CollectArguments {
-  std::string run_dir;
-  std::string json_file;
-  std::string report_dir;
-  bool resubmit = false;
-  std::string time_limit;
-  bool quiet = false;
-};
-
 // Held while --resubmit reads and extends the manifest, so two at once never submit twice.
 class FolderLock {
  public:
@@ -60,6 +51,8 @@ std::string point_name(const RunManifest& manifest, const PointStatus& status) {
   if (!manifest.points[status.point].label.empty()) name += " (" + manifest.points[status.point].label + ")";
   return name;
 }
+
+}  // namespace
 
 void execute_collect(const CollectArguments& arguments) {
   const RunFolder folder(fs::absolute(arguments.run_dir));
@@ -190,26 +183,6 @@ void execute_collect(const CollectArguments& arguments) {
     throw Unfinished(3, std::to_string(waiting + resubmitted) + " of " + std::to_string(total) +
                             " points are still to run" + partial + "; collect again later: " + again);
   }
-}
-
-}  // namespace
-
-void add_collect_command(CLI::App& app) {
-  auto arguments = std::make_shared<CollectArguments>();
-  CLI::App* command = app.add_subcommand(
-      "collect", "Gather the rows of a run submitted with `sweep/lab --slurm`; name and resubmit what failed");
-  command->add_option("run_dir", arguments->run_dir, "The run folder `--slurm` printed")->required();
-  command->add_option("--json", arguments->json_file,
-                      "Write the rows as the local command's --json does (a list; {\"complete\": false, \"rows\"} "
-                      "while points are missing), every row with its placement (node, partition, job)");
-  command->add_option("--report", arguments->report_dir,
-                      "Lab runs: write the lab's HTML report here (one folder per partition when there are several)");
-  command->add_flag("--resubmit", arguments->resubmit,
-                    "Submit again the points that failed or never ran (not those pending or running)");
-  command->add_option("--time", arguments->time_limit, "With --resubmit: a new time limit for the resubmitted tasks")
-      ->needs(command->get_option("--resubmit"));
-  command->add_flag("--quiet,-q", arguments->quiet, "Print nothing");
-  command->callback([arguments] { execute_collect(*arguments); });
 }
 
 }  // namespace decodelab

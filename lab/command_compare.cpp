@@ -2,13 +2,11 @@
 // one backend; both rows, the slowdown, and where the device time went per category
 // (-o csv|json|jsonl: the comparison's JSON as one row; --top N: each side's top ops).
 #include <cstdio>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/errors.h"
 #include "lab/byte_size.h"
-#include "lab/cli_options.h"
 #include "lab/commands.h"
 #include "lab/compare.h"
 #include "lab/compare_page.h"
@@ -20,23 +18,6 @@
 #include "profiling/report.h"
 
 namespace decodelab {
-
-namespace {
-
-struct CompareArguments {
-  std::string scenario;
-  std::vector<std::string> assignments;
-  std::string backend;
-  int threads = 0;
-  std::string json_file;
-  std::string report_dir;
-  std::string trace_prefix;
-  std::string max_memory;
-  std::vector<std::string> predict_on = default_reference_devices();
-  bool quiet = false;
-  RowFormat format = RowFormat::Markdown;
-  size_t top = 0;
-};
 
 void execute_compare(const CompareArguments& arguments) {
   const Scenario scenario = load_scenario(resolve_scenario_argument(arguments.scenario), arguments.assignments);
@@ -93,29 +74,6 @@ void execute_compare(const CompareArguments& arguments) {
     std::fputs(tables.c_str(), arguments.format == RowFormat::Markdown ? stdout : stderr);
   }
   std::fflush(stdout);
-}
-
-}  // namespace
-
-void add_compare_command(CLI::App& app) {
-  auto arguments = std::make_shared<CompareArguments>();
-  CLI::App* command = app.add_subcommand("compare", "Run a scenario and its fixed twin; print the slowdown and why");
-  command->add_option("scenario", arguments->scenario, "Scenario file, or a name under scenarios/")->required();
-  command->add_option("--set", arguments->assignments, "Override a scenario key before validation: key.path=value")
-      ->allow_extra_args(false);
-  command->add_option("--backend", arguments->backend, "Override the scenario's backend")
-      ->check(CLI::IsMember({"cpu", "cuda"}));
-  add_threads_option(*command, arguments->threads);
-  command->add_option("--json", arguments->json_file, "Write fixed, buggy, slowdown and categories as JSON");
-  command->add_option("--report", arguments->report_dir, "Write an HTML report directory");
-  command->add_option("--trace", arguments->trace_prefix,
-                      "Write Chrome traces PREFIXfixed.trace.json and PREFIXbuggy.trace.json");
-  command->add_option("--max-memory", arguments->max_memory, "Refuse to run when the plan needs more (e.g. 8GiB)");
-  add_predict_on_option(*command, arguments->predict_on);
-  add_row_format_option(*command, arguments->format);
-  add_top_option(*command, arguments->top);
-  command->add_flag("--quiet,-q", arguments->quiet, "Print nothing");
-  command->callback([arguments] { execute_compare(*arguments); });
 }
 
 }  // namespace decodelab

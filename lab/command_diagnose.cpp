@@ -4,7 +4,6 @@
 // trace file and nothing else — not the scenario, not a side file: the reading must earn
 // its answer (profiling/diagnosis.h; signals and limits in docs/diagnosis.md).
 #include <cstdio>
-#include <memory>
 #include <string>
 
 #include "lab/commands.h"
@@ -16,14 +15,6 @@
 
 namespace decodelab {
 
-namespace {
-
-struct DiagnoseArguments {
-  std::string trace_file;
-  std::string json_file;
-  bool quiet = false;
-};
-
 void execute_diagnose(const DiagnoseArguments& arguments) {
   if (!arguments.json_file.empty()) check_output_path(arguments.json_file, "--json");
   const Diagnosis diagnosis = diagnose(read_trace_file(arguments.trace_file));
@@ -32,21 +23,6 @@ void execute_diagnose(const DiagnoseArguments& arguments) {
     std::fputs(format_diagnosis(diagnosis).c_str(), stdout);
     std::fflush(stdout);
   }
-}
-
-}  // namespace
-
-void add_diagnose_command(CLI::App& app) {
-  auto arguments = std::make_shared<DiagnoseArguments>();
-  CLI::App* command =
-      app.add_subcommand("diagnose", "Name the bugs a trace shows (from `run --trace` or torch.profiler), with evidence "
-                                     "and confidence");
-  command->add_option("trace", arguments->trace_file,
-                      "A Chrome trace written by decodelab run --trace, or a torch.profiler trace (.json or .json.gz)")
-      ->required();
-  command->add_option("--json", arguments->json_file, "Write the findings as JSON ({\"bugs\": [...], ...})");
-  command->add_flag("--quiet,-q", arguments->quiet, "Print nothing");
-  command->callback([arguments] { execute_diagnose(*arguments); });
 }
 
 }  // namespace decodelab

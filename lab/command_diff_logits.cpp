@@ -3,10 +3,7 @@
 // CUDA against the CPU backend, or CUDA graphs on against off. Prints the worst relative
 // error with its row and column, the tolerance, and whether the files are bitwise
 // identical; exits 1 when they do not agree (2 for unreadable or mismatched files).
-#include <CLI/CLI.hpp>
-
 #include <cstdio>
-#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -17,15 +14,6 @@
 #include "lab/npy.h"
 
 namespace decodelab {
-
-namespace {
-
-struct DiffLogitsArguments {
-  std::string reference_file;
-  std::string other_file;
-  std::string dtype;
-  double tolerance = 0;  // 0 = the dtype's
-};
 
 void execute_diff_logits(const DiffLogitsArguments& arguments) {
   const std::optional<DType> dtype = parse_dtype(arguments.dtype);
@@ -55,20 +43,6 @@ void execute_diff_logits(const DiffLogitsArguments& arguments) {
               agreement.non_finite ? "; a NaN or Inf is present" : "");
   std::fflush(stdout);
   if (!agree) throw std::runtime_error("the logits differ beyond the tolerance");
-}
-
-}  // namespace
-
-void add_diff_logits_command(CLI::App& app) {
-  auto arguments = std::make_shared<DiffLogitsArguments>();
-  CLI::App* command = app.add_subcommand(
-      "diff-logits", "Whether two --dump-logits files agree within the dtype's logit tolerance (exit 1 if not)");
-  command->add_option("reference", arguments->reference_file, "the reference run's .npy")->required();
-  command->add_option("other", arguments->other_file, "the compared run's .npy")->required();
-  command->add_option("--dtype", arguments->dtype, "the runs' dtype (sets the tolerance): fp32, fp16 or bf16")->required();
-  command->add_option("--tolerance", arguments->tolerance, "override: largest |a - b| / max(1, max |reference row|)")
-      ->check(CLI::PositiveNumber);
-  command->callback([arguments] { execute_diff_logits(*arguments); });
 }
 
 }  // namespace decodelab

@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "engine/errors.h"
-#include "lab/cli_options.h"
 #include "lab/commands.h"
 #include "lab/compare.h"
 #include "lab/lab_table.h"
@@ -41,25 +40,6 @@ namespace decodelab {
 namespace fs = std::filesystem;
 
 namespace {
-
-struct LabArguments {
-  std::string backend;
-  int threads = 0;
-  std::string json_file;
-  std::string report_dir;
-  std::vector<std::string> only;
-  std::vector<std::string> assignments;
-  bool resume = false;
-  bool quiet = false;
-  RowFormat format = RowFormat::Markdown;
-  bool mystery = false;
-  bool reveal = false;
-  bool has_seed = false;
-  uint64_t seed = 0;
-  std::string trace_file;
-  std::vector<std::string> predict_on = default_reference_devices();
-  SlurmRequest slurm;
-};
 
 std::vector<fs::path> lab_scenarios(const std::vector<std::string>& only) {
   const fs::path directory = scenarios_dir() / "bugs";
@@ -232,61 +212,18 @@ void execute_mystery(const LabArguments& arguments) {
 
 }  // namespace
 
-void add_lab_command(CLI::App& app) {
-  auto arguments = std::make_shared<LabArguments>();
-  CLI::App* command = app.add_subcommand("lab", "The five-bug lab: every scenario under scenarios/bugs/, fixed vs buggy");
-  command->add_option("--backend", arguments->backend, "cpu or cuda (default: each scenario's backend)")
-      ->check(CLI::IsMember({"cpu", "cuda"}));
-  add_threads_option(*command, arguments->threads);
-  command->add_option("--json", arguments->json_file,
-                      "Write the rows (bug, fixed_tokens_per_s, buggy_tokens_per_s, decode_slowdown, end_to_end_slowdown, "
-                      "headline verdict, ...) as a JSON list; "
-                      "while bugs remain (interrupted), {\"complete\": false, \"rows\": [...]}, rewritten after every bug");
-  command->add_flag("--resume", arguments->resume,
-                    "Reuse the rows the --json file already holds for the same scenarios and backend; run only the rest "
-                    "(rows of bugs not selected now are kept)");
-  command->add_option("--report", arguments->report_dir, "Write the lab's HTML report into this directory");
-  command->add_option("--only", arguments->only, "Run only these lab scenarios (by name): --only a,b or --only a b")
-      ->delimiter(',');
-  command->add_option("--set", arguments->assignments, "Override a key in every lab scenario: key.path=value")
-      ->allow_extra_args(false);
-  add_predict_on_option(*command, arguments->predict_on);
-  add_row_format_option(*command, arguments->format);
-  command->add_flag("--quiet,-q", arguments->quiet, "Print nothing");
-  CLI::Option* mystery = command->add_flag(
-      "--mystery", arguments->mystery, "Practice: run a seeded random case with hidden bugs; write its trace, name none");
-  CLI::Option* reveal =
-      command->add_flag("--reveal", arguments->reveal, "Practice: tell the hidden bugs of the mystery --seed N");
-  CLI::Option* seed = command->add_option("--seed", arguments->seed, "The mystery's seed (default: a random one)");
-  CLI::Option* trace = command->add_option("--trace", arguments->trace_file,
-                                           "Where --mystery writes its trace (default: mystery-<seed>.trace.json)");
-  mystery->excludes(reveal);
-  trace->needs(mystery);
-  for (const char* normal_only : {"--json", "--only", "--set", "--resume", "--predict-on", "--output"}) {
-    mystery->excludes(command->get_option(normal_only));
-    reveal->excludes(command->get_option(normal_only));
+void execute_lab_command(LabArguments arguments) {
+  arguments.slurm.quiet = arguments.quiet;
+  if (arguments.has_seed && !arguments.mystery && !arguments.reveal)
+    throw InputError("--seed", 0, "", "a seed names a mystery: use it with --mystery or --reveal");
+  if (arguments.reveal) {
+    if (!arguments.has_seed) throw InputError("--reveal", 0, "", "expected the mystery's seed: --reveal --seed N");
+    std::fputs(mystery_answer(mystery_case(arguments.seed)).c_str(), stdout);
+  } else if (arguments.mystery) {
+    execute_mystery(arguments);
+  } else {
+    execute_lab(arguments);
   }
-  reveal->excludes(command->get_option("--report"));
-  add_slurm_options(*command, arguments->slurm);
-  CLI::Option* slurm = command->get_option("--slurm");
-  for (const char* here_only : {"--json", "--resume", "--report", "--predict-on"})
-    slurm->excludes(command->get_option(here_only));  // collect writes the rows and the report
-  slurm->excludes(mystery);
-  slurm->excludes(reveal);
-  command->callback([arguments, seed] {
-    arguments->slurm.quiet = arguments->quiet;
-    arguments->has_seed = seed->count() > 0;
-    if (arguments->has_seed && !arguments->mystery && !arguments->reveal)
-      throw InputError("--seed", 0, "", "a seed names a mystery: use it with --mystery or --reveal");
-    if (arguments->reveal) {
-      if (!arguments->has_seed) throw InputError("--reveal", 0, "", "expected the mystery's seed: --reveal --seed N");
-      std::fputs(mystery_answer(mystery_case(arguments->seed)).c_str(), stdout);
-    } else if (arguments->mystery) {
-      execute_mystery(*arguments);
-    } else {
-      execute_lab(*arguments);
-    }
-  });
 }
 
 }  // namespace decodelab

@@ -80,7 +80,9 @@ std::string parameter_text(int64_t count) {
   return text;
 }
 
-void list_everything() {
+}  // namespace
+
+void execute_list() {
   const DataRoot root = data_root();
   std::printf("data: %s (%s)\n\n", root.path.string().c_str(), root.origin.c_str());
 
@@ -116,13 +118,6 @@ void list_everything() {
     std::printf("  %s  %s\n", padded(file.stem().string(), 10).c_str(), about.c_str());
   }
   if (device_files.empty()) std::printf("  (none)\n");
-}
-
-}  // namespace
-
-void add_list_command(CLI::App& app) {
-  CLI::App* command = app.add_subcommand("list", "List scenarios, models and devices");
-  command->callback([] { list_everything(); });
 }
 
 }  // namespace decodelab

@@ -29,19 +29,6 @@ namespace decodelab {
 
 namespace {
 
-struct PredictArguments {
-  std::string scenario;
-  std::vector<std::string> assignments;
-  std::string device;
-  std::string backend;
-  int threads = 0;
-  std::string json_file;
-  bool check = false;
-  std::string row;
-  bool row_header = false;
-  bool quiet = false;
-};
-
 struct PointScenario {
   std::string label;  // the sweep point ("batch_size=8"), empty for a plain scenario
   Scenario scenario;
@@ -95,6 +82,8 @@ class SweepTable {
   bool bugs_;
   TextTable table_;
 };
+
+}  // namespace
 
 void execute_predict(const PredictArguments& arguments) {
   const std::vector<PointScenario> points = load_points(arguments);
@@ -178,44 +167,6 @@ void execute_predict(const PredictArguments& arguments) {
     std::fputs(text.c_str(), stdout);
     std::fflush(stdout);
   }
-}
-
-}  // namespace
-
-void add_predict_command(CLI::App& app) {
-  auto arguments = std::make_shared<PredictArguments>();
-  CLI::App* command = app.add_subcommand(
-      "predict", "Predict a scenario's TTFT, step time, tok/s and, with bugs, its slowdown, from the roofline and fixed costs");
-  command->add_option("scenario", arguments->scenario, "Scenario file, or a name under scenarios/")->required();
-  command->add_option("--device", arguments->device,
-                      "A device under configs/devices (or a YAML file), or measured: this machine's CPU roofs "
-                      "(default: the device the scenario would run on here)");
-  command->add_option("--set", arguments->assignments, "Override a scenario key before validation: key.path=value")
-      ->allow_extra_args(false);
-  command->add_option("--backend", arguments->backend, "Override the scenario's backend (default device, --check)")
-      ->check(CLI::IsMember({"cpu", "cuda"}));
-  command->add_option("--threads", arguments->threads, "CPU kernel threads (0 = every core)")
-      ->check(CLI::NonNegativeNumber);
-  command->add_option("--json", arguments->json_file, "Write the prediction (and the check) as JSON");
-  command->add_flag("--check", arguments->check,
-                    "Also run the scenario (and its fixed twin) here: measured, predicted and the error per figure");
-  command->add_option("--row", arguments->row,
-                      "Print only markdown table row(s) of the slowdowns, this text as the variant (with --check: "
-                      "measured, predicted, error)");
-  command->add_flag("--row-header", arguments->row_header, "With --row: print the table's header first");
-  command->add_flag("--quiet,-q", arguments->quiet, "Print nothing");
-  command->callback([arguments] { execute_predict(*arguments); });
-}
-
-void add_predict_on_option(CLI::App& command, std::vector<std::string>& names) {
-  std::string defaults;
-  for (const std::string& name : default_reference_devices()) defaults += (defaults.empty() ? "" : ",") + name;
-  command
-      .add_option("--predict-on", names,
-                  "Also predict each slowdown on these devices (configs/devices names or YAML files, comma "
-                  "separated; default: " + defaults + ")")
-      ->delimiter(',')
-      ->allow_extra_args(false);
 }
 
 }  // namespace decodelab

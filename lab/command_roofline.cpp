@@ -5,8 +5,6 @@
 // measured figure, e.g. the copy bandwidth the GPU check divides decode bandwidth by); with
 // neither, the backend's default roofs are shown (CUDA: the matching spec; CPU: the cached
 // measurement, measured on first use).
-#include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <ctime>
 #include <iostream>
@@ -15,7 +13,6 @@
 
 #include "engine/backend.h"
 #include "engine/errors.h"
-#include "lab/cli_options.h"
 #include "lab/commands.h"
 #include "lab/scenario.h"
 #include "lab/output_files.h"
@@ -32,23 +29,15 @@ namespace decodelab {
 
 namespace {
 
-struct RooflineOptions {
-  std::string device;
-  bool measure = false;
-  std::string save;
-  std::string backend;  // "" = CUDA when a device is present, else CPU
-  int threads = 0;
-  int repeats = 5;
-  std::string json_file;
-};
-
 BackendKind backend_kind(const std::string& name) {
   if (name == "cuda") return BackendKind::Cuda;
   if (name == "cpu") return BackendKind::Cpu;
   return cuda_device_available() ? BackendKind::Cuda : BackendKind::Cpu;
 }
 
-void run_roofline(const RooflineOptions& options) {
+}  // namespace
+
+void execute_roofline(const RooflineArguments& options) {
   if (!options.device.empty()) {
     std::fputs(format_device_roofs(find_device_spec(options.device)).c_str(), stdout);
     return;
@@ -118,24 +107,6 @@ void run_roofline(const RooflineOptions& options) {
   if (!merged.improved.empty()) std::printf("; better now: %s", format_list(merged.improved).c_str());
   if (!merged.kept.empty()) std::printf("; kept from the cached measurement, better there: %s", format_list(merged.kept).c_str());
   std::printf("\n");
-}
-
-}  // namespace
-
-void add_roofline_command(CLI::App& app) {
-  auto options = std::make_shared<RooflineOptions>();
-  CLI::App* command = app.add_subcommand("roofline", "Show a device's roofs and ridge points, from its datasheet or measured");
-  CLI::Option* device =
-      command->add_option("--device", options->device, "a device spec: a name under configs/devices or a YAML file");
-  CLI::Option* measure = command->add_flag("--measure", options->measure, "measure this machine's roofs on the backend");
-  command->add_option("--save", options->save, "with --measure: write the measured roofs to this device YAML")->needs(measure);
-  command->add_option("--json", options->json_file, "with --measure: write every measured figure as JSON")->needs(measure);
-  device->excludes(measure);
-  command->add_option("--backend", options->backend, "cpu or cuda (default: cuda when a GPU is present)")
-      ->check(CLI::IsMember({"cpu", "cuda"}));
-  command->add_option("--threads", options->threads, "CPU kernel threads (0 = every core)")->check(integer_range(0, kMaxCpuThreads));
-  command->add_option("--repeats", options->repeats, "timed repeats per figure (the median is kept)")->check(integer_at_least(1));
-  command->callback([options] { run_roofline(*options); });
 }
 
 }  // namespace decodelab

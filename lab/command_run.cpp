@@ -11,7 +11,6 @@
 
 #include "engine/errors.h"
 #include "lab/byte_size.h"
-#include "lab/cli_options.h"
 #include "lab/commands.h"
 #include "lab/npy.h"
 #include "lab/output_files.h"
@@ -28,25 +27,6 @@
 #include "profiling/trace.h"
 
 namespace decodelab {
-
-namespace {
-
-struct RunArguments {
-  std::string scenario;
-  std::vector<std::string> assignments;
-  std::string backend;
-  int threads = 0;
-  std::string json_file;
-  std::string logits_file;
-  std::string max_memory;
-  bool cuda_graphs = false;
-  std::string trace_file;
-  std::string report_dir;
-  bool quiet = false;
-  bool check_numerics = false;
-  RowFormat format = RowFormat::Markdown;
-  size_t top = 0;
-};
 
 void execute_run(const RunArguments& arguments) {
   const Scenario scenario = load_scenario(resolve_scenario_argument(arguments.scenario), arguments.assignments);
@@ -129,35 +109,6 @@ void execute_run(const RunArguments& arguments) {
     std::fputs(table.c_str(), arguments.format == RowFormat::Markdown ? stdout : stderr);
   }
   std::fflush(stdout);
-}
-
-}  // namespace
-
-void add_run_command(CLI::App& app) {
-  auto arguments = std::make_shared<RunArguments>();
-  CLI::App* command = app.add_subcommand("run", "Run a scenario and print its table row");
-  command->add_option("scenario", arguments->scenario, "Scenario file, or a name under scenarios/")->required();
-  command
-      ->add_option("--set", arguments->assignments,
-                   "Override a scenario key before validation: key.path=value (YAML; empty removes the key)")
-      ->allow_extra_args(false);
-  command->add_option("--backend", arguments->backend, "Override the scenario's backend")
-      ->check(CLI::IsMember({"cpu", "cuda"}));
-  add_threads_option(*command, arguments->threads);
-  command->add_option("--json", arguments->json_file, "Write the result as JSON");
-  command->add_option("--dump-logits", arguments->logits_file,
-                      "Write each request's last logits as .npy (float32, [requests, vocab])");
-  command->add_option("--max-memory", arguments->max_memory, "Refuse to run when the plan needs more (e.g. 8GiB)");
-  command->add_flag("--cuda-graphs", arguments->cuda_graphs, "Replay each decode step as a CUDA graph (CUDA only)");
-  command->add_option("--trace", arguments->trace_file, "Write a Chrome trace (Perfetto, chrome://tracing) of the timed repeats");
-  command->add_option("--report", arguments->report_dir, "Write an HTML report directory (report.html, roofline.svg, ops.csv, result.json)");
-  command->add_flag("--check-numerics", arguments->check_numerics,
-                    "After the repeats, one more generation checking every op's output for NaN/Inf (slow); "
-                    "names the first op that produced one");
-  add_row_format_option(*command, arguments->format);
-  add_top_option(*command, arguments->top);
-  command->add_flag("--quiet,-q", arguments->quiet, "Print no table and no progress");
-  command->callback([arguments] { execute_run(*arguments); });
 }
 
 }  // namespace decodelab

@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "engine/errors.h"
-#include "lab/cli_options.h"
 #include "lab/commands.h"
 #include "lab/interrupt.h"
 #include "lab/output_files.h"
@@ -33,20 +32,6 @@
 namespace decodelab {
 
 namespace {
-
-struct SweepArguments {
-  std::string scenario;
-  std::vector<std::string> assignments;
-  std::vector<std::string> backends;  // one overrides every point's; several are swept
-  std::vector<int> threads;           // likewise
-  std::string json_file;
-  std::string report_dir;
-  bool resume = false;
-  bool check_numerics = false;
-  bool quiet = false;
-  RowFormat format = RowFormat::Markdown;
-  SlurmRequest slurm;
-};
 
 // "[1,2,4]": a list on the command line becomes the swept key's YAML list.
 template <typename T>
@@ -89,7 +74,10 @@ class PointBackends {
 
 std::string backend_name(BackendKind kind) { return kind == BackendKind::Cuda ? "cuda" : "cpu"; }
 
+}  // namespace
+
 void execute_sweep(SweepArguments arguments) {
+  arguments.slurm.quiet = arguments.quiet;
   // Several --backend or --threads values sweep like a list in the file (run settings first).
   RunSettings settings{"", 0, arguments.check_numerics};
   if (arguments.backends.size() > 1) arguments.assignments.push_back("backend=" + yaml_list(arguments.backends));
@@ -184,47 +172,6 @@ void execute_sweep(SweepArguments arguments) {
   }
   if (arguments.resume && !arguments.quiet)
     std::fprintf(stderr, "decodelab: %s\n", results.resume_note(scenarios.size()).c_str());
-}
-
-}  // namespace
-
-void add_sweep_command(CLI::App& app) {
-  auto arguments = std::make_shared<SweepArguments>();
-  CLI::App* command = app.add_subcommand(
-      "sweep", "Run every combination of the keys given as lists (workload keys, dtype, backend, threads)");
-  command->add_option("scenario", arguments->scenario, "Scenario file, or a name under scenarios/")->required();
-  command->add_option("--set", arguments->assignments, "Override a scenario key (a list sweeps it): key.path=value")
-      ->allow_extra_args(false);
-  command
-      ->add_option("--backend", arguments->backends,
-                   "Override the scenario's backend; several (--backend cpu,cuda) are swept")
-      ->delimiter(',')
-      ->check(CLI::IsMember({"cpu", "cuda"}));
-  command
-      ->add_option("--threads", arguments->threads,
-                   "CPU kernel threads (default: the scenario's threads:, else every core); several "
-                   "(--threads 1,2,4) are swept")
-      ->delimiter(',')
-      ->check(integer_range(0, kMaxCpuThreads));
-  command->add_option("--json", arguments->json_file,
-                      "Write one result per combination as a JSON list; while rows remain (interrupted), "
-                      "{\"complete\": false, \"rows\": [...]}, rewritten after every row");
-  command->add_flag("--resume", arguments->resume,
-                    "Reuse the rows the --json file already holds for the same scenario, swept values and backend; "
-                    "run only the rest (rows of other points are kept)");
-  command->add_option("--report", arguments->report_dir,
-                      "Write the sweep's page: the table, and measured decode tok/s over the predicted curve");
-  command->add_flag("--check-numerics", arguments->check_numerics,
-                    "After each run's repeats, one more generation checking every op's output for NaN/Inf");
-  add_row_format_option(*command, arguments->format);
-  command->add_flag("--quiet,-q", arguments->quiet, "Print nothing");
-  add_slurm_options(*command, arguments->slurm);
-  for (const char* here_only : {"--json", "--resume", "--report"})
-    command->get_option("--slurm")->excludes(command->get_option(here_only));  // collect writes the rows
-  command->callback([arguments] {
-    arguments->slurm.quiet = arguments->quiet;
-    execute_sweep(*arguments);
-  });
 }
 
 }  // namespace decodelab

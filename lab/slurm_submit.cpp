@@ -11,7 +11,6 @@
 
 #include "engine/errors.h"
 #include "lab/cli.h"
-#include "lab/cli_options.h"
 #include "lab/paths.h"
 #include "lab/subprocess.h"
 #include "profiling/atomic_file.h"
@@ -126,38 +125,6 @@ void print_line(bool quiet, const std::string& line) {
 }
 
 }  // namespace
-
-void add_slurm_options(CLI::App& command, SlurmRequest& request) {
-  CLI::Option* slurm = command.add_flag("--slurm", request.enabled,
-                                        "Submit the points as a Slurm job array instead of running them here; "
-                                        "`decodelab collect RUN_DIR` gathers the rows");
-  const std::vector<CLI::Option*> with_slurm = {
-      command
-          .add_option("--partition,--partitions", request.partitions,
-                      "Slurm partitions, comma-separated: one array job and one row set per partition")
-          ->delimiter(',')
-          ->allow_extra_args(false),
-      command.add_option("--gres", request.gres, "sbatch --gres for every task, e.g. gpu:1"),
-      command.add_option("--time", request.time_limit, "sbatch --time: each task's time limit, e.g. 30:00"),
-      command.add_option("--throttle", request.throttle, "Run at most N tasks of the array at once (%N)")
-          ->check(integer_at_least(1)),
-      command
-          .add_option("--cpus-per-task", request.cpus_per_task,
-                      "sbatch --cpus-per-task; a CPU-backend task uses that many kernel threads")
-          ->check(integer_at_least(1)),
-      command
-          .add_option("--sbatch-option", request.sbatch_options,
-                      "Any other sbatch option, passed as given: --sbatch-option=--account=perf (repeatable)")
-          ->allow_extra_args(false),
-      command.add_option(
-          "--run-dir", request.run_dir,
-          "The run folder (on a filesystem the nodes share); default ./decodelab-run-<command>-<name>-<time>"),
-      command.add_flag(
-          "--dry-run", request.dry_run,
-          "Write the run folder and print the sbatch commands; submit nothing (collect --resubmit submits)"),
-  };
-  for (CLI::Option* option : with_slurm) option->needs(slurm);
-}
 
 std::vector<std::string> sbatch_command(const RunFolder& folder, const RunManifest& manifest, const RunSet& set,
                                         size_t offset, const std::vector<size_t>& tasks) {

@@ -6,7 +6,6 @@
 // run folder is left behind.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
 
@@ -15,7 +14,8 @@
 
 namespace decodelab {
 
-// The options `sweep` and `lab` take for Slurm.
+// The options `sweep` and `lab` take for Slurm (declared to CLI11 by lab/cli_options.h's
+// add_slurm_options).
 struct SlurmRequest {
   bool enabled = false;                     // --slurm
   std::vector<std::string> partitions;      // --partition a,b: one row set each; none = the default partition
@@ -28,9 +28,6 @@ struct SlurmRequest {
   bool dry_run = false;                     // --dry-run: write the folder, print the commands, submit nothing
   bool quiet = false;                       // the command's --quiet: print nothing
 };
-
-// Registers the options on a command; the other Slurm options need --slurm.
-void add_slurm_options(CLI::App& command, SlurmRequest& request);
 
 // Writes the run folder and submits it (or, with --dry-run, prints what would be submitted).
 // Prints the job ids, the folder, and the command that collects it.

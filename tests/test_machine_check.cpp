@@ -20,6 +20,7 @@
 #include "profiling/machine_check.h"
 #include "profiling/roof_cache.h"
 #include "tests/support/cli_runner.h"
+#include "tests/support/scoped_env.h"
 
 using namespace decodelab;
 using namespace decodelab::testing;
@@ -247,9 +248,10 @@ TEST_CASE("busy loops on every core: run warns and records it, roofline keeps th
   // A good cached measurement for this machine at one thread (figures no real run reaches).
   const std::unique_ptr<Backend> backend = make_backend(BackendKind::Cpu, BackendOptions{1, false});
   const MachineIdentity machine = this_machine(1);
-  ::setenv("DECODELAB_CACHE_DIR", (dir / "cache").c_str(), 1);
-  const std::filesystem::path cache = roof_cache_path(machine);
-  ::unsetenv("DECODELAB_CACHE_DIR");
+  const std::filesystem::path cache = [&] {
+    const decodelab::testing::ScopedEnv cache_dir("DECODELAB_CACHE_DIR", (dir / "cache").c_str());
+    return roof_cache_path(machine);
+  }();
   // Every figure better than any real reading: the merge keeps each of them.
   DeviceSpec good = measured_test_spec(900e9, 9e12, 1e-9, 1700000000, false);
   good.description = backend->device_description();

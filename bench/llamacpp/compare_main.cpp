@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_arguments.h"
 #include "bench/bench_support.h"
 #include "bench/llamacpp/side_by_side.h"
 #include "engine/errors.h"
