@@ -9,10 +9,8 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
-#include <map>
 #include <ostream>
 #include <thread>
-#include <utility>
 
 #include "engine/errors.h"
 #include "profiling/machine_check.h"
