@@ -63,7 +63,33 @@ class OpTimer {
     return TimedSamples::of(std::move(seconds), options_.noisy_spread);
   }
 
+  // The same for a sequence of ops enqueued together (`enqueue` takes an id from `next` for
+  // each): a repeat's time is the sum of its ops' device times, the gaps between them left
+  // out as they are for a single op.
+  TimedSamples sample_sequence(const std::function<void(const std::function<OpId()>& next)>& enqueue) {
+    for (int i = 0; i < options_.warmups; ++i) time_sequence(enqueue);
+    std::vector<double> seconds;
+    for (int i = 0; i < std::max(1, options_.repeats); ++i) seconds.push_back(time_sequence(enqueue));
+    return TimedSamples::of(std::move(seconds), options_.noisy_spread);
+  }
+
  private:
+  double time_sequence(const std::function<void(const std::function<OpId()>& next)>& enqueue) {
+    const OpId first = next_id_;
+    enqueue([this] { return next_id_++; });
+    backend_.synchronize();
+    int64_t nanoseconds = 0;
+    OpId found = 0;
+    for (const OpTiming& timing : backend_.take_timings()) {
+      if (timing.id < first || timing.id >= next_id_) continue;
+      nanoseconds += std::max<int64_t>(1, timing.end_ns - timing.begin_ns);
+      ++found;
+    }
+    if (found != next_id_ - first)
+      throw std::runtime_error("the " + backend_.name() + " backend reported no device time for a roof measurement op");
+    return static_cast<double>(nanoseconds) * 1e-9;
+  }
+
   double time_once(const std::function<void(OpId)>& enqueue) {
     const OpId id = next_id_++;
     enqueue(id);
@@ -177,6 +203,65 @@ void measure_narrow_matmul(Backend& backend, OpTimer& timer, RoofMeasurement::Ma
   matmul.output_seconds = per_output;
 }
 
+// The decode matmuls (RoofMeasurement::DecodeMatmul): per dtype, whole layers of a step's
+// projections carved one after another out of `memory` (as many as stream four times the
+// last-level cache, 64 MiB at least, and fit), each weight its own op, against 1, 4, 8 rows.
+void measure_decode_matmuls(Backend& backend, OpTimer& timer, void* memory, size_t memory_bytes,
+                            const RoofMeasureOptions& options, RoofMeasurement& measurement, std::ostream* progress) {
+  const std::vector<StepWeightShape> layer = decode_step_projections(options.decode_step_width);
+  int64_t layer_elements = 0, widest_n = 0, deepest_k = 0;
+  for (const StepWeightShape& shape : layer) {
+    layer_elements += shape.n * shape.k;
+    widest_n = std::max(widest_n, shape.n);
+    deepest_k = std::max(deepest_k, shape.k);
+  }
+  const double streamed_bytes =
+      std::min(static_cast<double>(memory_bytes), std::max(4.0 * host_cache_bytes(), 64.0 * 1024 * 1024));
+  for (DType dtype : options.matmul_dtypes) {
+    const double layer_bytes = static_cast<double>(layer_elements) * static_cast<double>(dtype_size(dtype));
+    const int fitting = static_cast<int>(static_cast<double>(memory_bytes) / layer_bytes);
+    const int layers = std::min(fitting, static_cast<int>(std::ceil(streamed_bytes / layer_bytes)));
+    if (layers < 1) continue;
+    std::vector<Tensor> weights;
+    char* next = static_cast<char*>(memory);
+    for (int l = 0; l < layers; ++l) {
+      for (const StepWeightShape& shape : layer) {
+        weights.push_back(Tensor::contiguous(next, dtype, {shape.n, shape.k}));
+        next += static_cast<size_t>(shape.n * shape.k) * dtype_size(dtype);
+      }
+    }
+    fill_random(backend, memory, dtype, static_cast<size_t>(layers * layer_elements), 8);
+    for (int activation_rows : options.decode_matmul_rows) {
+      DeviceBuffer activations(backend, static_cast<size_t>(activation_rows * deepest_k) * dtype_size(dtype));
+      DeviceBuffer outputs(backend, static_cast<size_t>(activation_rows * widest_n) * dtype_size(dtype));
+      fill_random(backend, activations.get(), dtype, static_cast<size_t>(activation_rows * deepest_k), 9);
+      RoofMeasurement::DecodeMatmul decode;
+      decode.dtype = dtype;
+      decode.rows = activation_rows;
+      decode.layers = layers;
+      for (const Tensor& weight : weights) {
+        decode.bytes += static_cast<double>(weight.bytes()) +
+                        static_cast<double>(activation_rows * (weight.shape[0] + weight.shape[1]) * dtype_size(dtype));
+      }
+      if (progress) {
+        *progress << "measuring the decode matmul: " << dtype_name(dtype) << ", " << activation_rows << " row"
+                  << (activation_rows == 1 ? "" : "s") << " (" << layers << " layers of projections, "
+                  << format_bytes(static_cast<double>(next - static_cast<char*>(memory))) << ")\n";
+      }
+      decode.timing = timer.sample_sequence([&](const std::function<OpId()>& next_id) {
+        for (const Tensor& weight : weights) {
+          const Tensor x = Tensor::contiguous(activations.get(), dtype, {activation_rows, weight.shape[1]});
+          const Tensor out = Tensor::contiguous(outputs.get(), dtype, {activation_rows, weight.shape[0]});
+          backend.matmul(x, weight, out, next_id());
+        }
+      });
+      decode.bandwidth = decode.bytes / decode.timing.best;
+      if (activation_rows == 1) measurement.bandwidth = std::max(measurement.bandwidth, decode.bandwidth);
+      measurement.decode_matmuls.push_back(decode);
+    }
+  }
+}
+
 }  // namespace
 
 RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& options, std::ostream* progress) {
@@ -215,43 +300,11 @@ RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& option
     measurement.read_bandwidth = measurement.read_bytes / measurement.read.best;
     measurement.bandwidth = std::max(measurement.copy_bandwidth, measurement.read_bandwidth);
 
-    // CPU: the decode step's matmul shapes, per dtype and activation rows, over a weight four
-    // times the last-level cache (64 MiB at least; at most the copy's bytes): streamed, yet
-    // cheap enough to take with the roofs. A one-row fp32 product streams without widening,
-    // so it may raise the roof.
-    if (!gpu) {
-      const double streamed_bytes = std::min(static_cast<double>(source.bytes()),
-                                             std::max(4.0 * host_cache_bytes(), 64.0 * 1024 * 1024));
-      for (DType dtype : options.matmul_dtypes) {
-        const int64_t dtype_rows =
-            std::max<int64_t>(1, static_cast<int64_t>(streamed_bytes / static_cast<double>(dtype_size(dtype))) / row);
-        const Tensor streamed = Tensor::contiguous(source.get(), dtype, {dtype_rows, row});
-        fill_random(backend, source.get(), dtype, static_cast<size_t>(dtype_rows * row), 8);
-        for (int activation_rows : options.decode_matmul_rows) {
-          RoofMeasurement::DecodeMatmul decode;
-          decode.dtype = dtype;
-          decode.rows = activation_rows;
-          if (dtype == DType::F16 && activation_rows == 1) {  // that is the read above
-            decode.bytes = measurement.read_bytes;
-            decode.timing = measurement.read;
-          } else {
-            DeviceBuffer activations(backend, static_cast<size_t>(activation_rows * row) * dtype_size(dtype));
-            DeviceBuffer outputs(backend, static_cast<size_t>(activation_rows * dtype_rows) * dtype_size(dtype));
-            fill_random(backend, activations.get(), dtype, static_cast<size_t>(activation_rows * row), 9);
-            const Tensor a = Tensor::contiguous(activations.get(), dtype, {activation_rows, row});
-            const Tensor out = Tensor::contiguous(outputs.get(), dtype, {activation_rows, dtype_rows});
-            if (progress)
-              *progress << "measuring the decode matmul: " << dtype_name(dtype) << ", " << activation_rows << " row"
-                        << (activation_rows == 1 ? "" : "s") << "\n";
-            decode.timing = timer.sample([&](OpId id) { backend.matmul(a, streamed, out, id); });
-            decode.bytes = static_cast<double>(streamed.bytes() + activations.bytes() + outputs.bytes());
-          }
-          decode.bandwidth = decode.bytes / decode.timing.best;
-          if (activation_rows == 1) measurement.bandwidth = std::max(measurement.bandwidth, decode.bandwidth);
-          measurement.decode_matmuls.push_back(decode);
-        }
-      }
-    }
+    // CPU: a decode step's matmuls per dtype and activation rows (a step of projections over
+    // four times the last-level cache, 64 MiB at least; at most the copy's bytes): streamed,
+    // yet cheap enough to take with the roofs. A one-row fp32 product streams without
+    // widening, so it may raise the roof.
+    if (!gpu) measure_decode_matmuls(backend, timer, source.get(), source.bytes(), options, measurement, progress);
   }
 
   // The last-level cache (CPU): a weight a quarter of its size, read again and again.
@@ -337,7 +390,9 @@ Roofs RoofMeasurement::roofs() const {
          << ") and an fp16 matrix-vector product streaming the same bytes (" << format_bandwidth(read_bandwidth) << ", "
          << spread_note(read) << ")";
   if (!decode_matmuls.empty()) {
-    source << ", or a one-row product of another dtype; decode matmuls over the same bytes";
+    const DecodeMatmul& first = decode_matmuls.front();
+    source << ", or a one-row decode matmul; decode matmuls over a step of " << first.layers
+           << " layers of projections (q/k/v, o, gate/up, down, each its own op)";
     for (const DecodeMatmul& decode : decode_matmuls) {
       result.decode_matmul_ceilings.push_back({dtype_precision(decode.dtype), decode.rows, decode.bandwidth});
       source << (&decode == &decode_matmuls.front() ? " " : ", ") << dtype_name(decode.dtype) << " × " << decode.rows
@@ -401,11 +456,11 @@ std::string RoofMeasurement::describe() const {
   out << "read       " << format_bandwidth(read_bandwidth) << "  (matrix-vector product over " << format_bytes(copy_bytes_moved / 2)
       << ", " << format_seconds(read.best) << ", " << spread_note(read) << ")\n";
   for (const DecodeMatmul& decode : decode_matmuls) {
-    if (decode.dtype == DType::F16 && decode.rows == 1) continue;  // the read above
     char label[16];
     std::snprintf(label, sizeof label, "%s×%-3d", dtype_name(decode.dtype), decode.rows);
     out << label << "  " << format_bandwidth(decode.bandwidth) << "  (decode matmul: " << decode.rows << " row"
-        << (decode.rows == 1 ? "" : "s") << " × a streamed " << dtype_name(decode.dtype) << " weight, "
+        << (decode.rows == 1 ? "" : "s") << " × " << decode.layers << " layers of streamed " << dtype_name(decode.dtype)
+        << " projections, "
         << format_seconds(decode.timing.best) << ", " << spread_note(decode.timing) << ")\n";
   }
   out << "bandwidth  " << format_bandwidth(bandwidth)
@@ -473,7 +528,7 @@ nlohmann::json to_json(const RoofMeasurement& measurement) {
   json["decode_matmuls"] = nlohmann::json::array();
   for (const RoofMeasurement::DecodeMatmul& decode : measurement.decode_matmuls) {
     json["decode_matmuls"].push_back({{"dtype", dtype_name(decode.dtype)}, {"rows", decode.rows},
-                                      {"bandwidth_gbps", decode.bandwidth / 1e9}, {"bytes_moved", decode.bytes},
+                                      {"layers", decode.layers}, {"bandwidth_gbps", decode.bandwidth / 1e9}, {"bytes_moved", decode.bytes},
                                       {"timing", samples_json(decode.timing)}});
   }
   if (measurement.fma_flops_per_s > 0) {
@@ -499,6 +554,11 @@ DeviceSpec measured_spec(const std::string& description, const MachineIdentity& 
 
 // The highest data-cache level cpu0 sees in sysfs (what lscpu reads: a VM's own view), else
 // sysconf (CPUID, which can describe the host instead).
+std::vector<StepWeightShape> decode_step_projections(int64_t width) {
+  const int64_t intermediate = (width * 11 / 4 + 255) / 256 * 256;
+  return {{3 * width, width}, {width, width}, {2 * intermediate, width}, {width, intermediate}};
+}
+
 double host_cache_bytes() {
   int best_level = 0;
   double best_bytes = 0;

@@ -33,8 +33,10 @@ namespace decodelab {
 // Bumped whenever the measurement changes meaning (2: CPU compute roofs from the FMA probe;
 // 3: fixed costs and the last-level cache measured beside the roofs; 4: the decode matmuls
 // per dtype and rows, and the one-row ones in the bandwidth roof; 5: the matmul ceilings
-// fitted with a narrow matmul into a kernel rate and a cost per output). Caches are keyed by it.
-constexpr int kRoofMethodVersion = 5;
+// fitted with a narrow matmul into a kernel rate and a cost per output; 6: the decode matmuls
+// timed over a decode step's sequence of projections instead of one long weight). Caches are
+// keyed by it.
+constexpr int kRoofMethodVersion = 6;
 
 // fp32, fp16, bf16: the dtypes whose matmul a measurement times (out of line: GCC 12 warns
 // about an inlined initializer list here as possibly uninitialised).
@@ -47,10 +49,12 @@ struct RoofMeasureOptions {
   int repeats = 5;
   std::vector<DType> matmul_dtypes = default_matmul_dtypes();
   // CPU: the decode-shaped matmuls timed per dtype — these rows of activations against a
-  // weight streamed from memory (four times the last-level cache) — whose rates price a
-  // decode step's matmuls in the prediction (Roofs::decode_matmul_bandwidth); more rows
-  // are held to the matmul ceiling. Empty: none.
+  // decode step's projections (decode_step_projections), layer after layer, streamed from
+  // memory (four times the last-level cache) — whose rates price a decode step's matmuls in
+  // the prediction (Roofs::decode_matmul_bandwidth); more rows are held to the matmul
+  // ceiling. Empty: none.
   std::vector<int> decode_matmul_rows = {1, 4, 8};
+  int decode_step_width = 1024;  // the step's hidden size (lab-small's); its MLP is 2.75 times as wide
   double noisy_spread = 0.10;  // (max - min) / median above this flags a figure as noisy
   double fma_probe_flops = 2e10;  // FLOPs per FMA-probe repeat (about 0.05 s on a 2-core CPU)
 };
@@ -98,12 +102,15 @@ struct RoofMeasurement {
   };
   static constexpr int64_t kNarrowRows = 64, kNarrowColumns = 1024, kNarrowDepth = 128;
   std::vector<Matmul> matmuls;
-  // A decode step's matmul: `rows` activation rows times a weight of one dtype, streamed
-  // once (the fp16 row-1 entry is `read`, over the copy's bytes). Its rate in bytes
-  // (weight + activations + output) per second: what our kernel streams at that shape.
+  // A decode step's matmuls: `rows` activation rows times `layers` layers of projections
+  // (decode_step_projections) of one dtype, each weight a few MB streamed once, one op each
+  // as in a real step. Its rate in bytes (weights + activations + outputs) over the ops'
+  // summed device time: what our kernel streams at that shape, the seams between weights
+  // included (one long weight streams faster than a step's few-MB ones).
   struct DecodeMatmul {
     DType dtype = DType::F16;
     int rows = 1;
+    int layers = 0;
     double bytes = 0;
     TimedSamples timing;
     double bandwidth = 0;  // bytes/s, the fastest repeat
@@ -157,5 +164,15 @@ DeviceSpec measured_spec(const std::string& description, const MachineIdentity& 
 
 // This machine's last-level cache in bytes (sysfs, else sysconf), 0 when unknown.
 double host_cache_bytes();
+
+// One decoder layer's projections as the engine runs them, [N, K] weights for a hidden size
+// `width` (multi-head attention): q, k, v fused (3·width × width), o (width × width), gate
+// and up fused (2·intermediate × width), down (width × intermediate); the intermediate
+// size is 2.75 × width rounded up to a multiple of 256 (2816 for 1024: lab-small's layer).
+struct StepWeightShape {
+  int64_t n = 0;
+  int64_t k = 0;
+};
+std::vector<StepWeightShape> decode_step_projections(int64_t width);
 
 }  // namespace decodelab

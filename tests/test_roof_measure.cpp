@@ -92,6 +92,7 @@ RoofMeasureOptions small_options() {
   options.copy_bytes = size_t{4} << 20;
   options.matmul_size = 128;
   options.repeats = 3;
+  options.decode_step_width = 256;  // layers of 1.7 MB (16-bit) to 3.4 MB (fp32) in the copy's 4 MiB
   return options;
 }
 
@@ -132,25 +133,45 @@ TEST_CASE("measurement recovers the device's roofs from its own op timings", "[r
   CHECK(roofs.bf16_flops == Approx(40e9).epsilon(1e-4));
   CHECK_FALSE(measurement.copy.noisy);
   CHECK(roofs.source.find("bytes read + written") != std::string::npos);
-  // The decode matmuls: 1, 4 and 8 rows per dtype; fp16 at one row is the read itself.
+  // The decode matmuls: 1, 4 and 8 rows per dtype, each over whole layers of a step's
+  // projections carved out of the copy's 4 MiB, one op per weight.
   REQUIRE(measurement.decode_matmuls.size() == 9);
+  const std::vector<StepWeightShape> layer = decode_step_projections(256);
+  REQUIRE(layer.size() == 4);
+  CHECK(layer[2].n == 2 * 768);  // 2.75 × 256 = 704, rounded up to a multiple of 256
+  int decode_ops = 0;
   for (const RoofMeasurement::DecodeMatmul& decode : measurement.decode_matmuls) {
     CAPTURE(dtype_name(decode.dtype), decode.rows);
-    // The scripted matmul streams at 15 GB/s until its FLOPs take longer at the dtype's peak.
-    const double weight_bytes = 4 << 20;  // the copy's source, as that dtype's rows
-    const double elements = weight_bytes / static_cast<double>(dtype_size(decode.dtype));
-    const double flops = 2.0 * decode.rows * elements;
-    const double expected_seconds = std::max(flops / backend.peaks.at(decode.dtype), decode.bytes / 15e9);
-    CHECK(decode.bandwidth == Approx(decode.bytes / expected_seconds).epsilon(1e-3));
+    // As many layers as fit in the copy's source.
+    double layer_bytes = 0;
+    for (const StepWeightShape& shape : layer) layer_bytes += static_cast<double>(shape.n * shape.k * dtype_size(decode.dtype));
+    CHECK(decode.layers == static_cast<int>((4 << 20) / layer_bytes));
+    // The scripted matmul streams at 15 GB/s until its FLOPs take longer at the dtype's
+    // peak, op by op; the figure is all the ops' bytes over their summed time.
+    double expected_bytes = 0, expected_seconds = 0;
+    for (int l = 0; l < decode.layers; ++l) {
+      for (const StepWeightShape& shape : layer) {
+        const double bytes = static_cast<double>((shape.n * shape.k + decode.rows * (shape.n + shape.k)) * dtype_size(decode.dtype));
+        const double flops = 2.0 * decode.rows * static_cast<double>(shape.n * shape.k);
+        expected_bytes += bytes;
+        expected_seconds += std::max(flops / backend.peaks.at(decode.dtype), bytes / 15e9);
+      }
+    }
+    CHECK(decode.bytes == Approx(expected_bytes));
+    CHECK(decode.bandwidth == Approx(expected_bytes / expected_seconds).epsilon(1e-3));
+    decode_ops += decode.layers * static_cast<int>(layer.size());
   }
   // One warm-up and three repeats per figure: copy, read, three matmuls and their narrow
-  // twins, eight more decode matmuls, and the cache's read where the OS reports a last-level cache.
-  const int figures = measurement.cache_bytes > 0 ? 17 : 16;
-  CHECK(backend.ops_run == figures * (1 + 3));
+  // twins, the cache's read where the OS reports a last-level cache, and every decode
+  // matmul's ops.
+  const int figures = measurement.cache_bytes > 0 ? 9 : 8;
+  CHECK(backend.ops_run == (figures + decode_ops) * (1 + 3));
   CHECK(measurement.describe().find("bf16") != std::string::npos);
   CHECK(measurement.describe().find("fp32×8") != std::string::npos);
   REQUIRE(roofs.decode_matmul_ceilings.size() == 9);
-  CHECK(roofs.decode_matmul_bandwidth(Precision::Fp16, 1) == Approx(measurement.read_bandwidth));
+  CHECK(roofs.decode_matmul_bandwidth(Precision::Fp16, 1) == Approx(measurement.decode_matmuls[3].bandwidth));
+  CHECK(measurement.decode_matmuls[3].dtype == DType::F16);
+  CHECK(measurement.decode_matmuls[3].rows == 1);
   CHECK(to_json(measurement)["decode_matmuls"].size() == 9);
   if (measurement.cache_bytes > 0) {
     CHECK(measurement.cache_bandwidth == Approx(15e9).epsilon(1e-3));  // the scripted read rate
