@@ -250,7 +250,7 @@ void add_predict_command(CLI::App& app) {
   command->add_option("--backend", arguments->backend, "Override the scenario's backend (default device, --check)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   command->add_option("--threads", arguments->threads, "CPU kernel threads (0 = every core)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(integer_range(0, kMaxCpuThreads));
   command->add_option("--json", arguments->json_file, "Write the prediction (and the check) as JSON");
   command->add_flag("--check", arguments->check,
                     "Also run the scenario (and its fixed twin) here: measured, predicted and the error per figure");
@@ -270,7 +270,7 @@ void add_diff_logits_command(CLI::App& app) {
   command->add_option("other", arguments->other_file, "the compared run's .npy")->required();
   command->add_option("--dtype", arguments->dtype, "the runs' dtype (sets the tolerance): fp32, fp16 or bf16")->required();
   command->add_option("--tolerance", arguments->tolerance, "override: largest |a - b| / max(1, max |reference row|)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   command->callback([arguments] { execute_diff_logits(*arguments); });
 }
 

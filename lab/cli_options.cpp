@@ -3,6 +3,8 @@
 
 #include <CLI/CLI.hpp>
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <vector>
 
 #include "lab/row_prediction.h"
@@ -43,6 +45,17 @@ CLI::Validator integer_at_least(int64_t min) {
         return "expected an integer ≥ " + std::to_string(min) + ", got '" + input + "'";
       },
       "INT ≥ " + std::to_string(min));
+}
+
+CLI::Validator positive_number() {
+  return CLI::Validator(
+      [](std::string& input) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(input.c_str(), &end);
+        if (!input.empty() && end == input.c_str() + input.size() && std::isfinite(value) && value > 0) return "";
+        return "expected a number > 0, got '" + input + "'";
+      },
+      "NUMBER > 0");
 }
 
 CLI::Option* add_threads_option(CLI::App& command, int& threads) {

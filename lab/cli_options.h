@@ -28,6 +28,8 @@ struct SlurmRequest;
 CLI::Validator integer_range(int64_t min, int64_t max);
 // A whole number ≥ min: "expected an integer ≥ 1, got '0'".
 CLI::Validator integer_at_least(int64_t min);
+// A finite number > 0: "expected a number > 0, got '-1'".
+CLI::Validator positive_number();
 
 // --threads N: CPU kernel threads, 0..kMaxCpuThreads (0 = the scenario's, else every core).
 CLI::Option* add_threads_option(CLI::App& command, int& threads);

@@ -74,8 +74,8 @@ TEST_CASE("cli: --only takes a,b and a b alike", "[cli][usability]") {
   }
 }
 
-TEST_CASE("cli: integer options print integer ranges", "[cli][usability]") {
-  for (const char* command : {"run", "compare", "sweep"}) {
+TEST_CASE("cli: number options print their ranges in words", "[cli][usability]") {
+  for (const char* command : {"run", "compare", "sweep", "predict"}) {
     const CommandResult result = run_decodelab({command, "quickstart", "--threads", "-1"});
     CHECK(result.exit_code == 2);
     CHECK_THAT(result.err, Contains("--threads") && Contains("expected an integer from 0 to 1024, got '-1'"));
@@ -92,6 +92,11 @@ TEST_CASE("cli: integer options print integer ranges", "[cli][usability]") {
   const CommandResult repeats = run_decodelab({"roofline", "--repeats", "0"});
   CHECK(repeats.exit_code == 2);
   CHECK_THAT(repeats.err, Contains("expected an integer ≥ 1, got '0'"));
+  // A number option says its range in words too, not CLI11's 300-digit double.
+  const CommandResult tolerance = run_decodelab({"diff-logits", "a.npy", "b.npy", "--dtype", "fp16", "--tolerance", "-1"});
+  CHECK(tolerance.exit_code == 2);
+  CHECK_THAT(tolerance.err, Contains("--tolerance: expected a number > 0, got '-1'"));
+  CHECK(tolerance.err.size() < 200);
   const CommandResult format = run_decodelab({"run", "quickstart", "-o", "xml"});
   CHECK(format.exit_code == 2);
   CHECK_THAT(format.err, Contains("xml"));
