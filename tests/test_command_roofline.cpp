@@ -3,12 +3,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "lab/cli_commands.h"
 #include "profiling/device_spec.h"
 #include "profiling/printers.h"
-
-namespace decodelab {
-void add_roofline_command(CLI::App& app);
-}
 
 using namespace decodelab;
 
