@@ -3,8 +3,9 @@
 # bugs at other batch sizes, prompt lengths and models, each run here (fixed twin and buggy,
 # repeats alternated) and predicted from this machine's measured roofs and fixed costs. One
 # markdown row per case: decode_slowdown and end_to_end_slowdown, measured, predicted and
-# the prediction's error (measured / predicted - 1). Take it on a QUIET machine (nothing else
-# running): ~7 minutes on 2 cores. First this machine's roofs and fixed costs are measured
+# the prediction's error (measured / predicted - 1). Then the decode-batch and context-length
+# sweeps, one row per point: decode tok/s measured (± its 95% interval), predicted, the error. Take it on a QUIET machine (nothing else
+# running): ~11 minutes on 2 cores. First this machine's roofs and fixed costs are measured
 # again (`roofline --measure`, which refreshes the cache every prediction here reads), so a
 # measurement taken under load earlier does not price the table; SKIP_ROOFS=1 keeps the cache.
 # Extra arguments go to every `decodelab predict` (e.g. --threads 1).
@@ -51,3 +52,26 @@ row no_kv_cache "lab-tiny" --set model=lab-tiny
 row sequential_generation "lab-tiny" --set model=lab-tiny
 row host_sync "lab-small, per token" --set model=lab-small --set bugs.host_sync.per=token --set workload.new_tokens=32
 row host_sync "per layer" --set bugs.host_sync.per=layer
+# The sweeps' points: decode tok/s measured against predicted (sweep --json's fields).
+sweeps_dir="$(mktemp -d)"
+trap 'rm -rf "$sweeps_dir"' EXIT
+echo
+echo "| sweep | point | decode tok/s measured | predicted | error | predicted bound |"
+echo "| --- | --- | ---: | ---: | ---: | --- |"
+for sweep in decode-batch context-length; do
+  "$decodelab" sweep "$sweep" --json "$sweeps_dir/$sweep.json" "${extra[@]}" >/dev/null
+  python3 - "$sweep" "$sweeps_dir/$sweep.json" <<'PY'
+import json, sys
+name, path = sys.argv[1], sys.argv[2]
+for row in json.load(open(path)):
+    point = ", ".join(f"{key} {value}" for key, value in row["swept"].items())
+    interval = row["intervals"]["decode_tokens_per_s"]
+    measured = f"{interval['median']:.1f} ±{100 * interval['relative_ci']:.1f}%" + (" noisy" if interval["noisy"] else "")
+    predicted = row.get("predicted_decode_tokens_per_s")
+    if predicted is None:
+        print(f"| {name} | {point} | {measured} | - | - | {row.get('prediction', {}).get('unavailable', '-')} |")
+        continue
+    error = row["decode_tokens_per_s_prediction_error"]
+    print(f"| {name} | {point} | {measured} | {predicted:.1f} | {100 * error:+.0f}% | {row['prediction']['decode_bound']} |")
+PY
+done
