@@ -67,6 +67,9 @@ constexpr int64_t kPrefetchAheadBytes = 32 * 1024;
 // 19.0, 2 threads 22.5 -> 29.6; fp32 16.9 -> 20.4 and 26.9 -> 28.9. 16-bit rows also
 // prefetch kStreamPrefetchBytes ahead in each stream into L1 (+15% on one thread over
 // the hardware prefetcher alone, where fp32 measured no gain); 6 streams beat 4 and 8.
+// At 2 threads no other distance (off, 256 B-2 KiB), hint (L2, non-temporal) or schedule
+// (guided, dynamic) did better (medians of 60-80 interleaved rounds within 0.92-1.02x);
+// what did was 2 MiB pages under the weights (engine/cpu/host_memory.h).
 // AVX-512 builds keep the blocked path measured on Zen 5.
 constexpr int kStreams = 6;
 constexpr int64_t kStreamPrefetchBytes = 512;
