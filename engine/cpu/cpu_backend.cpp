@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/cpu/checks.h"
+#include "engine/cpu/host_memory.h"
 #include "engine/cpu/kernels.h"
 #include "engine/cpu/simd.h"
 #include "engine/cpu/stream.h"
@@ -65,8 +66,7 @@ class CpuBackend final : public Backend {
 
   // --- memory ---
   void* allocate(size_t bytes) override {
-    const size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
-    void* pointer = std::aligned_alloc(64, rounded);
+    void* pointer = cpu::allocate_host_memory(bytes);
     if (!pointer) {
       throw ResourceError("cpu backend: cannot allocate " + std::to_string(bytes) + " bytes (" +
                           std::to_string(available_memory()) + " bytes available)");
@@ -75,7 +75,7 @@ class CpuBackend final : public Backend {
   }
   void release(void* pointer) override {
     stream_.drain();  // queued ops may still read it
-    std::free(pointer);
+    cpu::release_host_memory(pointer);
   }
   size_t available_memory() const override {
     std::ifstream meminfo("/proc/meminfo");

@@ -4,9 +4,9 @@
 // A single x row (batch-1 decode, AVX2) reads W as kStreams long sequential streams, one
 // accumulator each (see matvec_streams): what batch-1 decode is bound by. Up to
 // kBatchRows rows W is streamed once, in blocks of kWeightRows rows prefetched ahead as
-// one sequential stream. With more
-// rows (batched decode, prefill) threads take W panels that stay in L2 while every group
-// of x rows passes over them: what those are bound by is FMAs. The one non-obvious
+// one sequential stream. With more rows (batched decode, prefill) threads take W panels
+// that stay in L2 while every group of kPanelXRows x rows passes over them in tiles of
+// kPanelXRows × kPanelWeightRows (4×3 on AVX2): what those are bound by is FMAs. The one non-obvious
 // choice: each output element is one vector accumulator that starts at zero, takes one
 // FMA per kLanes-wide chunk of K in order (the tail zero-padded), and is reduced by the
 // vsum tree (vsum16 gives the same bits) — so an element depends only on its x row and W
@@ -32,8 +32,26 @@ constexpr int kBatchRows = 6;
 #else
 constexpr int kBatchRows = 2;
 #endif
+// The panel tile (several groups of x rows over a W panel held in L2). AVX-512 keeps
+// the 6×4 measured on Zen 5. AVX2 (measured on Zen 3, 2 vCPUs): 4 x rows × 3 W rows,
+// 12 accumulators + 3 widened W chunks + 1 x chunk in the 16 registers, 3 conversions
+// and 4 x loads per 12 FMAs where 2×4 paid 4 conversions and 2 loads per 8 FMAs and was
+// bound by the conversions and the 16-bit W stream from L2: the four lab-small layer
+// shapes at M = 512, rounds interleaved in one process, 2 threads fp16 +7-18% (median of
+// 10-12 rounds per comparison), bf16 +20%, fp32 +35%; 1 thread fp16 +7%; M = 4, 16 and
+// 64 +9-19%. 6×2 (0.87-0.98x) and 5×2 (1.00-1.03x) lost to 4×3, and so did widening
+// each fp16 panel once into an fp32 copy in L2 (0.80-0.91x: twice the bytes from L2 per
+// W chunk, where the conversions were not what bound it). 3×4 spills (tried earlier).
+#if defined(DECODELAB_SIMD_AVX512)
+constexpr int kPanelXRows = 6;
+constexpr int kPanelWeightRows = 4;
+#else
+constexpr int kPanelXRows = 4;
+constexpr int kPanelWeightRows = 3;
+#endif
 constexpr int64_t kXBlockBytes = 256 * 1024;  // x rows one pass over a W panel keeps in L2
-constexpr int64_t kPanelRows = 64;            // W rows a thread keeps in L2 while x passes over them
+// W rows a thread keeps in L2 while x passes over them: ~64, a whole number of tiles.
+constexpr int64_t kPanelRows = 64 / kPanelWeightRows * kPanelWeightRows;
 constexpr int64_t kParallelMacs = 1 << 16;    // below this, a parallel region costs more than it saves
 // How far ahead of its read position the first x group prefetches W: about the
 // bandwidth-delay product of one core's DRAM stream, measured best among 16-128 KiB.
@@ -49,6 +67,9 @@ constexpr int64_t kPrefetchAheadBytes = 32 * 1024;
 // 19.0, 2 threads 22.5 -> 29.6; fp32 16.9 -> 20.4 and 26.9 -> 28.9. 16-bit rows also
 // prefetch kStreamPrefetchBytes ahead in each stream into L1 (+15% on one thread over
 // the hardware prefetcher alone, where fp32 measured no gain); 6 streams beat 4 and 8.
+// At 2 threads no other distance (off, 256 B-2 KiB), hint (L2, non-temporal) or schedule
+// (guided, dynamic) did better (medians of 60-80 interleaved rounds within 0.92-1.02x);
+// what did was 2 MiB pages under the weights (engine/cpu/host_memory.h).
 // AVX-512 builds keep the blocked path measured on Zen 5.
 constexpr int kStreams = 6;
 constexpr int64_t kStreamPrefetchBytes = 512;
@@ -100,9 +121,10 @@ template <DType WD, int MR, int NR>
 // reached 72-86%. W's partial last chunk is widened
 // (zero-filled) before the loop: a function call while the accumulators are live would
 // make the compiler keep them in memory, and every FMA would wait on a store.
-template <DType WD, int MR, int NR, bool PrefetchAhead>
+template <DType WD, int MR, int NR, bool PrefetchAhead, int DM, int DN>
 void register_tile(const float* x, int64_t padded_k, const void* w, int64_t w_stride, int64_t k,
-                   float (&dots)[kBatchRows][kWeightRows]) {
+                   float (&dots)[DM][DN]) {
+  static_assert(MR <= DM && NR <= DN, "the tile must fit its dots");
   constexpr int64_t element = WD == DType::F32 ? 4 : 2;
   const int64_t full = k / kLanes * kLanes;
   alignas(64) float tail[NR][kLanes] = {};
@@ -145,27 +167,20 @@ void register_tile(const float* x, int64_t padded_k, const void* w, int64_t w_st
     for (int n = 0; n < NR; ++n) dots[m][n] = vsum(acc[m][n]);
 }
 
-// Calls f.template operator()<MR, NR>() for runtime mr in 1..kBatchRows, nr in 1..kWeightRows.
-template <int MR = 1, typename F>
+// Calls f.template operator()<MR, NR>() for runtime mr in 1..TM, nr in 1..TN.
+template <int TM, int TN, int MR = 1, int NR = 1, typename F>
 [[gnu::always_inline]] inline void dispatch_tile(int mr, int nr, F&& f) {
-  if constexpr (MR < kBatchRows) {
-    if (mr > MR) return dispatch_tile<MR + 1>(mr, nr, f);
+  if constexpr (MR < TM) {
+    if (mr > MR) return dispatch_tile<TM, TN, MR + 1, NR>(mr, nr, f);
   }
-  static_assert(kWeightRows == 4, "the switch below covers nr = 1..4");
-  switch (nr) {
-    case 1:
-      return f.template operator()<MR, 1>();
-    case 2:
-      return f.template operator()<MR, 2>();
-    case 3:
-      return f.template operator()<MR, 3>();
-    default:
-      return f.template operator()<MR, 4>();
+  if constexpr (NR < TN) {
+    if (nr > NR) return dispatch_tile<TM, TN, MR, NR + 1>(mr, nr, f);
   }
+  f.template operator()<MR, NR>();
 }
 
-void store_tile(const Tensor& out, int64_t m0, int64_t n0, int mr, int nr,
-                const float (&dots)[kBatchRows][kWeightRows]) {
+template <int DM, int DN>
+void store_tile(const Tensor& out, int64_t m0, int64_t n0, int mr, int nr, const float (&dots)[DM][DN]) {
   for (int m = 0; m < mr; ++m)
     for (int n = 0; n < nr; ++n) store_from_float(out.data, out.dtype, (m0 + m) * out.strides[0] + n0 + n, dots[m][n]);
 }
@@ -241,8 +256,8 @@ bool matvec_streams(const float* x, int64_t padded_k, const Tensor& weight, cons
     for (int64_t first = q * kStreams; first < n_total; first += kWeightRows) {  // the last rows
       const int nr = static_cast<int>(std::min<int64_t>(kWeightRows, n_total - first));
       const void* rows = static_cast<const char*>(weight.data) + first * w_stride * element;
-      float dots[kBatchRows][kWeightRows];
-      dispatch_tile(1, nr, [&]<int MR, int NR>() { register_tile<WD, MR, NR, false>(x, padded_k, rows, w_stride, k, dots); });
+      float dots[1][kWeightRows];
+      dispatch_tile<1, kWeightRows>(1, nr, [&]<int MR, int NR>() { register_tile<WD, MR, NR, false>(x, padded_k, rows, w_stride, k, dots); });
       store_tile(out, 0, first, 1, nr, dots);
     }
   }
@@ -267,7 +282,7 @@ void matmul_streaming(const float* x, int64_t padded_k, const Tensor& weight, co
     const int nr = static_cast<int>(std::min<int64_t>(kWeightRows, n_total - n0));
     const void* w = static_cast<const char*>(weight.data) + n0 * w_stride * static_cast<int64_t>(dtype_size(WD));
     float dots[kBatchRows][kWeightRows];
-    dispatch_tile(mr, nr, [&]<int MR, int NR>() { register_tile<WD, MR, NR, true>(x, padded_k, w, w_stride, k, dots); });
+    dispatch_tile<kBatchRows, kWeightRows>(mr, nr, [&]<int MR, int NR>() { register_tile<WD, MR, NR, true>(x, padded_k, w, w_stride, k, dots); });
     store_tile(out, 0, n0, mr, nr, dots);
   }
 }
@@ -286,21 +301,21 @@ void matmul_panels(const float* x, int64_t padded_k, const Tensor& weight, const
   const int64_t panels = (n_total + kPanelRows - 1) / kPanelRows;
   // x rows per pass over a panel: as many as fit the L2 budget, a whole number of groups.
   const int64_t x_block = std::max<int64_t>(
-      kBatchRows, kXBlockBytes / (padded_k * static_cast<int64_t>(sizeof(float))) / kBatchRows * kBatchRows);
+      kPanelXRows, kXBlockBytes / (padded_k * static_cast<int64_t>(sizeof(float))) / kPanelXRows * kPanelXRows);
 #pragma omp parallel for schedule(guided, 1) if (rows * n_total * k > kParallelMacs)
   for (int64_t panel = 0; panel < panels; ++panel) {
     const int64_t n_begin = panel * kPanelRows;
     const int64_t n_end = std::min(n_total, n_begin + kPanelRows);
     for (int64_t m_begin = 0; m_begin < rows; m_begin += x_block) {
       const int64_t m_end = std::min(rows, m_begin + x_block);
-      for (int64_t m0 = m_begin; m0 < m_end; m0 += kBatchRows) {
-        const int mr = static_cast<int>(std::min<int64_t>(kBatchRows, m_end - m0));
+      for (int64_t m0 = m_begin; m0 < m_end; m0 += kPanelXRows) {
+        const int mr = static_cast<int>(std::min<int64_t>(kPanelXRows, m_end - m0));
         const float* x_group = x + m0 * padded_k;
-        for (int64_t n0 = n_begin; n0 < n_end; n0 += kWeightRows) {
-          const int nr = static_cast<int>(std::min<int64_t>(kWeightRows, n_end - n0));
+        for (int64_t n0 = n_begin; n0 < n_end; n0 += kPanelWeightRows) {
+          const int nr = static_cast<int>(std::min<int64_t>(kPanelWeightRows, n_end - n0));
           const void* w = static_cast<const char*>(weight.data) + n0 * w_stride * static_cast<int64_t>(dtype_size(WD));
-          float dots[kBatchRows][kWeightRows];
-          dispatch_tile(mr, nr, [&]<int MR, int NR>() {
+          float dots[kPanelXRows][kPanelWeightRows];
+          dispatch_tile<kPanelXRows, kPanelWeightRows>(mr, nr, [&]<int MR, int NR>() {
             // Only the panel's first pass reads W from memory; later ones find it in L2.
             if (m0 == 0)
               register_tile<WD, MR, NR, true>(x_group, padded_k, w, w_stride, k, dots);
