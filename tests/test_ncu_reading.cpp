@@ -17,7 +17,7 @@ using namespace decodelab;
 
 namespace {
 
-std::filesystem::path fixture(const char* name) {
+std::filesystem::path ncu_fixture(const char* name) {
   return std::filesystem::path(DECODELAB_SOURCE_DIR) / "tests" / "fixtures" / "ncu" / name;
 }
 
@@ -46,7 +46,7 @@ TEST_CASE("golden: the seed's five kernels, from ncu CSV in both forms, read as 
   for (const char* file : {"seed_kernels_raw.csv", "seed_kernels_details.csv"}) {
     INFO(file);
     // prepare: the export names its GPU, which selects the h100-sxm datasheet peaks
-    const NcuReport report = read_ncu_report(read_ncu_csv(fixture(file)));
+    const NcuReport report = read_ncu_report(read_ncu_csv(ncu_fixture(file)));
 
     // verify: one device, chosen from the export
     REQUIRE(report.devices.size() == 1);
@@ -94,7 +94,7 @@ TEST_CASE("golden: the seed's five kernels, from ncu CSV in both forms, read as 
 }
 
 TEST_CASE("ncu reading: the device's peaks come from --device, the export, or the default", "[ncu_reading]") {
-  const NcuExport exported = read_ncu_csv(fixture("seed_kernels_raw.csv"));
+  const NcuExport exported = read_ncu_csv(ncu_fixture("seed_kernels_raw.csv"));
 
   SECTION("--device overrides the export's name: an H200's measured bandwidth roof") {
     NcuReadingOptions options;
@@ -194,7 +194,7 @@ TEST_CASE("ncu reading: a partial export reads what it can and says what is miss
 }
 
 TEST_CASE("ncu reading: JSON carries the numbers, nulls where the export had none", "[ncu_reading]") {
-  const NcuReport report = read_ncu_report(read_ncu_csv(fixture("seed_kernels_details.csv")));
+  const NcuReport report = read_ncu_report(read_ncu_csv(ncu_fixture("seed_kernels_details.csv")));
   const nlohmann::json json = to_json(report);
   CHECK(json["schema"] == "decodelab-ncu");
   CHECK(json["form"] == "long");
@@ -212,7 +212,7 @@ TEST_CASE("ncu reading: JSON carries the numbers, nulls where the export had non
 }
 
 TEST_CASE("ncu reading: the printout shows each launch's reading and a summary table", "[ncu_reading]") {
-  const std::string text = format_ncu_report(read_ncu_report(read_ncu_csv(fixture("seed_kernels_raw.csv"))));
+  const std::string text = format_ncu_report(read_ncu_report(read_ncu_csv(ncu_fixture("seed_kernels_raw.csv"))));
   CHECK_THAT(text, Catch::Matchers::Contains("gemm_bf16_8192  [ID 0]"));
   CHECK_THAT(text, Catch::Matchers::Contains("688 TFLOP/s at 2000 FLOP/B; roof 989 TFLOP/s -> 70% of roofline"));
   CHECK_THAT(text, Catch::Matchers::Contains("32.0 sectors/request"));

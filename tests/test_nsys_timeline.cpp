@@ -16,15 +16,15 @@ using namespace decodelab;
 
 namespace {
 
-std::filesystem::path fixture(const char* name) {
+std::filesystem::path nsys_fixture(const char* name) {
   return std::filesystem::path(DECODELAB_SOURCE_DIR) / "tests" / "fixtures" / "nsys" / name;
 }
 
 NsysTables decode_traces(bool with_nvtx = true) {
   NsysTables tables;
-  read_nsys_csv(fixture("decode_cuda_gpu_trace.csv"), tables);
-  read_nsys_csv(fixture("decode_cuda_api_trace.csv"), tables);
-  if (with_nvtx) read_nsys_csv(fixture("decode_nvtx_pushpop_trace.csv"), tables);
+  read_nsys_csv(nsys_fixture("decode_cuda_gpu_trace.csv"), tables);
+  read_nsys_csv(nsys_fixture("decode_cuda_api_trace.csv"), tables);
+  if (with_nvtx) read_nsys_csv(nsys_fixture("decode_nvtx_pushpop_trace.csv"), tables);
   return tables;
 }
 
@@ -123,7 +123,7 @@ TEST_CASE("nsys timeline: only the decode steps, by their NVTX ranges", "[nsys_t
 
 TEST_CASE("nsys timeline: from the summaries alone", "[nsys_timeline]") {
   NsysTables tables;
-  read_nsys_csv(fixture("decode_summaries.csv"), tables);
+  read_nsys_csv(nsys_fixture("decode_summaries.csv"), tables);
   const NsysAnalysis analysis = analyze_nsys(tables);
 
   CHECK_FALSE(analysis.has_gpu_trace);
@@ -166,8 +166,8 @@ TEST_CASE("nsys timeline: --nvtx needs its reports and a range to match", "[nsys
   SECTION("without the NVTX trace") { CHECK_THROWS_AS(analyze_nsys(decode_traces(false), options), InputError); }
   SECTION("without the API trace") {
     NsysTables tables;
-    read_nsys_csv(fixture("decode_cuda_gpu_trace.csv"), tables);
-    read_nsys_csv(fixture("decode_nvtx_pushpop_trace.csv"), tables);
+    read_nsys_csv(nsys_fixture("decode_cuda_gpu_trace.csv"), tables);
+    read_nsys_csv(nsys_fixture("decode_nvtx_pushpop_trace.csv"), tables);
     CHECK_THROWS_AS(analyze_nsys(tables, options), InputError);
   }
   SECTION("a pattern that matches nothing lists the ranges there are") {

@@ -11,7 +11,7 @@ namespace decodelab::cuda {
 
 namespace {
 
-constexpr int kThreads = 1024;
+constexpr int kArgmaxThreads = 1024;
 
 // Whether (value, index) beats (best, best_index): larger, or equal with a smaller index;
 // NaN beats every number.
@@ -78,7 +78,7 @@ void launch_argmax(const KernelTensor& logits, const KernelTensor& tokens, const
   if (sequences == 0 || vocab == 0) return;
   dispatch_float_dtype(logits.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    argmax_kernel<T><<<static_cast<unsigned int>(sequences), kThreads, 0, stream>>>(
+    argmax_kernel<T><<<static_cast<unsigned int>(sequences), kArgmaxThreads, 0, stream>>>(
         static_cast<const T*>(logits.data), logits.strides[0], logits.strides[1], vocab, tokens, positions);
   });
   CHECK_LAUNCH();

@@ -23,11 +23,11 @@ namespace decodelab::cuda {
 
 namespace {
 
-constexpr int kThreads = 128;
-constexpr int kWarps = kThreads / 32;
+constexpr int kAttentionThreads = 128;
+constexpr int kWarps = kAttentionThreads / 32;
 constexpr int kTile = 128;                                      // key positions per tile
 constexpr int kMaxGroup = kAttentionMaxGroup;                   // query heads per block
-constexpr int kDimsPerThread = kAttentionMaxHeadDim / kThreads;  // head_dim columns per thread
+constexpr int kDimsPerThread = kAttentionMaxHeadDim / kAttentionThreads;  // head_dim columns per thread
 constexpr int kMaxSplits = kAttentionMaxSplits;
 
 struct AttentionArgs {
@@ -49,7 +49,7 @@ __device__ __forceinline__ int64_t visible_keys(const AttentionArgs& args, int64
 }
 
 template <typename TC, bool kPacked>
-__global__ void __launch_bounds__(kThreads) attention_partial_kernel(AttentionArgs args, int lanes_per_key) {
+__global__ void __launch_bounds__(kAttentionThreads) attention_partial_kernel(AttentionArgs args, int lanes_per_key) {
   __shared__ float query[kMaxGroup][kAttentionMaxHeadDim];
   __shared__ float scores[kMaxGroup][kTile];
   __shared__ float running_max[kMaxGroup];
@@ -74,7 +74,7 @@ __global__ void __launch_bounds__(kThreads) attention_partial_kernel(AttentionAr
   const int64_t begin = split * args.split_length;
   const int64_t end = min(begin + args.split_length, length);
 
-  for (int i = threadIdx.x; i < heads_here * head_dim; i += kThreads) {
+  for (int i = threadIdx.x; i < heads_here * head_dim; i += kAttentionThreads) {
     const int h = i / head_dim;
     const int d = i % head_dim;
     const int64_t offset = m * args.q.strides[0] + (static_cast<int64_t>(first_head + h) * head_dim + d) * args.q.strides[1];
@@ -170,7 +170,7 @@ __global__ void __launch_bounds__(kThreads) attention_partial_kernel(AttentionAr
     // 3. accumulator = accumulator * rescale + Σ_j weight_j · v_(tile+j)
 #pragma unroll
     for (int c = 0; c < kDimsPerThread; ++c) {
-      const int d = threadIdx.x + c * kThreads;
+      const int d = threadIdx.x + c * kAttentionThreads;
       if (d < head_dim) {
 #pragma unroll
         for (int h = 0; h < kMaxGroup; ++h) accumulator[h][c] *= (h < heads_here ? rescale[h] : 0.0f);
@@ -190,7 +190,7 @@ __global__ void __launch_bounds__(kThreads) attention_partial_kernel(AttentionAr
   // Write: the final row (one split) or this split's partial result.
 #pragma unroll
   for (int c = 0; c < kDimsPerThread; ++c) {
-    const int d = threadIdx.x + c * kThreads;
+    const int d = threadIdx.x + c * kAttentionThreads;
     if (d >= head_dim) continue;
 #pragma unroll
     for (int h = 0; h < kMaxGroup; ++h) {
@@ -214,7 +214,7 @@ __global__ void __launch_bounds__(kThreads) attention_partial_kernel(AttentionAr
   }
 }
 
-__global__ void __launch_bounds__(kThreads) attention_combine_kernel(AttentionArgs args) {
+__global__ void __launch_bounds__(kAttentionThreads) attention_combine_kernel(AttentionArgs args) {
   __shared__ float weights[kMaxSplits];
   __shared__ float total;
   const int64_t row_head = blockIdx.x;  // m * heads + head
@@ -237,7 +237,7 @@ __global__ void __launch_bounds__(kThreads) attention_combine_kernel(AttentionAr
   }
   __syncthreads();
 
-  for (int d = threadIdx.x; d < args.head_dim; d += kThreads) {
+  for (int d = threadIdx.x; d < args.head_dim; d += kAttentionThreads) {
     float value = 0.0f;
     for (int s = 0; s < splits; ++s) {
       if (weights[s] != 0.0f) value += weights[s] * args.partial_out[(row_head * splits + s) * args.head_dim + d];
@@ -291,15 +291,17 @@ void launch_attention(const KernelTensor& q, const KernelTensor& k_cache, const 
     using TC = typename decltype(tag)::type;
     if (packed) {
       const int lanes = next_power_of_two_at_most_32((args.head_dim + vec - 1) / vec);
-      attention_partial_kernel<TC, true><<<static_cast<unsigned int>(blocks), kThreads, 0, stream>>>(args, lanes);
+      attention_partial_kernel<TC, true>
+          <<<static_cast<unsigned int>(blocks), kAttentionThreads, 0, stream>>>(args, lanes);
     } else {
       const int lanes = next_power_of_two_at_most_32(args.head_dim);
-      attention_partial_kernel<TC, false><<<static_cast<unsigned int>(blocks), kThreads, 0, stream>>>(args, lanes);
+      attention_partial_kernel<TC, false>
+          <<<static_cast<unsigned int>(blocks), kAttentionThreads, 0, stream>>>(args, lanes);
     }
   });
   CHECK_LAUNCH();
   if (plan.splits > 1) {
-    attention_combine_kernel<<<static_cast<unsigned int>(rows * args.heads), kThreads, 0, stream>>>(args);
+    attention_combine_kernel<<<static_cast<unsigned int>(rows * args.heads), kAttentionThreads, 0, stream>>>(args);
     CHECK_LAUNCH();
   }
 }

@@ -11,7 +11,7 @@ namespace decodelab::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kCopyThreads = 256;
 
 __global__ void copy_words_kernel(const uint4* src, uint4* out, int64_t words) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
@@ -37,12 +37,12 @@ void launch_copy(const KernelTensor& src, const KernelTensor& out, cudaStream_t 
   const size_t bytes = static_cast<size_t>(count) * element;
   if (dense(src) && dense(out) && aligned_to(src.data, 16) && aligned_to(out.data, 16) && bytes % 16 == 0) {
     const int64_t words = static_cast<int64_t>(bytes / 16);
-    copy_words_kernel<<<blocks_for(words, kThreads), kThreads, 0, stream>>>(static_cast<const uint4*>(src.data),
+    copy_words_kernel<<<blocks_for(words, kCopyThreads), kCopyThreads, 0, stream>>>(static_cast<const uint4*>(src.data),
                                                                             static_cast<uint4*>(out.data), words);
   } else if (element == 2) {
-    copy_strided_kernel<uint16_t><<<blocks_for(count, kThreads), kThreads, 0, stream>>>(src, out, count);
+    copy_strided_kernel<uint16_t><<<blocks_for(count, kCopyThreads), kCopyThreads, 0, stream>>>(src, out, count);
   } else {
-    copy_strided_kernel<uint32_t><<<blocks_for(count, kThreads), kThreads, 0, stream>>>(src, out, count);
+    copy_strided_kernel<uint32_t><<<blocks_for(count, kCopyThreads), kCopyThreads, 0, stream>>>(src, out, count);
   }
   CHECK_LAUNCH();
 }

@@ -10,7 +10,7 @@ namespace decodelab::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kEmbeddingThreads = 256;
 
 // The table row for output row m, or -1 when the id or position is out of range.
 __device__ __forceinline__ int64_t table_row(const KernelTensor& tokens, const KernelTensor& positions,
@@ -62,11 +62,11 @@ void launch_embedding(const KernelTensor& table, const KernelTensor& tokens, con
                      (table.strides[0] * element) % 16 == 0 && (out.strides[0] * element) % 16 == 0 &&
                      (hidden * element) % 16 == 0;
   if (words) {
-    embedding_words_kernel<<<static_cast<unsigned int>(rows), kThreads, 0, stream>>>(
+    embedding_words_kernel<<<static_cast<unsigned int>(rows), kEmbeddingThreads, 0, stream>>>(
         table, tokens, positions, rows_per_sequence, out, static_cast<int64_t>(hidden * element / 16));
   } else {
-    embedding_generic_kernel<<<static_cast<unsigned int>(rows), kThreads, 0, stream>>>(table, tokens, positions,
-                                                                                      rows_per_sequence, out);
+    embedding_generic_kernel<<<static_cast<unsigned int>(rows), kEmbeddingThreads, 0, stream>>>(
+        table, tokens, positions, rows_per_sequence, out);
   }
   CHECK_LAUNCH();
 }

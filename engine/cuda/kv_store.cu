@@ -9,7 +9,7 @@ namespace decodelab::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kKvStoreThreads = 256;
 
 __device__ __forceinline__ int64_t cache_offset(const KernelTensor& cache, int64_t sequence, int64_t head,
                                                 int64_t position, int64_t d) {
@@ -46,8 +46,8 @@ void launch_kv_store(const KernelTensor& k_new, const KernelTensor& v_new, const
   const int64_t rows = k_new.shape[0];
   const int64_t total = rows * k_cache.shape[1] * k_cache.shape[3];
   if (total == 0) return;
-  kv_store_kernel<<<blocks_for(total, kThreads), kThreads, 0, stream>>>(k_new, v_new, k_cache, v_cache, positions,
-                                                                        rows_per_sequence, rows);
+  kv_store_kernel<<<blocks_for(total, kKvStoreThreads), kKvStoreThreads, 0, stream>>>(
+      k_new, v_new, k_cache, v_cache, positions, rows_per_sequence, rows);
   CHECK_LAUNCH();
 }
 

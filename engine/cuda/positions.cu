@@ -7,7 +7,7 @@ namespace decodelab::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kPositionsThreads = 256;
 
 __global__ void fill_positions_kernel(int32_t* positions, int64_t count, int64_t stride, int start, int period) {
   const int64_t m = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -24,15 +24,15 @@ __global__ void advance_positions_kernel(int32_t* positions, int64_t count, int6
 void launch_fill_positions(int32_t* positions, int64_t count, int64_t stride, int start, int period,
                            cudaStream_t stream) {
   if (count == 0) return;
-  fill_positions_kernel<<<blocks_for(count, kThreads, 1LL << 30), kThreads, 0, stream>>>(positions, count, stride,
-                                                                                          start, period);
+  fill_positions_kernel<<<blocks_for(count, kPositionsThreads, 1LL << 30), kPositionsThreads, 0, stream>>>(
+      positions, count, stride, start, period);
   CHECK_LAUNCH();
 }
 
 void launch_advance_positions(int32_t* positions, int64_t count, int64_t stride, cudaStream_t stream) {
   if (count == 0) return;
-  advance_positions_kernel<<<blocks_for(count, kThreads, 1LL << 30), kThreads, 0, stream>>>(positions, count,
-                                                                                             stride);
+  advance_positions_kernel<<<blocks_for(count, kPositionsThreads, 1LL << 30), kPositionsThreads, 0, stream>>>(
+      positions, count, stride);
   CHECK_LAUNCH();
 }
 

@@ -9,7 +9,7 @@ namespace decodelab::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kRmsnormThreads = 256;
 
 template <typename T>
 __global__ void rmsnorm_packed_kernel(const T* x, int64_t x_row_stride, const T* weight, float eps, T* out,
@@ -80,12 +80,12 @@ void launch_rmsnorm(const KernelTensor& x, const KernelTensor& weight, float eps
   if (packed) {
     dispatch_float_dtype(x.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      rmsnorm_packed_kernel<T><<<static_cast<unsigned int>(rows), kThreads, 0, stream>>>(
+      rmsnorm_packed_kernel<T><<<static_cast<unsigned int>(rows), kRmsnormThreads, 0, stream>>>(
           static_cast<const T*>(x.data), x.strides[0], static_cast<const T*>(weight.data), eps,
           static_cast<T*>(out.data), out.strides[0], hidden);
     });
   } else {
-    rmsnorm_generic_kernel<<<static_cast<unsigned int>(rows), kThreads, 0, stream>>>(x, weight, eps, out);
+    rmsnorm_generic_kernel<<<static_cast<unsigned int>(rows), kRmsnormThreads, 0, stream>>>(x, weight, eps, out);
   }
   CHECK_LAUNCH();
 }

@@ -10,7 +10,7 @@ namespace decodelab::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kRopeThreads = 256;
 
 __device__ __forceinline__ void rotate_pair(const KernelTensor& t, int64_t row, int64_t head, int64_t j, int half,
                                             float cosine, float sine) {
@@ -57,7 +57,7 @@ void launch_rope(const KernelTensor& q, const KernelTensor& k, const KernelTenso
   const int64_t k_heads = k.shape[1] / head_dim;
   const int64_t total = rows * (q_heads + k_heads) * half;
   if (total == 0) return;
-  rope_kernel<<<blocks_for(total, kThreads), kThreads, 0, stream>>>(q, k, positions, inv_freq, half, q_heads,
+  rope_kernel<<<blocks_for(total, kRopeThreads), kRopeThreads, 0, stream>>>(q, k, positions, inv_freq, half, q_heads,
                                                                     k_heads, rows);
   CHECK_LAUNCH();
 }
