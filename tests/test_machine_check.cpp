@@ -243,7 +243,9 @@ TEST_CASE("a probe on this machine gives figures in range", "[machine_check]") {
 // the probe and the cache merge it drives run under ASan in the cases above.
 TEST_CASE("busy loops on every core: run warns and records it, roofline keeps the good cache",
           "[machine_check][cli][sanitizer_skip]") {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "decodelab_test_machine_check";
+  // Its own folder per process: two checkouts running the suite at once must not share a cache.
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("decodelab_test_machine_check-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
