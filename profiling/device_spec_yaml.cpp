@@ -4,8 +4,10 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <initializer_list>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "profiling/atomic_file.h"
 #include "profiling/device_spec.h"
@@ -29,6 +31,14 @@ std::string number(double value) {
   return buffer;
 }
 
+// "fp32: 1.2, fp16: 3.4": each positive figure over `scale`, in the order given.
+std::string positive_entries(std::initializer_list<std::pair<const char*, double>> entries, double scale) {
+  std::string text;
+  for (const auto& [key, value] : entries)
+    if (value > 0) text += std::string(text.empty() ? "" : ", ") + key + ": " + number(value / scale);
+  return text;
+}
+
 void write_roofs(std::ostringstream& out, const Roofs& roofs, const std::string& indent) {
   // GPUs are quoted in TB/s and TFLOP/s, CPUs in GB/s and GFLOP/s.
   const bool tera = roofs.bandwidth >= 1e12 || roofs.flops(Precision::Fp16) >= 1e13;
@@ -39,23 +49,12 @@ void write_roofs(std::ostringstream& out, const Roofs& roofs, const std::string&
   }
   if (!roofs.has_any_flops()) return;
   const double scale = tera ? 1e12 : 1e9;
-  std::string peaks;
-  auto add = [&](const char* key, double value) {
-    if (value > 0) peaks += std::string(peaks.empty() ? "" : ", ") + key + ": " + number(value / scale);
-  };
-  add("fp32", roofs.fp32_flops);
-  add("tf32", roofs.tf32_flops);
-  add("fp16", roofs.fp16_flops);
-  add("bf16", roofs.bf16_flops);
+  const std::string peaks = positive_entries(
+      {{"fp32", roofs.fp32_flops}, {"tf32", roofs.tf32_flops}, {"fp16", roofs.fp16_flops}, {"bf16", roofs.bf16_flops}}, scale);
   out << indent << (tera ? "peak_tflops: {" : "peak_gflops: {") << peaks << "}\n";
   if (roofs.has_matmul_ceiling()) {
-    std::string ceilings;
-    auto add_ceiling = [&](const char* key, double value) {
-      if (value > 0) ceilings += std::string(ceilings.empty() ? "" : ", ") + key + ": " + number(value / scale);
-    };
-    add_ceiling("fp32", roofs.matmul_fp32_flops);
-    add_ceiling("fp16", roofs.matmul_fp16_flops);
-    add_ceiling("bf16", roofs.matmul_bf16_flops);
+    const std::string ceilings = positive_entries(
+        {{"fp32", roofs.matmul_fp32_flops}, {"fp16", roofs.matmul_fp16_flops}, {"bf16", roofs.matmul_bf16_flops}}, scale);
     out << indent << (tera ? "matmul_tflops: {" : "matmul_gflops: {") << ceilings << "}\n";
   }
   if (roofs.matmul_output_fp32_s > 0 || roofs.matmul_output_fp16_s > 0 || roofs.matmul_output_bf16_s > 0) {
