@@ -55,22 +55,19 @@ class OpTimer {
  public:
   OpTimer(Backend& backend, const RoofMeasureOptions& options) : backend_(backend), options_(options) {}
 
-  // Warm-up runs, then the timed repeats of one op, each on its own sync.
-  TimedSamples sample(const std::function<void(OpId)>& enqueue) {
-    for (int i = 0; i < options_.warmups; ++i) time_once(enqueue);
-    std::vector<double> seconds;
-    for (int i = 0; i < std::max(1, options_.repeats); ++i) seconds.push_back(time_once(enqueue));
-    return TimedSamples::of(std::move(seconds), options_.noisy_spread);
-  }
-
-  // The same for a sequence of ops enqueued together (`enqueue` takes an id from `next` for
-  // each): a repeat's time is the sum of its ops' device times, the gaps between them left
-  // out as they are for a single op.
+  // Warm-up runs, then the timed repeats of a sequence of ops enqueued together, each repeat
+  // on its own sync (`enqueue` takes an id from `next` for each op): a repeat's time is the
+  // sum of its ops' device times, the gaps between them left out.
   TimedSamples sample_sequence(const std::function<void(const std::function<OpId()>& next)>& enqueue) {
     for (int i = 0; i < options_.warmups; ++i) time_sequence(enqueue);
     std::vector<double> seconds;
     for (int i = 0; i < std::max(1, options_.repeats); ++i) seconds.push_back(time_sequence(enqueue));
     return TimedSamples::of(std::move(seconds), options_.noisy_spread);
+  }
+
+  // The same for one op.
+  TimedSamples sample(const std::function<void(OpId)>& enqueue) {
+    return sample_sequence([&](const std::function<OpId()>& next) { enqueue(next()); });
   }
 
  private:
@@ -88,16 +85,6 @@ class OpTimer {
     if (found != next_id_ - first)
       throw std::runtime_error("the " + backend_.name() + " backend reported no device time for a roof measurement op");
     return static_cast<double>(nanoseconds) * 1e-9;
-  }
-
-  double time_once(const std::function<void(OpId)>& enqueue) {
-    const OpId id = next_id_++;
-    enqueue(id);
-    backend_.synchronize();
-    for (const OpTiming& timing : backend_.take_timings()) {
-      if (timing.id == id) return std::max<int64_t>(1, timing.end_ns - timing.begin_ns) * 1e-9;
-    }
-    throw std::runtime_error("the " + backend_.name() + " backend reported no device time for a roof measurement op");
   }
 
   Backend& backend_;
