@@ -89,6 +89,10 @@ void add_lab_command(CLI::App& app) {
   command->add_option("--set", arguments->assignments, "Override a key in every lab scenario: key.path=value")
       ->allow_extra_args(false);
   add_predict_on_option(*command, arguments->predict_on);
+  command->add_option("--max-seconds", arguments->max_seconds,
+                      "The lab's time budget in seconds, shared among the bugs still to run in proportion to their "
+                      "run.max_seconds: each bug's share ends its pairs in place of its max_seconds (default: 160)")
+      ->check(positive_number());
   add_row_format_option(*command, arguments->format);
   command->add_flag("--quiet,-q", arguments->quiet, "Print nothing");
   CLI::Option* mystery = command->add_flag(
@@ -100,14 +104,14 @@ void add_lab_command(CLI::App& app) {
                                            "Where --mystery writes its trace (default: mystery-<seed>.trace.json)");
   mystery->excludes(reveal);
   trace->needs(mystery);
-  for (const char* normal_only : {"--json", "--only", "--set", "--resume", "--predict-on", "--output"}) {
+  for (const char* normal_only : {"--json", "--only", "--set", "--resume", "--predict-on", "--output", "--max-seconds"}) {
     mystery->excludes(command->get_option(normal_only));
     reveal->excludes(command->get_option(normal_only));
   }
   reveal->excludes(command->get_option("--report"));
   add_slurm_options(*command, arguments->slurm);
   CLI::Option* slurm = command->get_option("--slurm");
-  for (const char* here_only : {"--json", "--resume", "--report", "--predict-on"})
+  for (const char* here_only : {"--json", "--resume", "--report", "--predict-on", "--max-seconds"})
     slurm->excludes(command->get_option(here_only));  // collect writes the rows and the report
   slurm->excludes(mystery);
   slurm->excludes(reveal);

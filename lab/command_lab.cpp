@@ -9,6 +9,7 @@
 // With --slurm each bug's comparison is a Slurm array task (lab/slurm_submit.h) and
 // `decodelab collect` gathers the rows and the reports.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -17,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/clock.h"
 #include "engine/errors.h"
 #include "lab/commands.h"
 #include "lab/compare.h"
@@ -116,6 +118,13 @@ void execute_lab(const LabArguments& arguments) {
   }
   const StopRequests stop;
   std::vector<LabRow> rows;
+  // The lab's time budget, shared among the bugs still to run in proportion to their
+  // run.max_seconds: a bug that reaches its target early leaves its time to the rest, and
+  // the lab ends near --max-seconds.
+  const int64_t lab_deadline_ns = now_ns() + static_cast<int64_t>(arguments.max_seconds * 1e9);
+  double weight_to_run = 0;
+  for (size_t i = 0; i < scenarios.size(); ++i)
+    weight_to_run += results.previous(keys[i]) ? 0.0 : scenarios[i].repeats.max_seconds;
   for (size_t i = 0; i < scenarios.size() && !stop.requested(); ++i) {
     const std::string label =
         "[" + std::to_string(i + 1) + "/" + std::to_string(scenarios.size()) + "] " + scenarios[i].name;
@@ -126,6 +135,10 @@ void execute_lab(const LabArguments& arguments) {
       continue;
     }
     options.progress_label = label;
+    const int64_t now = now_ns();
+    const double share = scenarios[i].repeats.max_seconds / weight_to_run;
+    weight_to_run -= scenarios[i].repeats.max_seconds;
+    options.deadline_ns = now + static_cast<int64_t>(std::max(0.0, static_cast<double>(lab_deadline_ns - now) * share));
     const Comparison comparison = compare_with_fixed_twin(scenarios[i], options);
     rows.push_back(lab_row(comparison));
     // Each bug's report as soon as it exists, so that an interrupted lab keeps it too.
@@ -134,7 +147,8 @@ void execute_lab(const LabArguments& arguments) {
     const SlowdownReading& headline = rows.back().headline;
     const std::string verdict = to_string(headline.verdict.kind);
     progress.finished(label + ": done, " + to_string(headline.metric) + " slowdown " +
-                      format_slowdown(headline.measured) + " over " + std::to_string(rows.back().pairs) + " pairs" +
+                      format_slowdown(headline.measured) + " over " + std::to_string(rows.back().pairs) + " pairs in " +
+                      std::to_string(static_cast<int>(std::lround(comparison.timed_seconds))) + " s" +
                       (verdict == "-" ? "" : " (" + verdict + ")"));
   }
   progress.clear();

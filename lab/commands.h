@@ -75,6 +75,7 @@ struct LabArguments {
   uint64_t seed = 0;
   std::string trace_file;
   std::vector<std::string> predict_on = default_reference_devices();
+  double max_seconds = 160;  // the lab's time budget, shared among the bugs in proportion to their run.max_seconds
   SlurmRequest slurm;
 };
 void execute_lab_command(LabArguments arguments);

@@ -163,7 +163,10 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
   };
   const int64_t timed_begin = now_ns();
   RepeatStop stop = RepeatStop::MaxRepeats;
-  Estimate slowdown;
+  Estimate slowdown;  // the headline's, so far
+  Estimate judged;    // the slowdown the stopping rule watches (slowdown_to_watch)
+  RepeatPolicy budget = policy;
+  if (options.deadline_ns) budget.max_seconds = std::max(0.0, (*options.deadline_ns - timed_begin) / 1e9);
   // "pair 3/6" for a fixed count, "pair 7 (6-30)" when the slowdown's interval decides.
   auto pair_label = [&](int pair) {
     const std::string number = "pair " + std::to_string(pair + 1);
@@ -171,7 +174,7 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
     return number + " (" + std::to_string(policy.min_repeats) + "-" + std::to_string(policy.max_repeats) + ")";
   };
   for (int pair = 0;; ++pair) {
-    if (pair > 0 && !want_another_repeat(policy, pair, (now_ns() - timed_begin) / 1e9, slowdown, stop)) break;
+    if (pair > 0 && !want_another_repeat(budget, pair, (now_ns() - timed_begin) / 1e9, judged, stop)) break;
     progress.status(progress_text(options, pair_label(pair)));
     // Alternate which side goes first, so neither always follows the other.
     if (pair % 2 == 0) {
@@ -203,12 +206,21 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
         attribute_slowdown(fixed_side.analyses.back(), buggy_side.analyses.back(), delta_ms, tokens, scope));
     slowdown = ratio_of_medians(per_token_times(buggy_side.runs, metric, workload),
                                 per_token_times(fixed_side.runs, metric, workload), policy.target_ci);
+    const SlowdownMetric other = metric == SlowdownMetric::Decode ? SlowdownMetric::EndToEnd : SlowdownMetric::Decode;
+    std::optional<Estimate> other_slowdown;
+    if (other == SlowdownMetric::EndToEnd || workload.new_tokens > 1) {
+      other_slowdown = ratio_of_medians(per_token_times(buggy_side.runs, other, workload),
+                                        per_token_times(fixed_side.runs, other, workload), policy.target_ci);
+    }
+    judged = slowdown_to_watch(slowdown, other_slowdown ? &*other_slowdown : nullptr);
     progress.finished(progress_text(options, pair_label(pair) + " done: " + to_string(metric) + " slowdown " +
                                                  format_slowdown(slowdown) + " so far"));
   }
   progress.clear();
   comparison.pairs = static_cast<int>(pair_attributions.size());
   comparison.stopped_because = describe(stop);
+  comparison.timed_seconds = (now_ns() - timed_begin) / 1e9;
+  comparison.budget_seconds = budget.max_seconds;
 
   // Each side's report shows its most typical traced repeat.
   const std::vector<double> fixed_times = per_token_times(fixed_side.runs, metric, workload);
@@ -251,16 +263,18 @@ std::string comparison_table(const Comparison& comparison) {
   out << run_table_header() << run_table_row(comparison.fixed.scenario, comparison.fixed.result)
       << run_table_row(comparison.buggy.scenario, comparison.buggy.result) << "\n";
   const SlowdownReading& headline = comparison.headline;
+  char line[256];
   out << "decode_slowdown:     " << format_slowdown(comparison.decode_slowdown) << "  (fixed decode tok/s / buggy)\n";
   out << "end_to_end_slowdown: " << format_slowdown(comparison.end_to_end_slowdown)
       << "  (buggy end-to-end time / fixed)\n";
   out << "the lesson is about: " << to_string(headline.metric) << "_slowdown";
   if (headline.expected) out << ", expected " << format_range(*headline.expected);
   out << "\nverdict: " << to_string(headline.verdict.kind) << ": " << headline.verdict.sentence << "\n";
-  out << comparison.pairs << " pairs of repeats (" << comparison.stopped_because << "); "
+  std::snprintf(line, sizeof line, " pairs of repeats in %.1f s of a %.0f s budget (", comparison.timed_seconds,
+                comparison.budget_seconds);
+  out << comparison.pairs << line << comparison.stopped_because << "); "
       << (comparison.same_tokens ? "same tokens" : "TOKENS DIFFER") << "\n";
   out << run_table_legend(comparison.buggy.scenario.repeats.target_ci) << "\n";
-  char line[256];
   out << prediction_summary(comparison.prediction, comparison.decode_slowdown, comparison.end_to_end_slowdown) << "\n";
   out << "| device time of the median repeat | fixed ms | buggy ms | difference ms |\n| --- | ---: | ---: | ---: |\n";
   for (const CategoryDelta& delta : comparison.categories) {
@@ -284,6 +298,8 @@ nlohmann::json comparison_json(const Comparison& comparison) {
                          {"headline", to_json(comparison.headline)},
                          {"pairs", comparison.pairs},
                          {"stopped_because", comparison.stopped_because},
+                         {"timed_seconds", comparison.timed_seconds},
+                         {"budget_seconds", comparison.budget_seconds},
                          {"machine", to_json(comparison.machine)},
                          {"same_tokens", comparison.same_tokens},
                          {"categories", categories},

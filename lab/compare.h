@@ -2,7 +2,8 @@
 // one backend, their repeats run in pairs — fixed then buggy, buggy then fixed, in turn —
 // so that drift on a shared machine hits both sides of a pair. Pairs continue under the
 // buggy scenario's repeat policy until the slowdown its lesson is about is known to
-// ±target_ci (or the count or time budget ends them). Both slowdowns are the ratio of the
+// ±target_ci — and the other slowdown too, as every slowdown is printed with its interval —
+// (or the count or time budget ends them). Both slowdowns are the ratio of the
 // medians the rows show, each with a 95% interval from resampling the pairs; every
 // repeat is traced, and the attribution explains the difference of the medians the
 // headline compares (each cause's median over the pairs). The report shows, per side, the
@@ -37,6 +38,10 @@ struct CompareOptions {
   std::vector<std::string> predict_on = default_reference_devices();  // devices the slowdown is also predicted on
   // Checked before timing when given; otherwise compare checks the machine itself.
   std::optional<MachineState> machine;
+  // The lab's share of its time budget for this comparison (a monotonic now_ns() deadline):
+  // when given, the pairs may run until then in place of the scenario's run.max_seconds
+  // (min_repeats always run).
+  std::optional<int64_t> deadline_ns;
 };
 
 // Device time of one bucket of ops in each run (ms over the representative traced repeat).
@@ -65,6 +70,8 @@ struct Comparison {
   bool same_tokens = false;      // the bugs changed no generated token
   int pairs = 0;
   std::string stopped_because;
+  double timed_seconds = 0;      // wall time of the pairs (warm-up excluded)
+  double budget_seconds = 0;     // the time the pairs could take: run.max_seconds, or what the lab's deadline left
   MachineState machine;          // the check taken before timing
   RowPrediction prediction;      // both slowdowns predicted here (the analysis's roofs) and on options.predict_on
 };

@@ -57,6 +57,8 @@ LabRow lab_row(const Comparison& comparison) {
   row.end_to_end_slowdown = comparison.end_to_end_slowdown;
   row.headline = comparison.headline;
   row.pairs = comparison.pairs;
+  row.timed_seconds = comparison.timed_seconds;
+  row.budget_seconds = comparison.budget_seconds;
   row.same_tokens = comparison.same_tokens;
   row.backend = comparison.buggy.result.backend;
   row.device = comparison.buggy.result.device;
@@ -113,6 +115,8 @@ nlohmann::json lab_row_json(const LabRow& row) {
                           {"headline", to_json(row.headline)},
                           {"verdict", to_string(row.headline.verdict.kind)},
                           {"pairs", row.pairs},
+                          {"timed_seconds", row.timed_seconds},
+                          {"budget_seconds", row.budget_seconds},
                           {"same_tokens", row.same_tokens},
                           {"backend", row.backend},
                           {"device", row.device},
@@ -148,6 +152,8 @@ LabRow lab_row_from_json(const nlohmann::json& json, const std::string& file) {
   row.end_to_end_slowdown = estimate_from_json(intervals.value("end_to_end_slowdown", nlohmann::json()));
   row.headline = slowdown_reading_from_json(field("headline", &nlohmann::json::is_object));
   row.pairs = field("pairs", &nlohmann::json::is_number).get<int>();
+  row.timed_seconds = json.value("timed_seconds", 0.0);  // absent in rows written before these fields
+  row.budget_seconds = json.value("budget_seconds", 0.0);
   row.same_tokens = field("same_tokens", &nlohmann::json::is_boolean).get<bool>();
   row.backend = field("backend", &nlohmann::json::is_string).get<std::string>();
   row.device = field("device", &nlohmann::json::is_string).get<std::string>();

@@ -28,6 +28,8 @@ struct LabRow {
   Estimate end_to_end_slowdown;
   SlowdownReading headline;      // the slowdown the lesson is about, its range and verdict
   int pairs = 0;
+  double timed_seconds = 0;   // the pairs' wall time
+  double budget_seconds = 0;  // what they could take (max_seconds + what earlier bugs left)
   bool same_tokens = false;
   std::string backend, device;
   nlohmann::json machine;   // the machine check before the comparison
@@ -41,7 +43,7 @@ std::vector<LabRow> lab_rows(const std::vector<Comparison>& comparisons);
 std::string lab_table(const std::vector<LabRow>& rows);
 // One row as the lab's JSON holds it (bug, bugs, fixed, buggy, fixed_tokens_per_s,
 // buggy_tokens_per_s, decode_slowdown, end_to_end_slowdown, intervals, headline, pairs,
-// same_tokens, backend, device, machine, scenario, and the prediction's fields), and back
+// timed_seconds, budget_seconds, same_tokens, backend, device, machine, scenario, and the prediction's fields), and back
 // (InputError naming `file` when a field is missing or mistyped).
 nlohmann::json lab_row_json(const LabRow& row);
 LabRow lab_row_from_json(const nlohmann::json& json, const std::string& file);

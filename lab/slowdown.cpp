@@ -106,6 +106,10 @@ SlowdownReading read_slowdown(const Scenario& buggy, const Estimate& decode_slow
   return reading;
 }
 
+const Estimate& slowdown_to_watch(const Estimate& headline, const Estimate* other) {
+  return !headline.noisy && other != nullptr && other->noisy ? *other : headline;
+}
+
 std::string format_slowdown(const Estimate& slowdown) {
   if (slowdown.samples == 0) return "-";
   return slowdown_text(slowdown.median) + " " + format_interval(slowdown);

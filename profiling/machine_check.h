@@ -31,7 +31,7 @@ struct MachineThresholds {
   double min_cpu_share = 0.80;
   // Time the hypervisor ran something else while this VM wanted the CPU.
   double max_steal_fraction = 0.05;
-  // (max - min) / median of the bandwidth probe's copies.
+  // (second slowest - second fastest) / median of the bandwidth probe's copies.
   double max_probe_spread = 0.15;
   // The probe's best copy below this share of the quiet value cached with the roofs:
   // steady contention (a low spread, but everything slower).
@@ -48,7 +48,7 @@ struct MachineState {
   double niced_busy_cores = 0;     // ... niced work (gives way to a normal-priority run)
   double steal_fraction = 0;       // /proc/stat steal / all CPU time over the probe
   double probe_bandwidth = 0;      // bytes/s, the probe's best copy (bytes read + written)
-  double probe_spread = 0;         // (max - min) / median of its copies
+  double probe_spread = 0;         // (second slowest - second fastest) / median of its copies
   double quiet_probe_bandwidth = 0;  // the same probe when the roofs were measured quietly; 0 = none
   int own_nice = 0;                // this process's nice level
   bool autogroup = false;          // /proc/sys/kernel/sched_autogroup_enabled: sessions share the CPU before nice applies
@@ -65,6 +65,10 @@ struct MachineState {
 // Judges the figures (fills contended, findings and advice). Separate from the probing
 // so that the rules can be tested on figures of any machine.
 void judge_machine(MachineState& state, const MachineThresholds& thresholds = {});
+
+// The bandwidth probe's spread: (second slowest - second fastest) / median of the copies'
+// times (a single held-up copy at either end does not count); 0 below 3 copies.
+double probe_spread_of(std::vector<double> seconds);
 
 // Probes the machine for the backend about to time: `threads` kernel threads (0 = every
 // core); `quiet_probe_bandwidth` from the roof cache (0 = none yet). About 0.2 s.

@@ -235,6 +235,33 @@ TEST_CASE("cli: lab --resume with another selection keeps every finished row and
   CHECK(read_text_file(json) == before);
 }
 
+TEST_CASE("cli: lab shares its time budget among the bugs still to run", "[cli][usability]") {
+  const TempDir dir;
+  const auto json = dir.path() / "lab.json";
+  std::vector<std::string> arguments =
+      with_tiny({"lab", "--only", "host_sync,no_kv_cache", "--json", json.string(), "--max-seconds", "40"});
+  arguments.insert(arguments.end(), {"--set", "run={warmup: 0, repeats: 2}"});
+  const CommandResult lab = run_decodelab(arguments);
+  INFO(lab.err);
+  REQUIRE(lab.exit_code == 0);
+  const nlohmann::json rows = read_json(json);
+  REQUIRE(rows.size() == 2);
+  REQUIRE(rows[0]["bug"] == "host_sync");
+  // the first bug's pairs get half the budget less its setup; two tiny pairs leave most of it,
+  // which goes to the second bug
+  const double first = rows[0]["budget_seconds"].get<double>(), second = rows[1]["budget_seconds"].get<double>();
+  CHECK(first <= 20.0);
+  CHECK(rows[0]["timed_seconds"].get<double>() < first);
+  CHECK(second > first + 5.0);
+  CHECK(second <= 40.0);
+  CHECK_THAT(lab.err, Contains("[2/2] no_kv_cache: done, ") && Contains(" pairs in "));
+
+  // a budget is a positive number of seconds
+  const CommandResult zero = run_decodelab(with_tiny({"lab", "--only", "host_sync", "--max-seconds", "0"}));
+  CHECK(zero.exit_code == 2);
+  CHECK_THAT(zero.err, Contains("--max-seconds"));
+}
+
 TEST_CASE("cli: sweep takes threads and dtype lists, and --threads 1,2 on the command line", "[cli][usability]") {
   const TempDir dir;
   const auto scenario = dir.write("settings.yaml",

@@ -292,3 +292,12 @@ TEST_CASE("busy loops on every core: run warns and records it, roofline keeps th
   CHECK(read_text_file(cache) == before);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("machine check: the probe's spread leaves out one held-up copy at either end", "[machine_check]") {
+  // one copy four times slower (a hypervisor tick): not contention
+  CHECK(probe_spread_of({1, 1, 1, 1, 4, 1, 1, 1, 1}) == Approx(0.0));
+  CHECK(probe_spread_of({0.5, 1, 1, 1, 1, 1, 1, 1, 4}) == Approx(0.0));
+  // most copies slowed: other work shares the memory
+  CHECK(probe_spread_of({1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8}) == Approx((1.7 - 1.1) / 1.4));
+  CHECK(probe_spread_of({1.0, 2.0}) == 0.0);
+}

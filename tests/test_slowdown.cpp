@@ -97,3 +97,16 @@ TEST_CASE("a verdict judges the slowdown its scenario names", "[slowdown]") {
   CHECK(back.expected->of == SlowdownMetric::EndToEnd);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("a comparison keeps pairing while either slowdown's interval is wider than the target", "[slowdown]") {
+  Estimate headline = slowdown(3.0, 2.9, 3.1);
+  Estimate other = slowdown(2.5, 2.0, 3.0);
+  other.noisy = true;
+  CHECK(&slowdown_to_watch(headline, &other) == &other);     // the headline is done, the other is not
+  CHECK(&slowdown_to_watch(headline, nullptr) == &headline);  // no other slowdown (no decode steps)
+  headline.noisy = true;
+  CHECK(&slowdown_to_watch(headline, &other) == &headline);  // the headline first
+  other.noisy = false;
+  headline.noisy = false;
+  CHECK(&slowdown_to_watch(headline, &other) == &headline);  // both done: the headline says so
+}
