@@ -49,7 +49,8 @@ for row in json.load(open(sys.argv[1])):
             continue
         ci = interval["relative_ci"]
         worst = max(worst, ci)
-        print(f'{row["bug"]:24s} {name:20s} {interval["median"]:.3f}x ±{100 * ci:.1f}% ({interval["samples"]} pairs)')
+        print(f'{row["bug"]:24s} {name:20s} {interval["median"]:.3f}x ±{100 * ci:.1f}% ({interval["samples"]} pairs'
+              f' in {row["timed_seconds"]:.0f} s of a {row["budget_seconds"]:.0f} s share)')
 print(f"widest interval: ±{100 * worst:.1f}%")
 sys.exit(0 if worst < 0.05 else 1)
 PY
