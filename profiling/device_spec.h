@@ -45,7 +45,7 @@ struct Roofs {
     double bandwidth = 0;
     bool operator==(const DecodeMatmulCeiling&) const = default;
   };
-  std::vector<DecodeMatmulCeiling> decode_matmul_ceilings;
+  std::vector<DecodeMatmulCeiling> decode_matmul_ceilings = {};
   // The matmul kernel's cost per output element beside its FLOPs (reducing the element's
   // vector of partial sums to one value and storing it), where measured (the CPU: fitted
   // together with the matmul ceilings from a square and a narrow matmul, the ceiling then

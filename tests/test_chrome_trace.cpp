@@ -37,7 +37,7 @@ Trace rich_trace() {
   meta.model = ModelShape{"lab-small", 512, 1376, 4, 8, 4, 64, 32000};
   DeviceSpec spec;
   spec.name = "cpu-test";
-  spec.measured = Roofs{21.7e9, 95.3e9, 0, 30.1e9, 29.9e9, "measured"};
+  spec.measured = Roofs{.bandwidth = 21.7e9, .fp32_flops = 95.3e9, .fp16_flops = 30.1e9, .bf16_flops = 29.9e9, .source = "measured"};
   spec.machine = MachineIdentity{"host", "AMD EPYC", 2};
   meta.device_spec = spec;
 

@@ -240,7 +240,7 @@ TEST_CASE("measured roofs keep when, how steady and the cache size, printed with
   DeviceSpec spec;
   spec.name = "cpu-quality";
   spec.cache_bytes = 32.0 * 1024 * 1024;
-  Roofs measured{20e9, 100e9, 0, 100e9, 100e9, "measured (test)"};
+  Roofs measured{.bandwidth = 20e9, .fp32_flops = 100e9, .fp16_flops = 100e9, .bf16_flops = 100e9, .source = "measured (test)"};
   measured.measured_at = 1764590400;  // 2025-12-01T12:00:00Z
   measured.spread = 0.38;
   measured.noisy = true;

@@ -34,7 +34,7 @@ struct TwoRuns {
   RunAnalysis fixed, buggy;
   TwoRuns() {
     DeviceSpec device = decodelab::testing::synthetic_cpu_device();
-    device.datasheet = Roofs{40e9, 200e9, 0, 120e9, 120e9, "synthetic datasheet"};
+    device.datasheet = Roofs{.bandwidth = 40e9, .fp32_flops = 200e9, .fp16_flops = 120e9, .bf16_flops = 120e9, .source = "synthetic datasheet"};
     SyntheticRun fixed_run;
     SyntheticRun buggy_run;
     buggy_run.sync_each_step = true;

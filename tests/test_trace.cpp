@@ -131,7 +131,7 @@ TEST_CASE("metadata for a run: backend, device, model shape, dtype and roofs", "
   REQUIRE(config.finalize_and_validate().empty());
   DeviceSpec spec;
   spec.name = "test";
-  spec.measured = Roofs{1e10, 1e11, 0, 0, 0, "test"};
+  spec.measured = Roofs{.bandwidth = 1e10, .fp32_flops = 1e11, .source = "test"};
 
   const TraceMetadata meta = TraceMetadata::of(*backend, config, DType::BF16, spec);
   CHECK(meta.backend == "cpu");
