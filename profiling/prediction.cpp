@@ -142,9 +142,12 @@ TimeSplit price(const StreamOp& op, const OpCost& cost, const Residency& residen
   if (measured_depth) {
     const double dram = (cost.bytes() - cache_bytes) / measured;
     const double time = dram + std::max(compute * resident_fraction, cached);
-    if (compute >= dram + cached) {
+    // What bounds it is the roofline's reading: its FLOPs at the matmul ceiling against its
+    // bytes at the roofs (the measured time holds both, so it cannot say).
+    const double at_roofs = inputs.roofs.bandwidth > 0 ? (cost.bytes() - cache_bytes) / inputs.roofs.bandwidth : 0.0;
+    if (compute >= at_roofs + cached) {
       busy.compute = time;
-    } else if (cached > dram) {
+    } else if (cached > at_roofs) {
       busy.cache = time;
     } else {
       busy.memory = time;
