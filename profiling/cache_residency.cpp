@@ -24,7 +24,8 @@ void CacheResidency::insert(Position before, uintptr_t address, uintptr_t end) {
   by_address_[address] = recent_.insert(before, Entry{address, end});
 }
 
-double CacheResidency::touch(uintptr_t address, double bytes) {
+double CacheResidency::touch(uintptr_t address, double bytes, double* seen) {
+  if (seen) *seen = 0;
   if (bytes <= 0) return 0;
   const uintptr_t end = address + static_cast<uintptr_t>(std::ceil(bytes));
   // The ranges overlapping [address, end): from the last one starting at or before it.
@@ -38,6 +39,7 @@ double CacheResidency::touch(uintptr_t address, double bytes) {
   for (const Position entry : overlapped) {
     const double overlap = static_cast<double>(std::min(entry->end, end) - std::max(entry->address, address));
     resident += std::clamp(capacity_ - bytes_above(entry), 0.0, overlap);
+    if (seen) *seen += overlap;
   }
   for (const Position entry : overlapped) {
     const Entry range = *entry;

@@ -28,8 +28,9 @@ class CacheResidency {
 
   // Touches the operands in order; returns how many of their bytes were resident.
   double touch(const std::vector<OperandAccess>& operands);
-  // One access: the resident part of its bytes, then it becomes the most recent.
-  double touch(uintptr_t address, double bytes);
+  // One access: the resident part of its bytes, then it becomes the most recent. With
+  // `seen`, also how many of its bytes were touched before (resident or evicted since).
+  double touch(uintptr_t address, double bytes, double* seen = nullptr);
 
  private:
   struct Entry {

@@ -94,8 +94,19 @@ struct PricedOp {
   OpCost cost;
 };
 
+// Where an op's bytes come from, by the cache model: the fraction of its operand bytes
+// found resident, and the fraction of its written bytes touched before and evicted since
+// (each such line is read from DRAM before it is written: write-allocate). A buffer's first
+// use in the stream is not counted: a measured run has touched it in its warm-up, and
+// where it sits then the stream does not say.
+struct Residency {
+  double resident = 0;
+  double cold_written = 0;
+};
+
 // Device busy time of one op: its roofline time by what bounds it, then the fixed cost.
-TimeSplit price(const StreamOp& op, const OpCost& cost, double resident_fraction, const PredictionInputs& inputs) {
+TimeSplit price(const StreamOp& op, const OpCost& cost, const Residency& residency, const PredictionInputs& inputs) {
+  const double resident_fraction = residency.resident;
   TimeSplit busy;
   busy.overhead = inputs.costs.op_overhead;
   if (op.desc.category == OpCategory::Memcpy) {
@@ -112,16 +123,42 @@ TimeSplit price(const StreamOp& op, const OpCost& cost, double resident_fraction
     compute += static_cast<double>(tensor_elements(op.desc.outputs[0])) * inputs.roofs.matmul_output_seconds(cost.precision);
   }
   const double cache_bytes = cost.bytes() * resident_fraction;
-  // A decode-shaped matmul streams its weight at the rate measured for its dtype and rows
-  // (a half weight is widened on the fly; a few rows already cost compute), where measured.
-  double stream_bandwidth = inputs.roofs.bandwidth;
-  if (matmul && op.desc.inputs.size() >= 2) {
-    const double measured = inputs.roofs.decode_matmul_bandwidth(dtype_precision(op.desc.inputs[1].dtype),
-                                                                 tensor_rows(op.desc.inputs[0]));
-    if (measured > 0) stream_bandwidth = std::min(measured, stream_bandwidth > 0 ? stream_bandwidth : measured);
-  }
-  const double dram = stream_bandwidth > 0 ? (cost.bytes() - cache_bytes) / stream_bandwidth : 0.0;
   const double cached = inputs.cache && inputs.cache->bandwidth > 0 ? cache_bytes / inputs.cache->bandwidth : 0.0;
+  // A decode-shaped matmul (rows up to the largest measured) streams its weight at the
+  // rate measured for its dtype and rows (a half weight is widened on the fly; a few rows
+  // already cost compute), where measured. Where its weight is as deep as the measured
+  // layers' (K of at least their width), that rate is the time our kernel takes at its
+  // shape, FLOPs included: its DRAM bytes cost just that, and only the part served from
+  // cache is priced as before (its FLOPs at the matmul ceiling, its bytes at the cache's
+  // bandwidth). A narrower weight (lab-tiny's K = 128) was not measured: there the compute
+  // fit, which knows the per-output cost that dominates it, still bounds the time.
+  const double measured = matmul && op.desc.inputs.size() >= 2
+                              ? inputs.roofs.decode_matmul_bandwidth(dtype_precision(op.desc.inputs[1].dtype),
+                                                                     tensor_rows(op.desc.inputs[0]))
+                              : 0.0;
+  const bool measured_depth = measured > 0 && op.desc.inputs[1].rank >= 2 &&
+                              op.desc.inputs[1].shape[static_cast<size_t>(op.desc.inputs[1].rank - 1)] >=
+                                  RoofMeasureOptions{}.decode_step_width;
+  if (measured_depth) {
+    const double dram = (cost.bytes() - cache_bytes) / measured;
+    const double time = dram + std::max(compute * resident_fraction, cached);
+    // What bounds it is the roofline's reading: its FLOPs at the matmul ceiling against its
+    // bytes at the roofs (the measured time holds both, so it cannot say).
+    const double at_roofs = inputs.roofs.bandwidth > 0 ? (cost.bytes() - cache_bytes) / inputs.roofs.bandwidth : 0.0;
+    if (compute >= at_roofs + cached) {
+      busy.compute = time;
+    } else if (cached > at_roofs) {
+      busy.cache = time;
+    } else {
+      busy.memory = time;
+    }
+    return busy;
+  }
+  // A CPU cache allocates a line on a write miss: a cold written byte is also read first.
+  const double allocated = cost.bytes_written * residency.cold_written;
+  const double stream_bandwidth = measured > 0 ? std::min(measured, inputs.roofs.bandwidth > 0 ? inputs.roofs.bandwidth : measured)
+                                               : inputs.roofs.bandwidth;
+  const double dram = stream_bandwidth > 0 ? (cost.bytes() - cache_bytes + allocated) / stream_bandwidth : 0.0;
   if (compute >= dram + cached) {
     busy.compute = compute;
   } else if (cached > dram) {
@@ -178,14 +215,25 @@ Prediction predict_op_stream(const OpStream& stream, const PredictionInputs& inp
     const StreamOp& op = stream.ops[i];
     PricedOp& out = priced[i];
     out.cost = op_cost(op.desc);
-    double resident = 0;
+    Residency residency;
     if (cache && !op.operands.empty()) {
-      double touched = 0;
-      for (const OperandAccess& operand : op.operands) touched += static_cast<double>(operand.bytes);
-      resident = touched > 0 ? cache->touch(op.operands) / touched : 0.0;
+      double touched = 0, resident = 0, written = 0, cold_written = 0;
+      for (const OperandAccess& operand : op.operands) {
+        const double bytes = static_cast<double>(operand.bytes);
+        double seen = 0;
+        const double found = cache->touch(operand.address, bytes, &seen);
+        touched += bytes;
+        resident += found;
+        if (operand.written) {
+          written += bytes;
+          cold_written += seen - found;  // evicted since its last use; a first use is not known cold
+        }
+      }
+      residency.resident = touched > 0 ? resident / touched : 0.0;
+      residency.cold_written = written > 0 ? cold_written / written : 0.0;
     }
-    out.busy = price(op, out.cost, resident, inputs);
-    out.cache_bytes = out.cost.bytes() * resident;
+    out.busy = price(op, out.cost, residency, inputs);
+    out.cache_bytes = out.cost.bytes() * residency.resident;
     host += inputs.host_overhead + inputs.costs.host_launch;
     out.start = std::max(device_free, host);
     out.gap = out.start - device_free;

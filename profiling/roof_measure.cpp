@@ -192,7 +192,8 @@ void measure_narrow_matmul(Backend& backend, OpTimer& timer, RoofMeasurement::Ma
 
 // The decode matmuls (RoofMeasurement::DecodeMatmul): per dtype, whole layers of a step's
 // projections carved one after another out of `memory` (as many as stream four times the
-// last-level cache, 64 MiB at least, and fit), each weight its own op, against 1, 4, 8 rows.
+// last-level cache, 64 MiB at least, and fit), each weight its own op, against each of the
+// options' row counts (1, 4, 8, 16, 32, 64).
 void measure_decode_matmuls(Backend& backend, OpTimer& timer, void* memory, size_t memory_bytes,
                             const RoofMeasureOptions& options, RoofMeasurement& measurement, std::ostream* progress) {
   const std::vector<StepWeightShape> layer = decode_step_projections(options.decode_step_width);

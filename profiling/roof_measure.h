@@ -34,9 +34,10 @@ namespace decodelab {
 // 3: fixed costs and the last-level cache measured beside the roofs; 4: the decode matmuls
 // per dtype and rows, and the one-row ones in the bandwidth roof; 5: the matmul ceilings
 // fitted with a narrow matmul into a kernel rate and a cost per output; 6: the decode matmuls
-// timed over a decode step's sequence of projections instead of one long weight). Caches are
-// keyed by it.
-constexpr int kRoofMethodVersion = 6;
+// timed over a decode step's sequence of projections instead of one long weight; 7: the decode
+// matmuls also at 16, 32 and 64 rows, the shapes of prefix recomputation and batched decode).
+// Caches are keyed by it.
+constexpr int kRoofMethodVersion = 7;
 
 // fp32, fp16, bf16: the dtypes whose matmul a measurement times (out of line: GCC 12 warns
 // about an inlined initializer list here as possibly uninitialised).
@@ -51,9 +52,10 @@ struct RoofMeasureOptions {
   // CPU: the decode-shaped matmuls timed per dtype — these rows of activations against a
   // decode step's projections (decode_step_projections), layer after layer, streamed from
   // memory (four times the last-level cache) — whose rates price a decode step's matmuls in
-  // the prediction (Roofs::decode_matmul_bandwidth); more rows are held to the matmul
+  // the prediction (Roofs::decode_matmul_bandwidth) — at these shapes the time our kernel
+  // measurably takes, compute included; more rows (a prefill) are held to the matmul
   // ceiling. Empty: none.
-  std::vector<int> decode_matmul_rows = {1, 4, 8};
+  std::vector<int> decode_matmul_rows = {1, 4, 8, 16, 32, 64};
   int decode_step_width = 1024;  // the step's hidden size (lab-small's); its MLP is 2.75 times as wide
   double noisy_spread = 0.10;  // (max - min) / median above this flags a figure as noisy
   double fma_probe_flops = 2e10;  // FLOPs per FMA-probe repeat (about 0.05 s on a 2-core CPU)

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "engine/op_stream.h"
@@ -135,6 +136,35 @@ TEST_CASE("a decode matmul streams its weight at the rate measured for its dtype
   CHECK(step_time(64, inputs) == Approx(std::max(2.0 * 64 * 4096 * 1024 / 1e12, bytes(64) / 100e9)));
 }
 
+TEST_CASE("a matmul of measured rows takes the measured time, not the matmul ceiling's", "[prediction]") {
+  // x[rows, 1024] · W[4096, 1024]ᵀ in fp16 with a 100 GFLOP/s ceiling plus 2 ns per output:
+  // 16 rows cost 2·16·4096·1024 / 100e9 + 16·4096 · 2e-9 = 1473 µs there, but the kernel was
+  // measured streaming this shape at 10 GB/s for 16 rows (855 µs) and 5 GB/s for 64.
+  auto step_time = [](int64_t rows, const PredictionInputs& inputs) {
+    return one_matmul_step_seconds("o_proj", DType::F16, rows, 4096, 1024, inputs);
+  };
+  auto bytes = [](int64_t rows) { return 2.0 * (rows * 1024 + 4096 * 1024 + rows * 4096); };
+  auto ceiling_time = [](int64_t rows) { return 2.0 * rows * 4096 * 1024 / 100e9 + rows * 4096 * 2e-9; };
+  PredictionInputs inputs = test_inputs();
+  inputs.roofs.matmul_fp16_flops = 100e9;
+  inputs.roofs.matmul_output_fp16_s = 2e-9;
+  CHECK(step_time(16, inputs) == Approx(ceiling_time(16)));  // nothing measured: the ceiling
+  inputs.roofs.decode_matmul_ceilings = {{Precision::Fp16, 16, 10e9}, {Precision::Fp16, 64, 5e9}};
+  CHECK(bytes(16) / 10e9 < ceiling_time(16));
+  CHECK(step_time(16, inputs) == Approx(bytes(16) / 10e9));
+  // 32 rows lie halfway between 16 and 64 in log rows: the rate is the two's geometric mean.
+  CHECK(step_time(32, inputs) == Approx(bytes(32) / std::sqrt(10e9 * 5e9)));
+  // Beyond the largest measured (a prefill) the ceiling again.
+  CHECK(step_time(128, inputs) == Approx(ceiling_time(128)));
+  // A weight narrower than the measured layers (K = 128 < 1024) was not measured: its 16 rows
+  // stream at the measured rate (118 µs) but the ceiling's time with the per-output cost
+  // (2·16·4096·128 / 100e9 + 16·4096 · 2e-9 = 299 µs) bounds it.
+  const double narrow_bytes = 2.0 * (16 * 128 + 4096 * 128 + 16 * 4096);
+  const double narrow_ceiling = 2.0 * 16 * 4096 * 128 / 100e9 + 16 * 4096 * 2e-9;
+  CHECK(narrow_bytes / 10e9 < narrow_ceiling);
+  CHECK(one_matmul_step_seconds("o_proj", DType::F16, 16, 4096, 128, inputs) == Approx(narrow_ceiling));
+}
+
 TEST_CASE("a narrow matmul pays the kernel's cost per output element beside its FLOPs", "[prediction]") {
   // x[64, K] · W[1024, K]ᵀ in fp16, compute-bound at a 100 GFLOP/s ceiling plus 2 ns per output.
   auto step_time = [](int64_t depth, const PredictionInputs& inputs) {
@@ -196,6 +226,44 @@ TEST_CASE("a step bound by device-to-host reads: the host waits, the device idle
   CHECK(prediction.decode_step_busy_ms() == Approx(busy * 1e3));
 }
 
+TEST_CASE("a write to a line evicted from the cache reads it from DRAM first", "[prediction]") {
+  // A 4 MB cache at 200 GB/s beside the 100 GB/s DRAM roof, and copies of 1 MB from one source
+  // to one destination: the first is both buffers' first use (nothing known about them: 1 MB
+  // read, 1 MB written at the DRAM roof); a 4 MB copy elsewhere then evicts them; the second
+  // finds both evicted — it reads 1 MB, reads the destination's 1 MB before writing it
+  // (write-allocate) and writes 1 MB, 3 MB at the DRAM roof; the third finds both resident,
+  // 2 MB at the cache's bandwidth and nothing allocated.
+  StreamBuilder builder;
+  builder.marker(group_place());
+  builder.marker(prefill_place());
+  auto copy = [&](uintptr_t from, uintptr_t to, int64_t bytes) {
+    const TensorInfo tensor = matrix(DType::F32, 1, bytes / 4);
+    builder.op(OpDesc{0, "copy", "contiguous", OpCategory::Copy, {tensor}, {tensor}, {}}, step_place());
+    builder.stream.ops.back().operands = {OperandAccess{from, bytes, false}, OperandAccess{to, bytes, true}};
+  };
+  copy(0, 10000000, 1000000);
+  copy(20000000, 30000000, 4000000);
+  copy(0, 10000000, 1000000);
+  copy(0, 10000000, 1000000);
+  builder.marker(step_place());
+  builder.call(HostCallKind::Synchronize, group_place());
+  PredictionInputs inputs = test_inputs();
+  inputs.cache = CacheLevel{4e6, 200e9, "test"};
+
+  const Prediction prediction = predict_op_stream(builder.stream, inputs);
+
+  const PhasePrediction* decode = prediction.phase(Phase::Decode);
+  REQUIRE(decode);
+  CHECK(decode->split.memory == Approx((2e6 + 8e6 + 3e6) / 100e9));
+  CHECK(decode->split.cache == Approx(2e6 / 200e9));
+  // Without a cache model nothing is known resident or evicted: every copy at the DRAM roof.
+  inputs.cache.reset();
+  const Prediction without_cache = predict_op_stream(builder.stream, inputs);
+  const PhasePrediction* uncached = without_cache.phase(Phase::Decode);
+  REQUIRE(uncached);
+  CHECK(uncached->split.memory == Approx((2e6 + 8e6 + 2e6 + 2e6) / 100e9));
+}
+
 TEST_CASE("cache residency follows reuse distance", "[prediction]") {
   CacheResidency cache(1000);
   CHECK(cache.touch(0, 400) == 0);       // cold
@@ -206,6 +274,12 @@ TEST_CASE("cache residency follows reuse distance", "[prediction]") {
   CHECK(cache.touch(1000, 400) == Approx(100));
   CHECK(cache.touch(3000, 2000) == 0);
   CHECK(cache.touch(0, 400) == 0);       // evicted by the 2000-byte range
+  // `seen`: the bytes touched before, resident or not.
+  double seen = -1;
+  CHECK(cache.touch(1000, 400, &seen) == 0);
+  CHECK(seen == 400);
+  CHECK(cache.touch(9000, 100, &seen) == 0);
+  CHECK(seen == 0);                      // never touched: a first use
 }
 
 TEST_CASE("a view inside a range touched earlier is as resident as that range", "[prediction]") {

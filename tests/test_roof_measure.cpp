@@ -133,9 +133,9 @@ TEST_CASE("measurement recovers the device's roofs from its own op timings", "[r
   CHECK(roofs.bf16_flops == Approx(40e9).epsilon(1e-4));
   CHECK_FALSE(measurement.copy.noisy);
   CHECK(roofs.source.find("bytes read + written") != std::string::npos);
-  // The decode matmuls: 1, 4 and 8 rows per dtype, each over whole layers of a step's
+  // The decode matmuls: 1, 4, 8, 16, 32 and 64 rows per dtype, each over whole layers of a step's
   // projections carved out of the copy's 4 MiB, one op per weight.
-  REQUIRE(measurement.decode_matmuls.size() == 9);
+  REQUIRE(measurement.decode_matmuls.size() == 18);
   const std::vector<StepWeightShape> layer = decode_step_projections(256);
   REQUIRE(layer.size() == 4);
   CHECK(layer[2].n == 2 * 768);  // 2.75 × 256 = 704, rounded up to a multiple of 256
@@ -168,11 +168,11 @@ TEST_CASE("measurement recovers the device's roofs from its own op timings", "[r
   CHECK(backend.ops_run == (figures + decode_ops) * (1 + 3));
   CHECK(measurement.describe().find("bf16") != std::string::npos);
   CHECK(measurement.describe().find("fp32×8") != std::string::npos);
-  REQUIRE(roofs.decode_matmul_ceilings.size() == 9);
-  CHECK(roofs.decode_matmul_bandwidth(Precision::Fp16, 1) == Approx(measurement.decode_matmuls[3].bandwidth));
-  CHECK(measurement.decode_matmuls[3].dtype == DType::F16);
-  CHECK(measurement.decode_matmuls[3].rows == 1);
-  CHECK(to_json(measurement)["decode_matmuls"].size() == 9);
+  REQUIRE(roofs.decode_matmul_ceilings.size() == 18);
+  CHECK(roofs.decode_matmul_bandwidth(Precision::Fp16, 1) == Approx(measurement.decode_matmuls[6].bandwidth));
+  CHECK(measurement.decode_matmuls[6].dtype == DType::F16);
+  CHECK(measurement.decode_matmuls[6].rows == 1);
+  CHECK(to_json(measurement)["decode_matmuls"].size() == 18);
   if (measurement.cache_bytes > 0) {
     CHECK(measurement.cache_bandwidth == Approx(15e9).epsilon(1e-3));  // the scripted read rate
     REQUIRE(measurement.cache());
