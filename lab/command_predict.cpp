@@ -20,6 +20,7 @@
 #include "lab/predict.h"
 #include "lab/predict_check.h"
 #include "lab/row_prediction.h"
+#include "lab/runner.h"
 #include "lab/sweep.h"
 #include "profiling/roof_cache.h"
 #include "profiling/text_table.h"
@@ -107,11 +108,14 @@ void execute_predict(const PredictArguments& arguments) {
   run_options.progress = progress_mode(arguments.quiet);
   std::unique_ptr<Backend> backend;
   DeviceSpec device;
+  // The roofs of the kernel threads the run uses: --threads, else the scenario's `threads:`
+  // (host_sync runs on one), as compare and --check time it.
+  const int threads = kernel_threads(first, run_options);
   if (on_this_machine) {
     backend = open_backend(first, run_options);
-    device = default_device_spec(*backend, arguments.threads, arguments.quiet ? nullptr : &std::cerr);
+    device = default_device_spec(*backend, threads, arguments.quiet ? nullptr : &std::cerr);
   } else {
-    device = prediction_device(arguments.device, arguments.threads, nullptr);
+    device = prediction_device(arguments.device, threads, nullptr);
   }
   if (arguments.check) {
     warn_if_unoptimised_build();

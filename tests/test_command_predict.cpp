@@ -105,6 +105,21 @@ TEST_CASE("predict --device measured reads this machine's cached roofs and fixed
   CHECK_THAT(result.err, !Contains("measuring"));
 }
 
+TEST_CASE("predict prices a scenario with the roofs of the threads it runs on", "[command_predict]") {
+  // prepare: host_sync runs on one kernel thread (threads: 1); only that thread count is cached
+  const TempDir cache;
+  const std::string environment = cache_roofs(round_measured_spec("measured-one-thread"), cache.path(), 1);
+
+  // run: no --threads, so the scenario's own count decides
+  const CommandResult result = run_decodelab({"predict", "host_sync", "--device", "measured"}, environment);
+
+  // verify: the one-thread roofs priced it; nothing was measured for every core
+  INFO(result.err);
+  REQUIRE(result.exit_code == 0);
+  CHECK_THAT(result.out, Contains("measured-one-thread"));
+  CHECK_THAT(result.err, !Contains("measuring"));
+}
+
 TEST_CASE("predict: bad input is one line, exit 2, nothing written", "[command_predict]") {
   const TempDir dir;
   const std::filesystem::path json = dir.path() / "out.json";
