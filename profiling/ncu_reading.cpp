@@ -34,7 +34,7 @@ std::optional<double> tensor_fp16_flops(const NcuLaunch& launch) {
 }
 
 template <typename... Args>
-std::string format(const char* pattern, Args... args) {
+std::string ncu_format(const char* pattern, Args... args) {
   char buffer[320];
   std::snprintf(buffer, sizeof buffer, pattern, args...);
   return buffer;
@@ -141,7 +141,7 @@ NcuKernelReading read_launch(const NcuLaunch& launch, const NcuDeviceChoice& dev
   kernel.lines = kernel.reading->lines;
   // read_kernel_report places the kernel first, then the tiny-kernel finding, then the rest.
   if (!inputs.dram_bytes) {
-    kernel.lines[0] = inputs.flops ? format("%s over %s; no DRAM bytes (dram__bytes_read.sum, dram__bytes_write.sum) in "
+    kernel.lines[0] = inputs.flops ? ncu_format("%s over %s; no DRAM bytes (dram__bytes_read.sum, dram__bytes_write.sum) in "
                                             "the export: intensity unknown",
                                             format_flop_rate(kernel.reading->achieved_flops).c_str(),
                                             format_seconds(*inputs.duration_seconds).c_str())
@@ -160,7 +160,7 @@ std::string optional_cell(const std::optional<double>& value, std::string (*form
   return value ? formatter(*value) : std::string("-");
 }
 
-std::string percent_text(double percent) { return format("%.0f%%", percent); }
+std::string percent_text(double percent) { return ncu_format("%.0f%%", percent); }
 
 nlohmann::json optional_json(const std::optional<double>& value) {
   return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
@@ -265,7 +265,7 @@ std::string format_ncu_report(const NcuReport& report) {
     if (in.sm_throughput_pct) units += "SM " + percent_text(*in.sm_throughput_pct);
     if (in.memory_throughput_pct) units += (units.empty() ? "" : ", ") + std::string("memory ") + percent_text(*in.memory_throughput_pct);
     if (in.achieved_occupancy_pct) units += (units.empty() ? "" : ", ") + std::string("occupancy ") + percent_text(*in.achieved_occupancy_pct);
-    if (in.sectors_per_request) units += (units.empty() ? "" : ", ") + format("%.1f sectors/request", *in.sectors_per_request);
+    if (in.sectors_per_request) units += (units.empty() ? "" : ", ") + ncu_format("%.1f sectors/request", *in.sectors_per_request);
     out << "    " << measured << (units.empty() ? "" : "; " + units) << "\n";
     for (const std::string& line : kernel.lines) out << "    " << line << "\n";
     for (const std::string& note : kernel.notes) out << "    note: " << note << "\n";

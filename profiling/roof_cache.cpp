@@ -58,11 +58,9 @@ std::filesystem::path roof_cache_path(const MachineIdentity& machine) {
 }
 namespace {
 
-bool is_gpu(const Backend& backend) { return backend.name() == "cuda"; }
-
 MachineIdentity identity_for(const Backend& backend, int threads) {
   MachineIdentity machine = this_machine(threads);
-  if (is_gpu(backend)) machine.cpu_model = backend.device_description();  // the GPU is what was measured
+  if (is_gpu_backend(backend)) machine.cpu_model = backend.device_description();  // the GPU is what was measured
   return machine;
 }
 
@@ -192,7 +190,7 @@ MergedRoofs merge_measured_specs(const DeviceSpec& fresh, const DeviceSpec& cach
 }
 
 std::optional<DeviceSpec> cached_device_spec(Backend& backend, int threads) {
-  if (is_gpu(backend) && match_device_spec(backend.device_description())) return std::nullopt;
+  if (is_gpu_backend(backend) && match_device_spec(backend.device_description())) return std::nullopt;
   const MachineIdentity machine = identity_for(backend, threads);
   const std::filesystem::path cache = roof_cache_path(machine);
   std::error_code error;
@@ -200,7 +198,7 @@ std::optional<DeviceSpec> cached_device_spec(Backend& backend, int threads) {
   try {
     DeviceSpec cached = load_device_spec(cache);
     if (cached.machine == machine && cached.measured) {
-      if (!is_gpu(backend) && cached.cache_bytes <= 0) cached.cache_bytes = host_cache_bytes();
+      if (!is_gpu_backend(backend) && cached.cache_bytes <= 0) cached.cache_bytes = host_cache_bytes();
       return cached;
     }
   } catch (const InputError&) {
@@ -246,7 +244,7 @@ DeviceSpec measure_into_cache(Backend& backend, int threads, std::ostream* progr
     measurement.probe_bandwidth = machine->probe_bandwidth;
   }
   DeviceSpec spec = measured_spec(backend.device_description(), identity, measurement);
-  if (!is_gpu(backend)) spec.cache_bytes = host_cache_bytes();
+  if (!is_gpu_backend(backend)) spec.cache_bytes = host_cache_bytes();
   return cache_measured_spec(spec, cached, cache, progress);
 }
 
@@ -254,7 +252,7 @@ DeviceSpec measure_into_cache(Backend& backend, int threads, std::ostream* progr
 
 DeviceSpec default_device_spec(Backend& backend, int threads, std::ostream* progress, const RoofMeasureOptions& options,
                                const MachineState* machine) {
-  if (is_gpu(backend)) {
+  if (is_gpu_backend(backend)) {
     if (std::optional<DeviceSpec> known = match_device_spec(backend.device_description())) return *known;
   }
   const std::filesystem::path cache = roof_cache_path(identity_for(backend, threads));

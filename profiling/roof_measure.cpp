@@ -41,9 +41,9 @@ TimedSamples TimedSamples::of(std::vector<double> seconds, double noisy_spread) 
   return samples;
 }
 
-namespace {
+bool is_gpu_backend(const Backend& backend) { return backend.name() == "cuda"; }
 
-bool is_gpu(const Backend& backend) { return backend.name() == "cuda"; }
+namespace {
 
 // Uniform values in [-1, 1) (random data keeps the matmul honest: zeros or denormals run
 // at other speeds).
@@ -253,7 +253,7 @@ void measure_decode_matmuls(Backend& backend, OpTimer& timer, void* memory, size
 }  // namespace
 
 RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& options, std::ostream* progress) {
-  const bool gpu = is_gpu(backend);
+  const bool gpu = is_gpu_backend(backend);
   const size_t budget = backend.available_memory();
   RoofMeasurement measurement;
   OpTimer timer(backend, options);

@@ -167,6 +167,9 @@ DeviceSpec measured_spec(const std::string& description, const MachineIdentity& 
 // This machine's last-level cache in bytes (sysfs, else sysconf), 0 when unknown.
 double host_cache_bytes();
 
+// The backend measures a GPU (its roofs are the device's, not the host's).
+bool is_gpu_backend(const Backend& backend);
+
 // One decoder layer's projections as the engine runs them, [N, K] weights for a hidden size
 // `width` (multi-head attention): q, k, v fused (3·width × width), o (width × width), gate
 // and up fused (2·intermediate × width), down (width × intermediate); the intermediate
