@@ -1,11 +1,21 @@
 // Catch2 v2 test runner entry point, with one listener: every test case must leave the
 // DECODELAB_* environment as it found it (tests/support/environment_guard.h). A case that
 // does not is named on stderr, the environment is put back, and the run fails.
+// The run reads roofs from a private cache seeded with round figures (DECODELAB_CACHE_DIR,
+// removed at exit): no test measures this machine's roofs unless it sets up its own cache to
+// test that, so tests do not spend minutes measuring (two at once under the sanitizers, each
+// seeing the other as contention) and never write the user's own roof cache.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
-#include <cstdio>
+#include <stdlib.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "tests/support/cached_roofs.h"
 #include "tests/support/environment_guard.h"
 
 namespace {
@@ -41,7 +51,28 @@ struct EnvironmentListener : Catch::TestEventListenerBase {
 
 CATCH_REGISTER_LISTENER(EnvironmentListener)
 
+// The private roof cache: this machine's identity at 1-8 kernel threads, round figures.
+class SeededRoofCache {
+ public:
+  SeededRoofCache()
+      : directory_(std::filesystem::temp_directory_path() / ("decodelab-tests-roofs-" + std::to_string(::getpid()))) {
+    std::filesystem::create_directories(directory_);
+    for (int threads = 1; threads <= 8; ++threads)
+      decodelab::testing::cache_roofs(decodelab::testing::round_measured_spec("test-suite roofs"), directory_, threads);
+    ::setenv("DECODELAB_CACHE_DIR", directory_.c_str(), 1);
+  }
+  ~SeededRoofCache() {
+    ::unsetenv("DECODELAB_CACHE_DIR");
+    std::error_code ignored;
+    std::filesystem::remove_all(directory_, ignored);
+  }
+
+ private:
+  std::filesystem::path directory_;
+};
+
 int main(int argc, char* argv[]) {
+  const SeededRoofCache roofs;
   const int status = Catch::Session().run(argc, argv);
   if (leaking_test_cases > 0) {
     std::fprintf(stderr, "%d test case(s) left DECODELAB_* variables changed\n", leaking_test_cases);

@@ -41,7 +41,8 @@ inline nlohmann::json names_only(const nlohmann::json& value) {
 inline nlohmann::json without_figures(nlohmann::json row) {
   row.erase("placement");
   for (const char* measured : {"metrics", "intervals", "machine", "run", "fixed", "buggy", "headline", "verdict", "pairs",
-                               "fixed_tokens_per_s", "buggy_tokens_per_s", "decode_slowdown", "end_to_end_slowdown"}) {
+                               "fixed_tokens_per_s", "buggy_tokens_per_s", "decode_slowdown", "end_to_end_slowdown",
+                               "timed_seconds", "budget_seconds"}) {
     if (row.contains(measured)) row[measured] = names_only(row[measured]);
   }
   if (row.contains("repeats")) {
