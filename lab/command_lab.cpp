@@ -135,10 +135,9 @@ void execute_lab(const LabArguments& arguments) {
       continue;
     }
     options.progress_label = label;
-    const int64_t now = now_ns();
-    const double share = scenarios[i].repeats.max_seconds / weight_to_run;
+    options.lab_deadline_ns = lab_deadline_ns;
+    options.budget_share = scenarios[i].repeats.max_seconds / weight_to_run;
     weight_to_run -= scenarios[i].repeats.max_seconds;
-    options.deadline_ns = now + static_cast<int64_t>(std::max(0.0, static_cast<double>(lab_deadline_ns - now) * share));
     const Comparison comparison = compare_with_fixed_twin(scenarios[i], options);
     rows.push_back(lab_row(comparison));
     // Each bug's report as soon as it exists, so that an interrupted lab keeps it too.

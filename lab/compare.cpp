@@ -166,7 +166,8 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
   Estimate slowdown;  // the headline's, so far
   Estimate judged;    // the slowdown the stopping rule watches (slowdown_to_watch)
   RepeatPolicy budget = policy;
-  if (options.deadline_ns) budget.max_seconds = std::max(0.0, (*options.deadline_ns - timed_begin) / 1e9);
+  if (options.lab_deadline_ns)
+    budget.max_seconds = std::max(0.0, (*options.lab_deadline_ns - timed_begin) / 1e9 * options.budget_share);
   // "pair 3/6" for a fixed count, "pair 7 (6-30)" when the slowdown's interval decides.
   auto pair_label = [&](int pair) {
     const std::string number = "pair " + std::to_string(pair + 1);

@@ -38,10 +38,12 @@ struct CompareOptions {
   std::vector<std::string> predict_on = default_reference_devices();  // devices the slowdown is also predicted on
   // Checked before timing when given; otherwise compare checks the machine itself.
   std::optional<MachineState> machine;
-  // The lab's share of its time budget for this comparison (a monotonic now_ns() deadline):
-  // when given, the pairs may run until then in place of the scenario's run.max_seconds
-  // (min_repeats always run).
-  std::optional<int64_t> deadline_ns;
+  // The lab's budget: when given, the pairs may run for `budget_share` of the time left until
+  // `lab_deadline_ns` (a monotonic now_ns()) when they start, in place of the scenario's
+  // run.max_seconds (min_repeats always run). Setup — loading, roofs measured on first use,
+  // warm-up — so comes out of the whole lab's time, not out of this bug's share.
+  std::optional<int64_t> lab_deadline_ns;
+  double budget_share = 1;
 };
 
 // Device time of one bucket of ops in each run (ms over the representative traced repeat).

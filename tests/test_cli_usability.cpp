@@ -247,7 +247,7 @@ TEST_CASE("cli: lab shares its time budget among the bugs still to run", "[cli][
   const nlohmann::json rows = read_json(json);
   REQUIRE(rows.size() == 2);
   REQUIRE(rows[0]["bug"] == "host_sync");
-  // the first bug's pairs get half the budget less its setup; two tiny pairs leave most of it,
+  // the first bug's pairs get half the time left when they start; two tiny pairs leave most of it,
   // which goes to the second bug
   const double first = rows[0]["budget_seconds"].get<double>(), second = rows[1]["budget_seconds"].get<double>();
   CHECK(first <= 20.0);
