@@ -250,6 +250,9 @@ DeviceSpec measure_into_cache(Backend& backend, int threads, std::ostream* progr
 
 }  // namespace
 
+// A cached measurement younger than this is not measured again (it would only repeat it).
+constexpr int64_t kRemeasureAfterSeconds = 600;
+
 DeviceSpec default_device_spec(Backend& backend, int threads, std::ostream* progress, const RoofMeasureOptions& options,
                                const MachineState* machine) {
   if (is_gpu_backend(backend)) {
@@ -258,9 +261,13 @@ DeviceSpec default_device_spec(Backend& backend, int threads, std::ostream* prog
   const std::filesystem::path cache = roof_cache_path(identity_for(backend, threads));
   const std::optional<DeviceSpec> cached = cached_device_spec(backend, threads);
   if (cached) {
-    // A noisy cache is measured again once the machine is quiet; otherwise it is used.
+    // A noisy cache is measured again once the machine is quiet, but not within minutes of its
+    // measurement: a machine whose measurement comes out noisy while its check reads quiet (a
+    // VM whose memory runs at other speeds from period to period) would otherwise be measured
+    // again, silently, by every command — each bug of a lab.
     const bool quiet_now = machine && !machine->contended;
-    if (!cached->measured->noisy || !quiet_now) return *cached;
+    const bool measured_lately = std::time(nullptr) - cached->measured->measured_at < kRemeasureAfterSeconds;
+    if (!cached->measured->noisy || !quiet_now || measured_lately) return *cached;
     if (progress) *progress << "the cached roofs were measured on a noisy machine; measuring again now that it is quiet\n";
   } else if (std::filesystem::exists(cache)) {
     if (progress) *progress << "roof cache " << cache.string() << " is for another machine or unreadable; measuring again\n";
@@ -273,7 +280,7 @@ DeviceSpec remeasure_device_spec(Backend& backend, int threads, const DeviceSpec
                                  const MachineState* machine) {
   if (!current.measured || current.measured->measured_at <= 0) return current;  // a datasheet: nothing to measure
   // Measured minutes ago: measuring again would only repeat it (the reading stays "suspect").
-  if (std::time(nullptr) - current.measured->measured_at < 600) return current;
+  if (std::time(nullptr) - current.measured->measured_at < kRemeasureAfterSeconds) return current;
   if (progress) *progress << "a point ran above its roof: measuring the roofs again\n";
   std::optional<DeviceSpec> cached = cached_device_spec(backend, threads);
   if (!cached) cached = current;

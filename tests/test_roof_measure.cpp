@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include "profiling/machine_check.h"
 #include "profiling/roof_cache.h"
 #include "profiling/roof_measure.h"
 #include "tests/support/scoped_env.h"
@@ -293,4 +294,25 @@ TEST_CASE("CPU roofs are measured once per machine and then read from the cache"
   default_device_spec(backend, 2, nullptr, small_options());
   CHECK(backend.ops_run > ops_after_first);
   CHECK(load_device_spec(file).machine->hostname == machine.hostname);
+}
+
+TEST_CASE("a noisy cache is measured again on a quiet machine, but not minutes after its measurement",
+          "[roof_measure]") {
+  const TemporaryCache cache;
+  ScriptedBackend backend;
+  DeviceSpec noisy = default_device_spec(backend, 2, nullptr, small_options());
+  REQUIRE(noisy.measured->measured_at > 0);
+  noisy.measured->noisy = true;  // as if just measured on a noisy machine
+  save_device_spec(noisy, roof_cache_path(this_machine(2)));
+  const MachineState quiet;  // the check before timing: not contended
+  REQUIRE_FALSE(quiet.contended);
+  const int ops_before = backend.ops_run;
+
+  default_device_spec(backend, 2, nullptr, small_options(), &quiet);
+  CHECK(backend.ops_run == ops_before);  // minutes old: read as it is, not measured again
+
+  noisy.measured->measured_at -= 3600;  // an hour old
+  save_device_spec(noisy, roof_cache_path(this_machine(2)));
+  default_device_spec(backend, 2, nullptr, small_options(), &quiet);
+  CHECK(backend.ops_run > ops_before);  // measured again, now that the machine is quiet
 }
