@@ -29,7 +29,7 @@ struct LabRow {
   SlowdownReading headline;      // the slowdown the lesson is about, its range and verdict
   int pairs = 0;
   double timed_seconds = 0;   // the pairs' wall time
-  double budget_seconds = 0;  // what they could take (max_seconds + what earlier bugs left)
+  double budget_seconds = 0;  // what they could take (the bug's share of the lab's budget)
   bool same_tokens = false;
   std::string backend, device;
   nlohmann::json machine;   // the machine check before the comparison

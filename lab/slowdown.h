@@ -52,12 +52,12 @@ SlowdownVerdict judge_slowdown(const Estimate& measured, SlowdownMetric metric,
 SlowdownReading read_slowdown(const Scenario& buggy, const Estimate& decode_slowdown,
                               const Estimate& end_to_end_slowdown);
 
-// "2.04x ±1.8%" (noisy marked), "3.10x" when the interval is unknown.
 // What a comparison's stopping rule watches: the headline slowdown until its interval reaches
 // the target, then the other slowdown while its interval has not (both are printed with
 // their intervals). `other` is null when there is none (no decode steps).
 const Estimate& slowdown_to_watch(const Estimate& headline, const Estimate* other);
 
+// "2.04x ±1.8%" (noisy marked), "3.10x" when the interval is unknown.
 std::string format_slowdown(const Estimate& slowdown);
 // The median alone as format_slowdown prints it: "2.04x", "31.2x", "412x".
 std::string slowdown_text(double median);

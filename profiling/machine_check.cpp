@@ -38,7 +38,6 @@ constexpr size_t kProbeCopyBytesGpu = size_t{256} << 20;
 // outliers of 20-300% over five copies); other work slows most copies, not one.
 constexpr int kProbeCopies = 9;
 
-
 double monotonic_seconds() {
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC, &now);

@@ -138,7 +138,7 @@ TimeSplit price(const StreamOp& op, const OpCost& cost, const Residency& residen
                               : 0.0;
   const bool measured_depth = measured > 0 && op.desc.inputs[1].rank >= 2 &&
                               op.desc.inputs[1].shape[static_cast<size_t>(op.desc.inputs[1].rank - 1)] >=
-                                  RoofMeasureOptions{}.decode_step_width;
+                                  kDecodeStepWidth;
   if (measured_depth) {
     const double dram = (cost.bytes() - cache_bytes) / measured;
     const double time = dram + std::max(compute * resident_fraction, cached);

@@ -43,6 +43,10 @@ constexpr int kRoofMethodVersion = 7;
 // about an inlined initializer list here as possibly uninitialised).
 std::vector<DType> default_matmul_dtypes();
 
+// The hidden size of the decode step the roofs time (lab-small's; its MLP is 2.75 times as
+// wide): the prediction takes the measured decode-matmul rates as exact for weights this deep.
+constexpr int kDecodeStepWidth = 1024;
+
 struct RoofMeasureOptions {
   size_t copy_bytes = 0;  // bytes of one copy's source; 0 = 256 MiB on CPU, 1 GiB on CUDA
   int matmul_size = 0;    // M = N = K; 0 = 1024 on CPU, 8192 on CUDA
@@ -56,7 +60,7 @@ struct RoofMeasureOptions {
   // measurably takes, compute included; more rows (a prefill) are held to the matmul
   // ceiling. Empty: none.
   std::vector<int> decode_matmul_rows = {1, 4, 8, 16, 32, 64};
-  int decode_step_width = 1024;  // the step's hidden size (lab-small's); its MLP is 2.75 times as wide
+  int decode_step_width = kDecodeStepWidth;
   double noisy_spread = 0.10;  // (max - min) / median above this flags a figure as noisy
   double fma_probe_flops = 2e10;  // FLOPs per FMA-probe repeat (about 0.05 s on a 2-core CPU)
 };
