@@ -205,13 +205,13 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
                                : int64_t{workload.requests} * workload.new_tokens;
     pair_attributions.push_back(
         attribute_slowdown(fixed_side.analyses.back(), buggy_side.analyses.back(), delta_ms, tokens, scope));
-    slowdown = ratio_of_medians(per_token_times(buggy_side.runs, metric, workload),
-                                per_token_times(fixed_side.runs, metric, workload), policy.target_ci);
+    slowdown = paired_ratio(per_token_times(buggy_side.runs, metric, workload),
+                            per_token_times(fixed_side.runs, metric, workload), policy.target_ci);
     const SlowdownMetric other = metric == SlowdownMetric::Decode ? SlowdownMetric::EndToEnd : SlowdownMetric::Decode;
     std::optional<Estimate> other_slowdown;
     if (other == SlowdownMetric::EndToEnd || workload.new_tokens > 1) {
-      other_slowdown = ratio_of_medians(per_token_times(buggy_side.runs, other, workload),
-                                        per_token_times(fixed_side.runs, other, workload), policy.target_ci);
+      other_slowdown = paired_ratio(per_token_times(buggy_side.runs, other, workload),
+                                    per_token_times(fixed_side.runs, other, workload), policy.target_ci);
     }
     judged = slowdown_to_watch(slowdown, other_slowdown ? &*other_slowdown : nullptr);
     progress.finished(progress_text(options, pair_label(pair) + " done: " + to_string(metric) + " slowdown " +
@@ -244,13 +244,13 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
     std::vector<double> top, under;
     for (const GenerationTiming& timing : comparison.buggy.result.repeats) top.push_back(ms_per_token(timing, which, workload));
     for (const GenerationTiming& timing : comparison.fixed.result.repeats) under.push_back(ms_per_token(timing, which, workload));
-    return ratio_of_medians(top, under, policy.target_ci);
+    return paired_ratio(top, under, policy.target_ci);
   };
   if (workload.new_tokens > 1) comparison.decode_slowdown = slowdown_of(SlowdownMetric::Decode);
   comparison.end_to_end_slowdown = slowdown_of(SlowdownMetric::EndToEnd);
   comparison.headline = read_slowdown(buggy_scenario, comparison.decode_slowdown, comparison.end_to_end_slowdown);
   comparison.categories = category_deltas(comparison.fixed.analysis, comparison.buggy.analysis);
-  // The attribution explains the difference of the medians the headline compares.
+  // The attribution explains the difference of the medians the rows show.
   comparison.attribution = median_attribution(pair_attributions, median_of(buggy_times) - median_of(fixed_times));
   comparison.same_tokens = comparison.fixed.result.tokens == comparison.buggy.result.tokens;
   comparison.prediction =
@@ -259,15 +259,30 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
   return comparison;
 }
 
+std::vector<std::string> drift_notes(const Comparison& comparison) {
+  const RunMetrics& fixed = comparison.fixed.result.metrics;
+  const RunMetrics& buggy = comparison.buggy.result.metrics;
+  std::vector<std::string> notes;
+  for (const std::string& note :
+       {drift_note("decode_slowdown", comparison.decode_slowdown,
+                   buggy.decode_tokens_per_s.median > 0 ? fixed.decode_tokens_per_s.median / buggy.decode_tokens_per_s.median : 0),
+        drift_note("end_to_end_slowdown", comparison.end_to_end_slowdown,
+                   fixed.end_to_end_s.median > 0 ? buggy.end_to_end_s.median / fixed.end_to_end_s.median : 0)}) {
+    if (!note.empty()) notes.push_back(note);
+  }
+  return notes;
+}
+
 std::string comparison_table(const Comparison& comparison) {
   std::ostringstream out;
   out << run_table_header() << run_table_row(comparison.fixed.scenario, comparison.fixed.result)
       << run_table_row(comparison.buggy.scenario, comparison.buggy.result) << "\n";
   const SlowdownReading& headline = comparison.headline;
   char line[256];
-  out << "decode_slowdown:     " << format_slowdown(comparison.decode_slowdown) << "  (fixed decode tok/s / buggy)\n";
+  out << "decode_slowdown:     " << format_slowdown(comparison.decode_slowdown) << "  (median over the pairs of buggy / fixed decode time per token)\n";
   out << "end_to_end_slowdown: " << format_slowdown(comparison.end_to_end_slowdown)
-      << "  (buggy end-to-end time / fixed)\n";
+      << "  (median over the pairs of buggy / fixed end-to-end time)\n";
+  for (const std::string& note : drift_notes(comparison)) out << "note: " << note << "\n";
   out << "the lesson is about: " << to_string(headline.metric) << "_slowdown";
   if (headline.expected) out << ", expected " << format_range(*headline.expected);
   out << "\nverdict: " << to_string(headline.verdict.kind) << ": " << headline.verdict.sentence << "\n";

@@ -3,10 +3,10 @@
 // so that drift on a shared machine hits both sides of a pair. Pairs continue under the
 // buggy scenario's repeat policy until the slowdown its lesson is about is known to
 // ±target_ci — and the other slowdown too, as every slowdown is printed with its interval —
-// (or the count or time budget ends them). Both slowdowns are the ratio of the
-// medians the rows show, each with a 95% interval from resampling the pairs; every
-// repeat is traced, and the attribution explains the difference of the medians the
-// headline compares (each cause's median over the pairs). The report shows, per side, the
+// (or the count or time budget ends them). Both slowdowns are the median of the pairs'
+// own ratios (drift between pairs cancels), each with its 95% interval; every repeat is
+// traced, and the attribution explains the difference of the medians the rows show (each
+// cause's median over the pairs). The report shows, per side, the
 // traced repeat closest to that side's median. The prediction of both slowdowns
 // (lab/row_prediction.h), from the roofs the analysis used, sits beside them.
 #pragma once
@@ -64,8 +64,8 @@ struct ComparedRun {
 struct Comparison {
   ComparedRun fixed;
   ComparedRun buggy;
-  Estimate decode_slowdown;      // buggy decode time per token / fixed (= fixed decode tok/s / buggy)
-  Estimate end_to_end_slowdown;  // buggy end-to-end time / fixed
+  Estimate decode_slowdown;      // the median over the pairs of buggy / fixed decode time per token
+  Estimate end_to_end_slowdown;  // ... of buggy / fixed end-to-end time
   SlowdownReading headline;      // the slowdown the scenario's lesson is about, and its verdict
   std::vector<CategoryDelta> categories;
   Attribution attribution;       // of the headline's medians (see above)
@@ -87,6 +87,8 @@ double ms_per_token(const GenerationTiming& timing, SlowdownMetric metric, const
 // Buckets for the per-category table, in print order.
 std::vector<CategoryDelta> category_deltas(const RunAnalysis& fixed, const RunAnalysis& buggy);
 
+// The drift_note of each slowdown whose rows' medians divide to a ratio outside its interval.
+std::vector<std::string> drift_notes(const Comparison& comparison);
 std::string comparison_table(const Comparison& comparison);
 nlohmann::json comparison_json(const Comparison& comparison);
 

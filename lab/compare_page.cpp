@@ -75,13 +75,13 @@ std::string slowdown_html(const Comparison& comparison, const ReportSummary& sum
   } else {
     html += "<p><b>No prediction:</b> " + escape(prediction.unavailable) + ".</p>";
   }
-  html += "<p class=\"note\">decode_slowdown: the fixed run's decode tok/s over the buggy run's; end_to_end_slowdown: "
-          "the buggy run's whole generation time over the fixed run's. Each is the ratio of the medians over " +
-          std::to_string(comparison.pairs) + " alternated pairs of repeats (" + escape(comparison.stopped_because) +
-          "), ± the 95% interval from resampling the pairs; " +
+  html += "<p class=\"note\">" + escape(slowdown_definition()) + " (" + std::to_string(comparison.pairs) +
+          " pairs: " + escape(comparison.stopped_because) + "); " +
           (comparison.same_tokens ? "both runs generated the same tokens" : "THE RUNS GENERATED DIFFERENT TOKENS") +
           ". Predicted: the same slowdown from the roofline model with this device's roofs and fixed costs; error: "
-          "measured / predicted - 1 (docs/metrics.md).</p></div>";
+          "measured / predicted - 1 (docs/metrics.md).</p>";
+  for (const std::string& note : drift_notes(comparison)) html += "<p class=\"note\">Note: " + escape(note) + ".</p>";
+  html += "</div>";
   return html;
 }
 

@@ -16,6 +16,13 @@ namespace decodelab {
 
 namespace {
 
+// The lab's rows show decode tok/s: the drift note of decode_slowdown.
+std::string row_drift_note(const LabRow& row) {
+  const double rows_ratio =
+      row.buggy_tokens_per_s.median > 0 ? row.fixed_tokens_per_s.median / row.buggy_tokens_per_s.median : 0;
+  return drift_note("decode_slowdown", row.decode_slowdown, rows_ratio);
+}
+
 std::vector<const RowPrediction*> predictions_of(const std::vector<LabRow>& rows) {
   std::vector<const RowPrediction*> predictions;
   for (const LabRow& row : rows) predictions.push_back(row.prediction ? &*row.prediction : nullptr);
@@ -51,6 +58,9 @@ LabRow lab_row(const Comparison& comparison) {
   row.bugs = scenario.bugs.describe();
   row.fixed = run_metrics_json(comparison.fixed.result);
   row.buggy = run_metrics_json(comparison.buggy.result);
+  // The repeats, in pair order: what each slowdown is the median of the pairs' ratios over.
+  row.fixed["repeats"] = repeats_json(comparison.fixed.scenario, comparison.fixed.result);
+  row.buggy["repeats"] = repeats_json(comparison.buggy.scenario, comparison.buggy.result);
   row.fixed_tokens_per_s = comparison.fixed.result.metrics.decode_tokens_per_s;
   row.buggy_tokens_per_s = comparison.buggy.result.metrics.decode_tokens_per_s;
   row.decode_slowdown = comparison.decode_slowdown;
@@ -91,8 +101,11 @@ std::string lab_table(const std::vector<LabRow>& rows) {
   out << "\n";
   for (const LabRow& row : rows) out << row.bug << ": " << row.headline.verdict.sentence << "\n";
   out << prediction_sentences(rows, "- ", "\n");
-  out << "\nSlowdowns are ratios of the medians over alternated pairs of repeats, ± the 95% interval from "
-         "resampling the pairs; the verdict judges the slowdown the expected range names (docs/metrics.md). "
+  for (const LabRow& row : rows) {
+    const std::string note = row_drift_note(row);
+    if (!note.empty()) out << row.bug << ": note: " << note << "\n";
+  }
+  out << "\n" << slowdown_definition() << "; the verdict judges the slowdown the expected range names (docs/metrics.md). "
          "predicted: that slowdown from the roofline model with this device's roofs and fixed costs; error: "
          "measured / predicted - 1 (\"in 95% CI\": the prediction lies inside the measured interval); vs prediction: "
          "within ±"
@@ -222,9 +235,11 @@ void write_lab_index(const std::filesystem::path& directory, const std::vector<L
     html << "<li><b>" << xml_escape(row.bug) << ":</b> " << xml_escape(row.headline.verdict.sentence) << "</li>";
   }
   html << "</ul>";
-  html << "<p class=\"note\">decode_slowdown: the fixed run's decode tok/s over the buggy run's; end_to_end_slowdown: "
-          "the buggy run's whole generation time over the fixed run's. Each is the ratio of the medians over alternated "
-          "pairs of repeats on one backend, ± the 95% interval from resampling the pairs; the verdict judges the one the "
+  for (const LabRow& row : rows) {
+    const std::string note = row_drift_note(row);
+    if (!note.empty()) html << "<p class=\"note\">Note, " << xml_escape(row.bug) << ": " << xml_escape(note) << ".</p>";
+  }
+  html << "<p class=\"note\">" << xml_escape(slowdown_definition()) << "; the verdict judges the one the "
           "expected range names (docs/metrics.md). Predicted: that same slowdown from the roofline model with this "
           "device's roofs and fixed costs; error: measured / predicted - 1. Each bug's report tells its lesson, its "
           "slowdown and why; \"why slower\" splits the extra time into extra work, extra bytes, idle device and lost "

@@ -20,7 +20,7 @@ namespace decodelab {
 struct LabRow {
   std::string bug;        // the scenario's name
   std::string bugs;       // what is switched on: "host_sync(per=layer)"
-  nlohmann::json fixed;   // {"metrics", "intervals"} of the fixed run (run_metrics_json)
+  nlohmann::json fixed;   // {"metrics", "intervals"} of the fixed run (run_metrics_json), "repeats" in pair order
   nlohmann::json buggy;   // ... of the buggy run
   Estimate fixed_tokens_per_s;
   Estimate buggy_tokens_per_s;

@@ -90,11 +90,16 @@ nlohmann::json run_metrics_json(const RunResult& result) {
   return {{"metrics", medians}, {"intervals", intervals}};
 }
 
+nlohmann::json repeats_json(const Scenario& scenario, const RunResult& result) {
+  nlohmann::json repeats = nlohmann::json::array();
+  for (const GenerationTiming& timing : result.repeats) repeats.push_back(repeat_json(timing, scenario));
+  return repeats;
+}
+
 nlohmann::json run_result_json(const Scenario& scenario, const RunResult& result) {
   const ModelConfig& config = scenario.model_config;
   const RunMetrics& metrics = result.metrics;
-  nlohmann::json repeats = nlohmann::json::array();
-  for (const GenerationTiming& timing : result.repeats) repeats.push_back(repeat_json(timing, scenario));
+  const nlohmann::json repeats = repeats_json(scenario, result);
   const nlohmann::json figures = run_metrics_json(result);
   nlohmann::json run = run_policy_to_json(scenario);
   run["repeats_run"] = metrics.repeats;

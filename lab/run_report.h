@@ -36,6 +36,9 @@ std::string run_table_legend(double target_ci);
 nlohmann::json run_result_json(const Scenario& scenario, const RunResult& result);
 // Just {"metrics", "intervals"} of a result: the part of run_result_json other rows embed.
 nlohmann::json run_metrics_json(const RunResult& result);
+// The per-repeat figures of run_result_json's "repeats", in the order the repeats ran (in a
+// comparison, repeat i of each side is pair i).
+nlohmann::json repeats_json(const Scenario& scenario, const RunResult& result);
 
 // What the table row needs, read back from a result JSON (a row a resumed sweep reuses):
 // backend, device, each figure's median and interval.

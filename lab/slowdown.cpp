@@ -117,6 +117,21 @@ std::string format_slowdown(const Estimate& slowdown) {
 
 std::string slowdown_text(double median) { return number(median) + "x"; }
 
+std::string slowdown_definition() {
+  return "decode_slowdown: the buggy run's decode time per token over the fixed run's (the fixed decode tok/s over the "
+         "buggy); end_to_end_slowdown: the buggy run's whole generation time over the fixed run's. Each ratio is taken "
+         "within every pair of back-to-back repeats, and the median over the pairs is printed ± its 95% interval: a "
+         "machine whose speed drifts between pairs slows both runs of a pair alike, so the drift cancels. Each row "
+         "shows its side's median over all its repeats, so on a drifting machine the rows can divide to another ratio";
+}
+
+std::string drift_note(const std::string& name, const Estimate& slowdown, double ratio_of_row_medians) {
+  if (slowdown.samples == 0 || ratio_of_row_medians <= 0 || slowdown.contains(ratio_of_row_medians)) return "";
+  return "the rows' medians divide to " + slowdown_text(ratio_of_row_medians) + ", outside " + name +
+         "'s interval: the machine's speed drifted between pairs, and " + name + " (" + format_slowdown(slowdown) +
+         ") compares each pair's two runs, timed back to back";
+}
+
 std::string format_range(const ExpectedSlowdown& expected) { return range_text(expected) + " " + to_string(expected.of); }
 
 nlohmann::json to_json(const SlowdownReading& reading) {

@@ -33,7 +33,7 @@ struct SlowdownVerdict {
 // The slowdown a lesson is about, what it measured, what was expected, and the verdict.
 struct SlowdownReading {
   SlowdownMetric metric = SlowdownMetric::Decode;
-  Estimate measured;  // ratio of the medians, with its paired 95% interval
+  Estimate measured;  // the median of the pairs' ratios, with its 95% interval
   std::optional<ExpectedSlowdown> expected;
   SlowdownVerdict verdict;
 };
@@ -61,6 +61,13 @@ const Estimate& slowdown_to_watch(const Estimate& headline, const Estimate* othe
 std::string format_slowdown(const Estimate& slowdown);
 // The median alone as format_slowdown prints it: "2.04x", "31.2x", "412x".
 std::string slowdown_text(double median);
+// What both slowdowns are, one text for every surface that prints them (compare's table and
+// page, the lab's table and page; docs/metrics.md "Slowdowns").
+std::string slowdown_definition();
+// "" when the ratio of the rows' medians (each side's median over all its repeats) lies
+// inside the slowdown's interval; else a sentence saying the machine's speed drifted between
+// pairs, with both figures, for `name` ("decode_slowdown").
+std::string drift_note(const std::string& name, const Estimate& slowdown, double ratio_of_row_medians);
 // "2-4x decode", "1.1-1.3x end_to_end".
 std::string format_range(const ExpectedSlowdown& expected);
 

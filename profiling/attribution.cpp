@@ -273,7 +273,7 @@ std::string format_attribution(const Attribution& attribution) {
       << (attribution.residual_fraction() > 0.10 ? " (over 10%: the parts explain the difference only roughly)" : "")
       << " |\n";
   out << "| total | " << per_token_time(attribution.delta_ms_per_token)
-      << " | 100% | the difference of the medians the slowdown compares |\n";
+      << " | 100% | the difference of the medians the rows show |\n";
   return out.str();
 }
 
@@ -331,7 +331,7 @@ std::string attribution_html(const Attribution& attribution) {
   }
   html << "<tr class=\"total\"><td>measured difference</td><td class=\"value\">"
        << xml_escape(per_token_time(attribution.delta_ms_per_token)) << "</td><td>100%</td><td></td><td class=\"text\">"
-       << "the difference of the medians the slowdown compares (" << xml_escape(scope) << " per token, medians over "
+       << "the difference of the medians the rows show (" << xml_escape(scope) << " per token, medians over "
        << attribution.pairs << " pairs of repeats): the parts plus the residual</td></tr>";
   html << "</table></div></div>";
   return html.str();

@@ -17,8 +17,8 @@
 // traced one is left as residual.
 //
 // A comparison attributes every pair of repeats and reports each cause's median over the
-// pairs (median_attribution): the parts explain the difference of the medians the
-// headline compares, not one repeat, with the residual what the medians leave over.
+// pairs (median_attribution): the parts explain the difference of the medians the rows
+// show, not one repeat, with the residual what the medians leave over.
 #pragma once
 
 #include <string>
@@ -62,7 +62,7 @@ Attribution attribute_slowdown(const RunAnalysis& fixed, const RunAnalysis& bugg
                                int64_t tokens, AttributionScope scope = AttributionScope::EndToEnd);
 
 // Each cause's median over the pairs' attributions, explained by the pair whose part is
-// that median; `delta_ms_per_token`, the difference of the medians the headline compares,
+// that median; `delta_ms_per_token`, the difference of the medians the rows show,
 // is what they add up to with the residual.
 Attribution median_attribution(const std::vector<Attribution>& pairs, double delta_ms_per_token);
 

@@ -1,4 +1,4 @@
-// Medians, their order-statistics intervals, and the paired bootstrap of a ratio.
+// Medians, their order-statistics intervals, and the median of paired ratios.
 #include "profiling/statistics.h"
 
 #include <algorithm>
@@ -33,25 +33,6 @@ double binomial_half_cdf(int n, int k) {
 
 bool noisy(const Estimate& estimate, double target_ci) {
   return estimate.confidence < kConfidenceLevel || (target_ci > 0 && estimate.relative_ci() > target_ci);
-}
-
-// splitmix64: a small seeded generator, the same on every platform.
-struct SplitMix {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-};
-
-double quantile_of_sorted(const std::vector<double>& sorted, double q) {
-  const double position = q * static_cast<double>(sorted.size() - 1);
-  const size_t below = static_cast<size_t>(std::floor(position));
-  const size_t above = std::min(below + 1, sorted.size() - 1);
-  const double weight = position - static_cast<double>(below);
-  return sorted[below] * (1 - weight) + sorted[above] * weight;
 }
 
 }  // namespace
@@ -91,41 +72,14 @@ Estimate scaled(const Estimate& value, double k) {
   return result;
 }
 
-Estimate ratio_of_medians(const std::vector<double>& numerator, const std::vector<double>& denominator,
-                          double target_ci, int resamples, uint64_t seed) {
+Estimate paired_ratio(const std::vector<double>& numerator, const std::vector<double>& denominator,
+                      double target_ci) {
   if (numerator.size() != denominator.size())
-    throw std::invalid_argument("ratio_of_medians: paired samples of different lengths");
-  Estimate ratio;
-  const size_t n = numerator.size();
-  ratio.samples = static_cast<int>(n);
-  if (n == 0) return ratio;
-  const double bottom = median_of(denominator);
-  ratio.median = bottom > 0 ? median_of(numerator) / bottom : 0.0;
-  if (n == 1) {
-    ratio.low = ratio.high = ratio.median;
-    ratio.noisy = true;
-    return ratio;
-  }
-  SplitMix random{seed};
-  std::vector<double> ratios, top(n), under(n);
-  ratios.reserve(static_cast<size_t>(resamples));
-  for (int r = 0; r < resamples; ++r) {
-    for (size_t i = 0; i < n; ++i) {
-      const size_t pick = static_cast<size_t>(random.next() % n);
-      top[i] = numerator[pick];
-      under[i] = denominator[pick];
-    }
-    const double resampled_bottom = median_of(under);
-    if (resampled_bottom > 0) ratios.push_back(median_of(top) / resampled_bottom);
-  }
-  std::sort(ratios.begin(), ratios.end());
-  const double tail = (1 - kConfidenceLevel) / 2;
-  ratio.low = std::min(ratio.median, quantile_of_sorted(ratios, tail));
-  ratio.high = std::max(ratio.median, quantile_of_sorted(ratios, 1 - tail));
-  // The bootstrap cannot promise 95% where the order statistics of either side cannot.
-  ratio.confidence = static_cast<int>(n) >= kSamplesFor95 ? kConfidenceLevel : 1 - 2 * std::pow(0.5, static_cast<double>(n));
-  ratio.noisy = noisy(ratio, target_ci);
-  return ratio;
+    throw std::invalid_argument("paired_ratio: paired samples of different lengths");
+  std::vector<double> ratios;
+  ratios.reserve(numerator.size());
+  for (size_t i = 0; i < numerator.size(); ++i) ratios.push_back(denominator[i] > 0 ? numerator[i] / denominator[i] : 0.0);
+  return median_estimate(std::move(ratios), target_ci);
 }
 
 nlohmann::json to_json(const Estimate& estimate) {

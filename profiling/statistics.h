@@ -6,13 +6,13 @@
 // statistics: the ranks a Binomial(n, 1/2) puts outside 2.5% on each side), so it is exact
 // for any timing distribution, including the long right tail of a shared machine; it needs
 // 6 samples to reach 95%, and below that the reported interval is min..max with its real,
-// lower confidence, and the figure counts as noisy. A slowdown is a ratio of two medians
-// measured in pairs (fixed and buggy repeats alternated), so its interval comes from
-// resampling the pairs together (a seeded percentile bootstrap): drift that hits both
-// sides of a pair cancels in the ratio instead of widening it.
+// lower confidence, and the figure counts as noisy. A slowdown is measured in pairs (fixed
+// and buggy repeats alternated, back to back), so it is the median of the pairs' own ratios
+// with the same interval: a machine whose speed drifts between pairs (a shared VM's bandwidth
+// moves by a third within minutes) slows both sides of a pair alike and cancels in its ratio,
+// where a ratio of the two sides' medians would divide medians taken in different periods.
 #pragma once
 
-#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -49,11 +49,9 @@ Estimate reciprocal(const Estimate& time, double k);
 // k · x: a figure proportional to a measured one (per token from per step).
 Estimate scaled(const Estimate& value, double k);
 
-// median(numerator) / median(denominator) for paired samples (same length), with a
-// percentile-bootstrap interval from resampling the pairs (`resamples` draws, seeded: the
-// same samples give the same interval). Noisy as median_estimate.
-Estimate ratio_of_medians(const std::vector<double>& numerator, const std::vector<double>& denominator, double target_ci,
-                          int resamples = 2000, uint64_t seed = 0x5eed);
+// The median over pairs of numerator[i] / denominator[i] (same length: one entry per pair),
+// with median_estimate's interval and noise flag. Throws on different lengths.
+Estimate paired_ratio(const std::vector<double>& numerator, const std::vector<double>& denominator, double target_ci);
 
 // The plain median (0 for no samples), shared by every summary in the project.
 double median_of(std::vector<double> values);
