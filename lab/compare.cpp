@@ -72,6 +72,14 @@ double ms_per_token(const GenerationTiming& timing, SlowdownMetric metric, const
   return tokens > 0 ? timing.total_ms / tokens : 0.0;
 }
 
+Estimate paired_slowdown(const std::vector<GenerationTiming>& fixed, const std::vector<GenerationTiming>& buggy,
+                         SlowdownMetric metric, const Workload& workload, double target_ci) {
+  std::vector<double> fixed_ms, buggy_ms;
+  for (const GenerationTiming& timing : fixed) fixed_ms.push_back(ms_per_token(timing, metric, workload));
+  for (const GenerationTiming& timing : buggy) buggy_ms.push_back(ms_per_token(timing, metric, workload));
+  return paired_ratio(buggy_ms, fixed_ms, target_ci);
+}
+
 namespace {
 
 // One side's timed repeats, each traced and analysed.
@@ -241,10 +249,8 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
   }
 
   auto slowdown_of = [&](SlowdownMetric which) {
-    std::vector<double> top, under;
-    for (const GenerationTiming& timing : comparison.buggy.result.repeats) top.push_back(ms_per_token(timing, which, workload));
-    for (const GenerationTiming& timing : comparison.fixed.result.repeats) under.push_back(ms_per_token(timing, which, workload));
-    return paired_ratio(top, under, policy.target_ci);
+    return paired_slowdown(comparison.fixed.result.repeats, comparison.buggy.result.repeats, which, workload,
+                           policy.target_ci);
   };
   if (workload.new_tokens > 1) comparison.decode_slowdown = slowdown_of(SlowdownMetric::Decode);
   comparison.end_to_end_slowdown = slowdown_of(SlowdownMetric::EndToEnd);

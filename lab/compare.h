@@ -83,6 +83,10 @@ Comparison compare_with_fixed_twin(const Scenario& buggy, const CompareOptions& 
 // The per-token time of a repeat that a slowdown compares: decode wall time per decode
 // token, or end-to-end time per generated token.
 double ms_per_token(const GenerationTiming& timing, SlowdownMetric metric, const Workload& workload);
+// A measured slowdown: the median over the pairs (repeat i of each side is pair i) of buggy /
+// fixed ms_per_token, with its interval (statistics.h paired_ratio).
+Estimate paired_slowdown(const std::vector<GenerationTiming>& fixed, const std::vector<GenerationTiming>& buggy,
+                         SlowdownMetric metric, const Workload& workload, double target_ci);
 
 // Buckets for the per-category table, in print order.
 std::vector<CategoryDelta> category_deltas(const RunAnalysis& fixed, const RunAnalysis& buggy);

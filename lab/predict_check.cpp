@@ -1,5 +1,6 @@
 // Measured beside predicted (see predict_check.h). The measured figures are the medians
-// over the timed repeats that `run` and `compare` report (lab/run_metrics.h); the
+// over the timed repeats that `run` and `compare` report (lab/run_metrics.h), the slowdowns
+// the median of the pairs' ratios as `compare` measures them; the
 // predicted ones come from the same formulas applied to the predicted clocks.
 #include "lab/predict_check.h"
 
@@ -8,6 +9,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "lab/compare.h"
 #include "lab/progress.h"
 #include "profiling/text_table.h"
 #include "profiling/units.h"
@@ -92,10 +94,14 @@ PredictionCheck check_prediction(const Scenario& scenario, const DeviceSpec& dev
   const RunMetrics& buggy = measured[1].metrics;
   add_figures(check.figures, "fixed ", fixed, predicted.fixed);
   add_figures(check.figures, "buggy ", buggy, predicted.buggy);
-  const double decode = buggy.decode_tokens_per_s.median > 0
-                            ? fixed.decode_tokens_per_s.median / buggy.decode_tokens_per_s.median
-                            : 0.0;
-  const double end_to_end = fixed.end_to_end_s.median > 0 ? buggy.end_to_end_s.median / fixed.end_to_end_s.median : 0.0;
+  // The slowdowns as compare measures them: the median of the pairs' ratios.
+  const Workload& workload = scenario.workload;
+  const double decode =
+      scenario.workload.new_tokens > 1
+          ? paired_slowdown(measured[0].repeats, measured[1].repeats, SlowdownMetric::Decode, workload, 0).median
+          : 0.0;
+  const double end_to_end =
+      paired_slowdown(measured[0].repeats, measured[1].repeats, SlowdownMetric::EndToEnd, workload, 0).median;
   check.decode_slowdown = CheckedFigure{"decode_slowdown", "x", decode, predicted.decode_slowdown};
   check.end_to_end_slowdown = CheckedFigure{"end_to_end_slowdown", "x", end_to_end, predicted.end_to_end_slowdown};
   return check;
