@@ -5,7 +5,7 @@
 # markdown row per case: decode_slowdown and end_to_end_slowdown, measured, predicted and
 # the prediction's error (measured / predicted - 1). Then the decode-batch and context-length
 # sweeps, one row per point: decode tok/s measured (± its 95% interval), predicted, the error. Take it on a QUIET machine (nothing else
-# running): ~11 minutes on 2 cores. First this machine's roofs and fixed costs are measured
+# running): ~14 minutes on 2 cores. First this machine's roofs and fixed costs are measured
 # again (`roofline --measure`, which refreshes the cache every prediction here reads), so a
 # measurement taken under load earlier does not price the table; SKIP_ROOFS=1 keeps the cache.
 # Extra arguments go to every `decodelab predict` (e.g. --threads 1).
@@ -50,6 +50,10 @@ row fp32_ops "prompt 256" --set workload.prompt_tokens=256
 row fp32_ops "lab-tiny" --set model=lab-tiny
 row no_kv_cache "lab-tiny" --set model=lab-tiny
 row sequential_generation "lab-tiny" --set model=lab-tiny
+# A real Llama shape (Llama-3.2-1B, 2.3 GB in fp16), on short workloads: ~3 minutes together
+row fp32_ops "llama-1b, 16 new" --set model=llama-1b --set workload.new_tokens=16
+row sequential_generation "llama-1b, 4 requests, 12 new" --set model=llama-1b --set workload.requests=4 \
+  --set workload.batch_size=4 --set workload.new_tokens=12
 row host_sync "lab-small, per token" --set model=lab-small --set bugs.host_sync.per=token --set workload.new_tokens=32
 row host_sync "per layer" --set bugs.host_sync.per=layer
 # The sweeps' points: decode tok/s measured against predicted (sweep --json's fields).
