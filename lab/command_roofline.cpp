@@ -88,7 +88,8 @@ void execute_roofline(const RooflineArguments& options) {
     std::printf("\nsaved to %s\n", options.save.c_str());
     return;
   }
-  // The cache the runs use, merged figure by figure: a good roof is never replaced by a worse one.
+  // The cache the runs use, merged by groups of rates and figure by figure for fixed costs: a
+  // good set of roofs is never replaced by a worse one (profiling/roof_cache.h).
   const std::filesystem::path target = roof_cache_path(machine);
   if (!cached || !cached->measured) {
     save_device_spec(spec, target);
@@ -97,16 +98,14 @@ void execute_roofline(const RooflineArguments& options) {
   }
   const MergedRoofs merged = merge_measured_specs(spec, *cached);
   if (!merged.changed) {
-    std::printf("\nnot cached: no figure is better than the cached one (contention only lowers a rate and raises a "
-                "cost); runs keep using %s (%s). Delete that file to start afresh.\n",
-                target.c_str(), cached->roofs_provenance(std::time(nullptr)).c_str());
+    std::printf("\nnot cached: no fixed cost is better than the cached one, nor any group of rates better overall "
+                "(%s; contention only lowers a rate and raises a cost); runs keep using %s (%s). Delete that file to "
+                "start afresh.\n",
+                merge_summary(merged).c_str(), target.c_str(), cached->roofs_provenance(std::time(nullptr)).c_str());
     return;
   }
   save_device_spec(merged.spec, target);
-  std::printf("\nsaved to %s (the roofs runs on this machine use)", target.c_str());
-  if (!merged.improved.empty()) std::printf("; better now: %s", format_list(merged.improved).c_str());
-  if (!merged.kept.empty()) std::printf("; kept from the cached measurement, better there: %s", format_list(merged.kept).c_str());
-  std::printf("\n");
+  std::printf("\nsaved to %s (the roofs runs on this machine use): %s\n", target.c_str(), merge_summary(merged).c_str());
 }
 
 }  // namespace decodelab

@@ -51,24 +51,49 @@ double Roofs::flops(Precision precision) const {
   return figure > 0 ? figure : fp32_flops;
 }
 
-double Roofs::decode_matmul_bandwidth(Precision precision, int64_t rows) const {
-  if (precision == Precision::Tf32) precision = Precision::Fp32;
-  std::vector<DecodeMatmulCeiling> measured;
-  for (const DecodeMatmulCeiling& ceiling : decode_matmul_ceilings)
-    if (ceiling.precision == precision && ceiling.rows > 0 && ceiling.bandwidth > 0) measured.push_back(ceiling);
-  if (measured.empty()) return 0.0;
-  std::sort(measured.begin(), measured.end(), [](const auto& a, const auto& b) { return a.rows < b.rows; });
-  const double wanted = static_cast<double>(std::max<int64_t>(rows, 1));
-  if (wanted <= measured.front().rows) return measured.front().bandwidth;
-  if (wanted > measured.back().rows) return 0.0;
-  for (size_t i = 1; i < measured.size(); ++i) {
-    if (wanted > measured[i].rows) continue;
-    const double below = std::log(static_cast<double>(measured[i - 1].rows));
-    const double above = std::log(static_cast<double>(measured[i].rows));
+namespace {
+
+// Log-linear interpolation of (extent, rate) points sorted by extent: the first point's rate
+// below them, `beyond` above the last.
+double interpolate_in_log(const std::vector<std::pair<double, double>>& points, double wanted, double beyond) {
+  if (points.empty()) return 0.0;
+  if (wanted <= points.front().first) return points.front().second;
+  if (wanted > points.back().first) return beyond;
+  for (size_t i = 1; i < points.size(); ++i) {
+    if (wanted > points[i].first) continue;
+    const double below = std::log(points[i - 1].first);
+    const double above = std::log(points[i].first);
     const double t = above > below ? (std::log(wanted) - below) / (above - below) : 1.0;
-    return std::exp((1 - t) * std::log(measured[i - 1].bandwidth) + t * std::log(measured[i].bandwidth));
+    return std::exp((1 - t) * std::log(points[i - 1].second) + t * std::log(points[i].second));
   }
-  return measured.back().bandwidth;
+  return points.back().second;
+}
+
+// The measured (extent, rate) points of one precision in a ceiling table, sorted by extent.
+template <typename Ceiling, int Ceiling::*Extent>
+std::vector<std::pair<double, double>> points_of(const std::vector<Ceiling>& ceilings, Precision precision) {
+  if (precision == Precision::Tf32) precision = Precision::Fp32;
+  std::vector<std::pair<double, double>> points;
+  for (const Ceiling& ceiling : ceilings)
+    if (ceiling.precision == precision && ceiling.*Extent > 0 && ceiling.bandwidth > 0)
+      points.emplace_back(static_cast<double>(ceiling.*Extent), ceiling.bandwidth);
+  std::sort(points.begin(), points.end());
+  return points;
+}
+
+}  // namespace
+
+double Roofs::decode_matmul_bandwidth(Precision precision, int64_t rows) const {
+  // Beyond the largest measured row count is a prefill: held to the compute ceiling.
+  return interpolate_in_log(points_of<DecodeMatmulCeiling, &DecodeMatmulCeiling::rows>(decode_matmul_ceilings, precision),
+                            static_cast<double>(std::max<int64_t>(rows, 1)), 0.0);
+}
+
+double Roofs::decode_attention_bandwidth(Precision precision, int64_t context) const {
+  const std::vector<std::pair<double, double>> points =
+      points_of<DecodeAttentionCeiling, &DecodeAttentionCeiling::context>(decode_attention_ceilings, precision);
+  return interpolate_in_log(points, static_cast<double>(std::max<int64_t>(context, 1)),
+                            points.empty() ? 0.0 : points.back().second);
 }
 
 double Roofs::matmul_flops(Precision precision) const {
@@ -137,6 +162,7 @@ Roofs DeviceSpec::effective_roofs() const {
   take(merged.matmul_output_fp16_s, real.matmul_output_fp16_s);
   take(merged.matmul_output_bf16_s, real.matmul_output_bf16_s);
   if (!real.decode_matmul_ceilings.empty()) merged.decode_matmul_ceilings = real.decode_matmul_ceilings;
+  if (!real.decode_attention_ceilings.empty()) merged.decode_attention_ceilings = real.decode_attention_ceilings;
   merged.source = "measured where measured (" + real.source + "), datasheet otherwise (" + datasheet->source + ")";
   merged.measured_at = real.measured_at;
   merged.spread = real.spread;
@@ -287,22 +313,30 @@ class SpecReader {
                                                                      : result.matmul_output_bf16_s) = value;
       }
     }
-    if (const YAML::Node decode = map["decode_matmul_gb_s"]; decode.IsDefined()) {
-      const std::string decode_key = path("decode_matmul_gb_s");
-      if (!decode.IsMap()) fail(decode, decode_key, "expected {fp16: {ROWS: GB/s, ...}, ...}");
-      only_keys(decode, decode_key, {"fp32", "fp16", "bf16"});
-      for (const auto& entry : decode) {
+    // {fp16: {EXTENT: GB/s, ...}, ...}: a measured rate per precision and extent (rows, context).
+    auto ceiling_table = [&](const char* name, const char* extent, const char* extent_noun, auto add) {
+      const YAML::Node table = map[name];
+      if (!table.IsDefined()) return;
+      const std::string table_key = path(name);
+      if (!table.IsMap()) fail(table, table_key, std::string("expected {fp16: {") + extent + ": GB/s, ...}, ...}");
+      only_keys(table, table_key, {"fp32", "fp16", "bf16"});
+      for (const auto& entry : table) {
         const std::string key = entry.first.as<std::string>();
-        if (!entry.second.IsMap()) fail(entry.second, decode_key + "." + key, "expected {ROWS: GB/s, ...}");
+        if (!entry.second.IsMap()) fail(entry.second, table_key + "." + key, std::string("expected {") + extent + ": GB/s, ...}");
         for (const auto& point : entry.second) {
-          const std::string rows_key = decode_key + "." + key + "." + point.first.as<std::string>();
-          const int64_t rows = count(point.first, rows_key);
-          if (rows < 1) fail(point.first, rows_key, "expected a row count of at least 1");
-          result.decode_matmul_ceilings.push_back(
-              {*parse_precision(key), static_cast<int>(rows), positive(point.second, rows_key) * 1e9});
+          const std::string point_key = table_key + "." + key + "." + point.first.as<std::string>();
+          const int64_t at = count(point.first, point_key);
+          if (at < 1) fail(point.first, point_key, std::string("expected a ") + extent_noun + " of at least 1");
+          add(*parse_precision(key), static_cast<int>(at), positive(point.second, point_key) * 1e9);
         }
       }
-    }
+    };
+    ceiling_table("decode_matmul_gb_s", "ROWS", "row count", [&](Precision precision, int rows, double bandwidth) {
+      result.decode_matmul_ceilings.push_back({precision, rows, bandwidth});
+    });
+    ceiling_table("decode_attention_gb_s", "CONTEXT", "context length", [&](Precision precision, int context, double bandwidth) {
+      result.decode_attention_ceilings.push_back({precision, context, bandwidth});
+    });
     if (result.bandwidth <= 0 && !result.has_any_flops()) {
       fail(map, prefix.empty() ? "memory_bandwidth_tb_s" : prefix, "expected a bandwidth and/or peak FLOP/s");
     }
@@ -422,7 +456,7 @@ DeviceSpec parse_device_spec(std::string_view yaml_text, const std::string& file
   if (const YAML::Node measured = root["measured"]; measured.IsDefined()) {
     reader.only_keys(measured, "measured",
                      {"source", "memory_bandwidth_tb_s", "memory_bandwidth_gb_s", "peak_tflops", "peak_gflops",
-                      "matmul_tflops", "matmul_gflops", "matmul_output_ns", "decode_matmul_gb_s", "fixed_costs", "cache", "measured_at",
+                      "matmul_tflops", "matmul_gflops", "matmul_output_ns", "decode_matmul_gb_s", "decode_attention_gb_s", "fixed_costs", "cache", "measured_at",
                       "spread", "noisy", "probe_bandwidth_gb_s"});
     spec.measured = reader.roofs(measured, "measured");
     reader.quality(measured, *spec.measured);

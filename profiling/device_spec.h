@@ -46,6 +46,19 @@ struct Roofs {
     bool operator==(const DecodeMatmulCeiling&) const = default;
   };
   std::vector<DecodeMatmulCeiling> decode_matmul_ceilings = {};
+  // The rate (bytes/s: keys, values, query and output over its time) our attention kernel
+  // reads a KV cache at in decode — one query row per sequence — at `context` cached
+  // positions per sequence, one precision of the cache, where measured (the CPU: each
+  // (sequence, head)'s keys and values are a short stream with a dot product, an
+  // exponential and a multiply-add per key, read well below the bandwidth roof). The
+  // prediction prices decode attention with it.
+  struct DecodeAttentionCeiling {
+    Precision precision = Precision::Fp16;
+    int context = 1;
+    double bandwidth = 0;
+    bool operator==(const DecodeAttentionCeiling&) const = default;
+  };
+  std::vector<DecodeAttentionCeiling> decode_attention_ceilings = {};
   // The matmul kernel's cost per output element beside its FLOPs (reducing the element's
   // vector of partial sums to one value and storing it), where measured (the CPU: fitted
   // together with the matmul ceilings from a square and a narrow matmul, the ceiling then
@@ -70,6 +83,10 @@ struct Roofs {
   // the measured row counts (log-linear in rows); 0 where none was measured for it or
   // `rows` lies beyond the largest measured (a prefill: held to the compute ceiling).
   double decode_matmul_bandwidth(Precision precision, int64_t rows) const;
+  // The decode-attention rate for a cache of a precision read at `context` positions per
+  // sequence, interpolated between the measured contexts (log-linear in context), the
+  // nearest measured one outside them; 0 where none was measured for the precision.
+  double decode_attention_bandwidth(Precision precision, int64_t context) const;
   // The per-output cost for a precision where one was measured (fp16 <-> bf16, tf32 -> fp32
   // as for the ceilings), else 0.
   double matmul_output_seconds(Precision precision) const;

@@ -1,6 +1,8 @@
 // Device specs as JSON: what results, traces and `roofline --json` carry, and reading a
 // spec back from a result file (the schema docs/metrics.md names, base units throughout).
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -8,6 +10,38 @@
 #include "profiling/device_spec.h"
 
 namespace decodelab {
+
+namespace {
+
+// A measured ceiling table (decode matmuls by rows, decode attention by context) as
+// [{precision, <extent_key>, bandwidth_bytes_per_s}, ...], and back.
+template <typename Ceiling>
+nlohmann::json ceiling_table_json(const std::vector<Ceiling>& ceilings, const char* extent_key, int Ceiling::*extent) {
+  nlohmann::json table = nlohmann::json::array();
+  for (const Ceiling& ceiling : ceilings) {
+    table.push_back({{"precision", precision_name(ceiling.precision)},
+                     {extent_key, ceiling.*extent},
+                     {"bandwidth_bytes_per_s", ceiling.bandwidth}});
+  }
+  return table;
+}
+
+template <typename Ceiling>
+void read_ceiling_table(const nlohmann::json& json, const char* key, const char* extent_key, int Ceiling::*extent,
+                        std::vector<Ceiling>& ceilings, const std::string& where) {
+  if (!json.contains(key)) return;
+  for (const nlohmann::json& entry : json[key]) {
+    const std::optional<Precision> precision = parse_precision(entry.at("precision").get<std::string>());
+    if (!precision) throw InputError(where, 0, key, "unknown precision " + entry.at("precision").dump());
+    Ceiling ceiling;
+    ceiling.precision = *precision;
+    ceiling.*extent = entry.at(extent_key).get<int>();
+    ceiling.bandwidth = entry.at("bandwidth_bytes_per_s").get<double>();
+    ceilings.push_back(ceiling);
+  }
+}
+
+}  // namespace
 
 nlohmann::json to_json(const Roofs& roofs) {
   nlohmann::json json = {{"source", roofs.source},
@@ -23,14 +57,11 @@ nlohmann::json to_json(const Roofs& roofs) {
                                {"fp16", roofs.matmul_output_fp16_s},
                                {"bf16", roofs.matmul_output_bf16_s}};
   }
-  if (!roofs.decode_matmul_ceilings.empty()) {
-    nlohmann::json decode = nlohmann::json::array();
-    for (const Roofs::DecodeMatmulCeiling& ceiling : roofs.decode_matmul_ceilings) {
-      decode.push_back({{"precision", precision_name(ceiling.precision)},
-                        {"rows", ceiling.rows},
-                        {"bandwidth_bytes_per_s", ceiling.bandwidth}});
-    }
-    json["decode_matmul"] = decode;
+  if (!roofs.decode_matmul_ceilings.empty())
+    json["decode_matmul"] = ceiling_table_json(roofs.decode_matmul_ceilings, "rows", &Roofs::DecodeMatmulCeiling::rows);
+  if (!roofs.decode_attention_ceilings.empty()) {
+    json["decode_attention"] =
+        ceiling_table_json(roofs.decode_attention_ceilings, "context", &Roofs::DecodeAttentionCeiling::context);
   }
   if (roofs.measured_at > 0) {
     json["measured_at"] = roofs.measured_at;
@@ -95,14 +126,9 @@ Roofs roofs_from_json(const nlohmann::json& json, const std::string& where) {
       roofs.matmul_output_fp16_s = outputs.at("fp16").get<double>();
       roofs.matmul_output_bf16_s = outputs.at("bf16").get<double>();
     }
-    if (json.contains("decode_matmul")) {
-      for (const nlohmann::json& entry : json["decode_matmul"]) {
-        const std::optional<Precision> precision = parse_precision(entry.at("precision").get<std::string>());
-        if (!precision) throw InputError(where, 0, "decode_matmul", "unknown precision " + entry.at("precision").dump());
-        roofs.decode_matmul_ceilings.push_back(
-            {*precision, entry.at("rows").get<int>(), entry.at("bandwidth_bytes_per_s").get<double>()});
-      }
-    }
+    read_ceiling_table(json, "decode_matmul", "rows", &Roofs::DecodeMatmulCeiling::rows, roofs.decode_matmul_ceilings, where);
+    read_ceiling_table(json, "decode_attention", "context", &Roofs::DecodeAttentionCeiling::context,
+                       roofs.decode_attention_ceilings, where);
     roofs.measured_at = json.value("measured_at", int64_t{0});
     roofs.spread = json.value("spread", 0.0);
     roofs.noisy = json.value("noisy", false);

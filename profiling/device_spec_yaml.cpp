@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "profiling/atomic_file.h"
 #include "profiling/device_spec.h"
@@ -39,6 +40,25 @@ std::string positive_entries(std::initializer_list<std::pair<const char*, double
   return text;
 }
 
+// "decode_matmul_gb_s: {fp32: {1: 30.2}, fp16: {1: 20.5, 4: 15.7}}": a measured rate per
+// precision and extent (rows, context); nothing when the table is empty.
+template <typename Ceiling>
+void write_ceiling_table(std::ostringstream& out, const std::string& indent, const char* key,
+                         const std::vector<Ceiling>& ceilings, int Ceiling::*extent) {
+  if (ceilings.empty()) return;
+  std::string table;
+  for (Precision precision : {Precision::Fp32, Precision::Fp16, Precision::Bf16}) {
+    std::string points;
+    for (const Ceiling& ceiling : ceilings) {
+      if (ceiling.precision != precision) continue;
+      points += std::string(points.empty() ? "" : ", ") + std::to_string(ceiling.*extent) + ": " +
+                number(ceiling.bandwidth / 1e9);
+    }
+    if (!points.empty()) table += std::string(table.empty() ? "" : ", ") + precision_name(precision) + ": {" + points + "}";
+  }
+  out << indent << key << ": {" << table << "}\n";
+}
+
 void write_roofs(std::ostringstream& out, const Roofs& roofs, const std::string& indent) {
   // GPUs are quoted in TB/s and TFLOP/s, CPUs in GB/s and GFLOP/s.
   const bool tera = roofs.bandwidth >= 1e12 || roofs.flops(Precision::Fp16) >= 1e13;
@@ -62,18 +82,9 @@ void write_roofs(std::ostringstream& out, const Roofs& roofs, const std::string&
         << ", fp16: " << number(roofs.matmul_output_fp16_s * 1e9) << ", bf16: " << number(roofs.matmul_output_bf16_s * 1e9)
         << "}\n";
   }
-  if (roofs.decode_matmul_ceilings.empty()) return;
-  std::string decode;
-  for (Precision precision : {Precision::Fp32, Precision::Fp16, Precision::Bf16}) {
-    std::string points;
-    for (const Roofs::DecodeMatmulCeiling& ceiling : roofs.decode_matmul_ceilings) {
-      if (ceiling.precision != precision) continue;
-      points += std::string(points.empty() ? "" : ", ") + std::to_string(ceiling.rows) + ": " +
-                number(ceiling.bandwidth / 1e9);
-    }
-    if (!points.empty()) decode += std::string(decode.empty() ? "" : ", ") + precision_name(precision) + ": {" + points + "}";
-  }
-  out << indent << "decode_matmul_gb_s: {" << decode << "}\n";
+  write_ceiling_table(out, indent, "decode_matmul_gb_s", roofs.decode_matmul_ceilings, &Roofs::DecodeMatmulCeiling::rows);
+  write_ceiling_table(out, indent, "decode_attention_gb_s", roofs.decode_attention_ceilings,
+                      &Roofs::DecodeAttentionCeiling::context);
 }
 
 void write_fixed_costs(std::ostringstream& out, const FixedCosts& costs, const std::string& indent) {

@@ -104,6 +104,17 @@ struct Residency {
   double cold_written = 0;
 };
 
+// The rate a decode attention op (one query row per sequence) reads its keys and values at,
+// measured for its cache's dtype at its context (positions per sequence); 0 where none was
+// measured, or for a prefill's attention (several query rows per sequence: compute-bound).
+double decode_attention_rate(const OpDesc& op, const Roofs& roofs) {
+  if (op.category != OpCategory::Attention || op.inputs.size() < 2) return 0.0;
+  const AttentionExtent& extent = op.attention;
+  const int64_t sequences = tensor_rows(op.inputs[0]);
+  if (sequences <= 0 || extent.key_positions_read <= 0 || extent.query_key_pairs > extent.key_positions_read) return 0.0;
+  return roofs.decode_attention_bandwidth(dtype_precision(op.inputs[1].dtype), extent.key_positions_read / sequences);
+}
+
 // Device busy time of one op: its roofline time by what bounds it, then the fixed cost.
 TimeSplit price(const StreamOp& op, const OpCost& cost, const Residency& residency, const PredictionInputs& inputs) {
   const double resident_fraction = residency.resident;
@@ -156,7 +167,11 @@ TimeSplit price(const StreamOp& op, const OpCost& cost, const Residency& residen
   }
   // A CPU cache allocates a line on a write miss: a cold written byte is also read first.
   const double allocated = cost.bytes_written * residency.cold_written;
-  const double stream_bandwidth = measured > 0 ? std::min(measured, inputs.roofs.bandwidth > 0 ? inputs.roofs.bandwidth : measured)
+  // A decode-shaped matmul whose weight is narrower than the measured ones streams at its
+  // measured rate, decode attention at the rate measured for its context (the kernel's
+  // time at that shape); neither above the roof.
+  const double streamed = measured > 0 ? measured : decode_attention_rate(op.desc, inputs.roofs);
+  const double stream_bandwidth = streamed > 0 ? std::min(streamed, inputs.roofs.bandwidth > 0 ? inputs.roofs.bandwidth : streamed)
                                                : inputs.roofs.bandwidth;
   const double dram = stream_bandwidth > 0 ? (cost.bytes() - cache_bytes + allocated) / stream_bandwidth : 0.0;
   if (compute >= dram + cached) {

@@ -1,10 +1,13 @@
 // The per-machine cache of measured roofs, and the roofs a run is held to by default. CPU
 // roofs are measured once per machine (hostname, CPU model, threads) and kept in
 // ~/.cache/decodelab/ — or $DECODELAB_CACHE_DIR — then read by every run.
-// The one non-obvious choice: a new measurement is merged into the cached one figure by
-// figure, keeping the better reading of each (the higher rate, the lower fixed cost),
-// because contention only ever lowers a measured rate and raises a measured cost. Choosing
-// whole measurements let a set with good roofs bring along fixed costs taken under load.
+// The one non-obvious choice: a new measurement is merged into the cached one by groups of
+// figures the prediction divides by each other — the streaming rates (bandwidth roof,
+// decode matmuls, decode attention), the compute rates (compute roofs, matmul ceilings and
+// their cost per output, the cache's bandwidth) — each kept or replaced as a whole, and the
+// fixed costs figure by figure (the lower reading of each). Per-figure bests of rates from
+// two periods of a VM whose memory bandwidth moves by a third made wrong ratios; whole
+// measurements let a set with good roofs bring along fixed costs taken under load.
 #pragma once
 
 #include <filesystem>
@@ -28,22 +31,44 @@ MachineIdentity this_machine(int threads);
 // measurement is not reused).
 std::filesystem::path roof_cache_path(const MachineIdentity& machine);
 
-// Two measurements of one machine merged figure by figure ("a good roof is never replaced
-// by a worse one"): the higher of each rate (bandwidth_bytes_per_s, flops_per_s.*,
-// matmul_flops_per_s.*, each decode_matmul, the cache's bandwidth_bytes_per_s,
-// host_link_bytes_per_s) and the lower of each fixed cost (host_launch_s, op_overhead_s,
-// sync_round_trip_s); a figure one side lacks comes from the other. The merged set is noisy
-// only when both were; it takes the fresh measurement's provenance (time, probe, source)
-// with the figures kept from the cached one named in each source line.
+// Two measurements of one machine merged ("a good roof is never replaced by a worse one"):
+//  - each group of rates is taken from the fresh measurement when it is better there overall
+//    — the geometric mean of fresh / cached over the figures both have above 1 (a cost
+//    counts as cached / fresh) — and kept whole from the cached one otherwise (a tie too);
+//    a figure only one side has comes from that side either way. Groups: the streaming
+//    rates (bandwidth_bytes_per_s, each decode_matmul, each decode_attention) and the
+//    compute rates (flops_per_s.*, matmul_flops_per_s.*, matmul_output_s.*, the cache's
+//    bandwidth_bytes_per_s).
+//  - each fixed cost (host_launch_s, op_overhead_s, sync_round_trip_s; the rate
+//    host_link_bytes_per_s) keeps its better reading on its own.
+// The merged set is noisy only when both were; it takes the fresh measurement's provenance
+// (time, probe, source) with the figures kept from the cached one named in each source line.
 struct MergedRoofs {
   DeviceSpec spec;
-  std::vector<std::string> improved;  // figures the fresh measurement made better
-  std::vector<std::string> kept;      // figures better in the cached measurement, kept from it
-  // Whether the cache should be rewritten: a figure improved, or a quiet measurement
-  // confirmed a noisy cache (which is then no longer measured again on every quiet run).
+  std::vector<std::string> improved;          // figures the fresh measurement made better (or added)
+  std::vector<std::string> kept;              // figures better (or only) in the cached measurement, kept from it
+  std::vector<std::string> taken_with_group;  // taken from the fresh measurement with their group, though worse there
+  std::vector<std::string> kept_with_group;   // kept from the cached one with their group, though better now
+  // How each group was decided: its name ("streaming rates", "compute rates"), whether the
+  // fresh figures were taken, their geometric mean over the cached ones (rates; a cost
+  // inverted) and how many figures both sides had.
+  struct GroupChoice {
+    std::string group;
+    bool fresh = false;
+    double ratio = 1;
+    int shared = 0;
+  };
+  std::vector<GroupChoice> groups;
+  // Whether the cache should be rewritten: a figure changed to the fresh value, or a quiet
+  // measurement confirmed a noisy cache (which is then no longer measured again on every
+  // quiet run).
   bool changed = false;
 };
 MergedRoofs merge_measured_specs(const DeviceSpec& fresh, const DeviceSpec& cached);
+// How a merge went, for a progress line: each group taken or kept (with its geometric
+// mean), then the figures better now, taken with their group though worse, kept because
+// better in the cache, and kept with their group though better now, by name.
+std::string merge_summary(const MergedRoofs& merged);
 
 // The cached measurement for this backend's machine and thread count, if any (nothing is
 // measured). CUDA devices with a configs/devices spec have none.

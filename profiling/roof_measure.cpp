@@ -19,8 +19,10 @@
 #include "engine/device_buffer.h"
 #include "engine/errors.h"
 #include "engine/weights.h"
+#include "profiling/attention_roof.h"
 #include "profiling/cost_model.h"
 #include "profiling/machine_check.h"
+#include "profiling/op_timer.h"
 #include "profiling/statistics.h"
 #include "profiling/units.h"
 
@@ -44,53 +46,6 @@ TimedSamples TimedSamples::of(std::vector<double> seconds, double noisy_spread) 
 bool is_gpu_backend(const Backend& backend) { return backend.name() == "cuda"; }
 
 namespace {
-
-// Uniform values in [-1, 1) (random data keeps the matmul honest: zeros or denormals run
-// at other speeds).
-void fill_random(Backend& backend, void* device, DType dtype, size_t elements, uint64_t seed) {
-  fill_uniform(Tensor::contiguous(device, dtype, {static_cast<int64_t>(elements)}), backend, seed, 1.0f / std::sqrt(3.0f));
-}
-
-class OpTimer {
- public:
-  OpTimer(Backend& backend, const RoofMeasureOptions& options) : backend_(backend), options_(options) {}
-
-  // Warm-up runs, then the timed repeats of a sequence of ops enqueued together, each repeat
-  // on its own sync (`enqueue` takes an id from `next` for each op): a repeat's time is the
-  // sum of its ops' device times, the gaps between them left out.
-  TimedSamples sample_sequence(const std::function<void(const std::function<OpId()>& next)>& enqueue) {
-    for (int i = 0; i < options_.warmups; ++i) time_sequence(enqueue);
-    std::vector<double> seconds;
-    for (int i = 0; i < std::max(1, options_.repeats); ++i) seconds.push_back(time_sequence(enqueue));
-    return TimedSamples::of(std::move(seconds), options_.noisy_spread);
-  }
-
-  // The same for one op.
-  TimedSamples sample(const std::function<void(OpId)>& enqueue) {
-    return sample_sequence([&](const std::function<OpId()>& next) { enqueue(next()); });
-  }
-
- private:
-  double time_sequence(const std::function<void(const std::function<OpId()>& next)>& enqueue) {
-    const OpId first = next_id_;
-    enqueue([this] { return next_id_++; });
-    backend_.synchronize();
-    int64_t nanoseconds = 0;
-    OpId found = 0;
-    for (const OpTiming& timing : backend_.take_timings()) {
-      if (timing.id < first || timing.id >= next_id_) continue;
-      nanoseconds += std::max<int64_t>(1, timing.end_ns - timing.begin_ns);
-      ++found;
-    }
-    if (found != next_id_ - first)
-      throw std::runtime_error("the " + backend_.name() + " backend reported no device time for a roof measurement op");
-    return static_cast<double>(nanoseconds) * 1e-9;
-  }
-
-  Backend& backend_;
-  const RoofMeasureOptions& options_;
-  OpId next_id_ = 1;
-};
 
 // "best of 5, median 12% slower, spread 20% (noisy)"
 std::string spread_note(const TimedSamples& samples) {
@@ -203,8 +158,7 @@ void measure_decode_matmuls(Backend& backend, OpTimer& timer, void* memory, size
     widest_n = std::max(widest_n, shape.n);
     deepest_k = std::max(deepest_k, shape.k);
   }
-  const double streamed_bytes =
-      std::min(static_cast<double>(memory_bytes), std::max(4.0 * host_cache_bytes(), 64.0 * 1024 * 1024));
+  const double streamed_bytes = decode_streamed_bytes(memory_bytes);
   for (DType dtype : options.matmul_dtypes) {
     const double layer_bytes = static_cast<double>(layer_elements) * static_cast<double>(dtype_size(dtype));
     const int fitting = static_cast<int>(static_cast<double>(memory_bytes) / layer_bytes);
@@ -293,6 +247,8 @@ RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& option
     // yet cheap enough to take with the roofs. A one-row fp32 product streams without
     // widening, so it may raise the roof.
     if (!gpu) measure_decode_matmuls(backend, timer, source.get(), source.bytes(), options, measurement, progress);
+    // And decode attention over KV caches of a few context lengths, streamed the same way.
+    if (!gpu) measure_decode_attention(backend, timer, source.get(), source.bytes(), options, measurement, progress);
   }
 
   // The last-level cache (CPU): a weight a quarter of its size, read again and again.
@@ -352,6 +308,7 @@ double RoofMeasurement::largest_spread() const {
   double largest = std::max({copy.spread, read.spread, fma.spread});
   for (const Matmul& matmul : matmuls) largest = std::max({largest, matmul.timing.spread, matmul.narrow.spread});
   for (const DecodeMatmul& decode : decode_matmuls) largest = std::max(largest, decode.timing.spread);
+  for (const DecodeAttention& attention : decode_attentions) largest = std::max(largest, attention.timing.spread);
   return largest;
 }
 
@@ -359,6 +316,7 @@ bool RoofMeasurement::noisy() const {
   bool any = machine_contended || copy.noisy || read.noisy || fma.noisy;
   for (const Matmul& matmul : matmuls) any = any || matmul.timing.noisy || matmul.narrow.noisy;
   for (const DecodeMatmul& decode : decode_matmuls) any = any || decode.timing.noisy;
+  for (const DecodeAttention& attention : decode_attentions) any = any || attention.timing.noisy;
   return any;
 }
 
@@ -385,6 +343,16 @@ Roofs RoofMeasurement::roofs() const {
       result.decode_matmul_ceilings.push_back({dtype_precision(decode.dtype), decode.rows, decode.bandwidth});
       source << (&decode == &decode_matmuls.front() ? " " : ", ") << dtype_name(decode.dtype) << " × " << decode.rows
              << " row" << (decode.rows == 1 ? "" : "s") << " " << format_bandwidth(decode.bandwidth);
+    }
+  }
+  if (!decode_attentions.empty()) {
+    const DecodeAttention& first = decode_attentions.front();
+    source << "; decode attention (one query row per sequence, " << first.sequences
+           << " sequences, heads of 64 over KV caches streamed from memory, each layer its own op)";
+    for (const DecodeAttention& attention : decode_attentions) {
+      result.decode_attention_ceilings.push_back({dtype_precision(attention.dtype), attention.context, attention.bandwidth});
+      source << (&attention == &decode_attentions.front() ? " " : ", ") << dtype_name(attention.dtype) << " at "
+             << attention.context << " positions " << format_bandwidth(attention.bandwidth);
     }
   }
   if (fma_flops_per_s > 0) {
@@ -450,6 +418,14 @@ std::string RoofMeasurement::describe() const {
         << (decode.rows == 1 ? "" : "s") << " × " << decode.layers << " layers of streamed " << dtype_name(decode.dtype)
         << " projections, "
         << format_seconds(decode.timing.best) << ", " << spread_note(decode.timing) << ")\n";
+  }
+  for (const DecodeAttention& attention : decode_attentions) {
+    char label[24];
+    std::snprintf(label, sizeof label, "%s@%-5d", dtype_name(attention.dtype), attention.context);
+    out << label << "  " << format_bandwidth(attention.bandwidth) << "  (decode attention: " << attention.sequences
+        << " sequences × " << attention.context << " positions × " << attention.layers << " layers of streamed "
+        << dtype_name(attention.dtype) << " KV cache, " << format_seconds(attention.timing.best) << ", "
+        << spread_note(attention.timing) << ")\n";
   }
   out << "bandwidth  " << format_bandwidth(bandwidth)
       << (decode_matmuls.empty() ? "  (the faster of the two)\n" : "  (the fastest of the copy and the one-row products)\n");
@@ -519,6 +495,13 @@ nlohmann::json to_json(const RoofMeasurement& measurement) {
                                       {"layers", decode.layers}, {"bandwidth_gbps", decode.bandwidth / 1e9}, {"bytes_moved", decode.bytes},
                                       {"timing", samples_json(decode.timing)}});
   }
+  json["decode_attention"] = nlohmann::json::array();
+  for (const RoofMeasurement::DecodeAttention& attention : measurement.decode_attentions) {
+    json["decode_attention"].push_back({{"dtype", dtype_name(attention.dtype)}, {"context", attention.context},
+                                        {"sequences", attention.sequences}, {"layers", attention.layers},
+                                        {"bandwidth_gbps", attention.bandwidth / 1e9}, {"bytes_moved", attention.bytes},
+                                        {"timing", samples_json(attention.timing)}});
+  }
   if (measurement.fma_flops_per_s > 0) {
     json["fma_probe"] = {{"gflops", measurement.fma_flops_per_s / 1e9}, {"timing", samples_json(measurement.fma)}};
   }
@@ -545,6 +528,10 @@ DeviceSpec measured_spec(const std::string& description, const MachineIdentity& 
 std::vector<StepWeightShape> decode_step_projections(int64_t width) {
   const int64_t intermediate = (width * 11 / 4 + 255) / 256 * 256;
   return {{3 * width, width}, {width, width}, {2 * intermediate, width}, {width, intermediate}};
+}
+
+double decode_streamed_bytes(size_t memory_bytes) {
+  return std::min(static_cast<double>(memory_bytes), std::max(4.0 * host_cache_bytes(), 64.0 * 1024 * 1024));
 }
 
 double host_cache_bytes() {

@@ -35,9 +35,10 @@ namespace decodelab {
 // per dtype and rows, and the one-row ones in the bandwidth roof; 5: the matmul ceilings
 // fitted with a narrow matmul into a kernel rate and a cost per output; 6: the decode matmuls
 // timed over a decode step's sequence of projections instead of one long weight; 7: the decode
-// matmuls also at 16, 32 and 64 rows, the shapes of prefix recomputation and batched decode).
+// matmuls also at 16, 32 and 64 rows, the shapes of prefix recomputation and batched decode;
+// 8: the decode attention kernel timed over KV caches of 32 to 2048 positions).
 // Caches are keyed by it.
-constexpr int kRoofMethodVersion = 7;
+constexpr int kRoofMethodVersion = 8;
 
 // fp32, fp16, bf16: the dtypes whose matmul a measurement times (out of line: GCC 12 warns
 // about an inlined initializer list here as possibly uninitialised).
@@ -52,7 +53,7 @@ struct RoofMeasureOptions {
   int matmul_size = 0;    // M = N = K; 0 = 1024 on CPU, 8192 on CUDA
   int warmups = 1;
   int repeats = 5;
-  std::vector<DType> matmul_dtypes = default_matmul_dtypes();
+  std::vector<DType> matmul_dtypes = default_matmul_dtypes();  // also the decode attention's cache dtypes
   // CPU: the decode-shaped matmuls timed per dtype — these rows of activations against a
   // decode step's projections (decode_step_projections), layer after layer, streamed from
   // memory (four times the last-level cache) — whose rates price a decode step's matmuls in
@@ -61,6 +62,12 @@ struct RoofMeasureOptions {
   // ceiling. Empty: none.
   std::vector<int> decode_matmul_rows = {1, 4, 8, 16, 32, 64};
   int decode_step_width = kDecodeStepWidth;
+  // CPU: the decode attention timed per dtype (profiling/attention_roof.h) — one query row
+  // per sequence over KV caches of these many positions, a decode step's layers of them
+  // streamed from memory — whose rates price decode attention in the prediction
+  // (Roofs::decode_attention_bandwidth). Empty: none.
+  std::vector<int> decode_attention_contexts = {32, 128, 512, 2048};
+  int decode_attention_sequences = 4;  // the context-length sweep's batch
   double noisy_spread = 0.10;  // (max - min) / median above this flags a figure as noisy
   double fma_probe_flops = 2e10;  // FLOPs per FMA-probe repeat (about 0.05 s on a 2-core CPU)
 };
@@ -122,6 +129,21 @@ struct RoofMeasurement {
     double bandwidth = 0;  // bytes/s, the fastest repeat
   };
   std::vector<DecodeMatmul> decode_matmuls;
+  // Decode attention over `context` cached positions: `sequences` query rows (one per
+  // sequence) against their KV caches at a decode step's layer shape (heads of 64 dims,
+  // width / 64 of them, as many KV heads), `layers` caches one after another, one op each.
+  // Its rate in the bytes the cost model declares for it (keys, values, queries, outputs)
+  // over the ops' summed device time.
+  struct DecodeAttention {
+    DType dtype = DType::F16;
+    int context = 0;
+    int sequences = 0;
+    int layers = 0;
+    double bytes = 0;
+    TimedSamples timing;
+    double bandwidth = 0;  // bytes/s, the fastest repeat
+  };
+  std::vector<DecodeAttention> decode_attentions;
   double bandwidth = 0;  // bytes/s: the fastest of the copy and the one-row decode matmuls
   TimedSamples fma;      // the backend's FMA probe, when it has one
   double fma_flops_per_s = 0;  // 0 = no probe: the compute roofs are the matmuls'
@@ -183,5 +205,9 @@ struct StepWeightShape {
   int64_t k = 0;
 };
 std::vector<StepWeightShape> decode_step_projections(int64_t width);
+
+// The bytes a decode-shaped measurement streams per repeat (the decode matmuls, the decode
+// attention): four times the last-level cache, 64 MiB at least, at most `memory_bytes`.
+double decode_streamed_bytes(size_t memory_bytes);
 
 }  // namespace decodelab

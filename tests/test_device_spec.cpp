@@ -107,6 +107,7 @@ TEST_CASE("a measured CPU spec saves and loads back (GB/s units, machine identit
   measured.matmul_fp16_flops = 30.5e9;
   measured.decode_matmul_ceilings = {{Precision::Fp32, 1, 30.25e9}, {Precision::Fp16, 1, 20.5e9},
                                      {Precision::Fp16, 4, 15.75e9}, {Precision::Bf16, 16, 5.5e9}};
+  measured.decode_attention_ceilings = {{Precision::Fp16, 128, 14.5e9}, {Precision::Fp16, 2048, 26.25e9}};
   spec.measured = measured;
   spec.machine = MachineIdentity{"host-1", "AMD EPYC", 2};
 
@@ -128,11 +129,34 @@ TEST_CASE("a measured CPU spec saves and loads back (GB/s units, machine identit
   CHECK(loaded.measured->decode_matmul_bandwidth(Precision::Fp32, 1) == Approx(30.25e9).epsilon(1e-5));
   CHECK(device_spec_to_yaml(spec).find("decode_matmul_gb_s: {fp32: {1: 30.25}, fp16: {1: 20.5, 4: 15.75}, bf16: {16: 5.5}}") !=
         std::string::npos);
+  CHECK(device_spec_to_yaml(spec).find("decode_attention_gb_s: {fp16: {128: 14.5, 2048: 26.25}}") != std::string::npos);
+  CHECK(loaded.measured->decode_attention_ceilings == measured.decode_attention_ceilings);
   CHECK(device_spec_to_yaml(spec).find("memory_bandwidth_gb_s") != std::string::npos);
   CHECK(loaded.roofs_origin() == "measured");
 
   // JSON round trip (used in traces and results) is exact
   CHECK(device_spec_from_json(to_json(spec), "test") == spec);
+}
+
+TEST_CASE("decode attention rates: interpolated in log context, the nearest measured one outside", "[device_spec]") {
+  Roofs roofs;
+  roofs.bandwidth = 30e9;
+  roofs.decode_attention_ceilings = {{Precision::Fp16, 2048, 24e9}, {Precision::Fp16, 32, 6e9}, {Precision::Fp16, 512, 12e9}};
+  CHECK(roofs.decode_attention_bandwidth(Precision::Fp16, 32) == Approx(6e9));
+  CHECK(roofs.decode_attention_bandwidth(Precision::Fp16, 8) == Approx(6e9));       // below: the shortest measured
+  CHECK(roofs.decode_attention_bandwidth(Precision::Fp16, 128) == Approx(std::sqrt(6e9 * 12e9)));  // halfway in log
+  CHECK(roofs.decode_attention_bandwidth(Precision::Fp16, 1024) == Approx(std::sqrt(12e9 * 24e9)));
+  CHECK(roofs.decode_attention_bandwidth(Precision::Fp16, 8192) == Approx(24e9));   // beyond: the longest measured
+  CHECK(roofs.decode_attention_bandwidth(Precision::Bf16, 128) == 0);               // not measured for bf16
+  const std::string bad = "name: x\nmeasured:\n  source: s\n  memory_bandwidth_gb_s: 20\n"
+                          "  decode_attention_gb_s: {fp16: {0: 3}}\n";
+  try {
+    parse_device_spec(bad, "bad.yaml");
+    FAIL("a context of 0 was accepted");
+  } catch (const InputError& error) {
+    CHECK(std::string(error.what()).find("measured.decode_attention_gb_s.fp16.0") != std::string::npos);
+    CHECK(std::string(error.what()).find("context length of at least 1") != std::string::npos);
+  }
 }
 
 TEST_CASE("decode matmul rates: interpolated in log rows between measured points, none beyond", "[device_spec]") {

@@ -59,21 +59,27 @@ PredictionInputs test_inputs() {
   return inputs;
 }
 
-// The predicted time of a step that is one matmul x[rows, depth] · W[columns, depth]ᵀ, less
-// the first token's marker and the matmul's own per-op overhead (2 µs each).
-double one_matmul_step_seconds(const char* label, DType dtype, int64_t rows, int64_t columns, int64_t depth,
-                               const PredictionInputs& inputs) {
+// The predicted time of a decode step that is one op, less the first token's marker and the
+// op's own per-op overhead (2 µs each).
+double one_op_step_seconds(OpDesc op, const PredictionInputs& inputs) {
   StreamBuilder builder;
   builder.marker(group_place());
   builder.marker(prefill_place());
-  builder.op(OpDesc{0, "matmul", label, OpCategory::Matmul,
-                    {matrix(dtype, rows, depth), matrix(dtype, columns, depth)}, {matrix(dtype, rows, columns)}, {}},
-             step_place());
+  builder.op(std::move(op), step_place());
   builder.marker(step_place());
   builder.call(HostCallKind::Synchronize, group_place());
   const Prediction prediction = predict_op_stream(builder.stream, inputs);
   REQUIRE(prediction.timing.step_ms.size() == 1);
   return prediction.timing.step_ms[0] * 1e-3 - 2 * 2e-6;
+}
+
+// The same for one matmul x[rows, depth] · W[columns, depth]ᵀ.
+double one_matmul_step_seconds(const char* label, DType dtype, int64_t rows, int64_t columns, int64_t depth,
+                               const PredictionInputs& inputs) {
+  return one_op_step_seconds(OpDesc{0, "matmul", label, OpCategory::Matmul,
+                                    {matrix(dtype, rows, depth), matrix(dtype, columns, depth)},
+                                    {matrix(dtype, rows, columns)}, {}},
+                             inputs);
 }
 
 }  // namespace
@@ -163,6 +169,69 @@ TEST_CASE("a matmul of measured rows takes the measured time, not the matmul cei
   const double narrow_ceiling = 2.0 * 16 * 4096 * 128 / 100e9 + 16 * 4096 * 2e-9;
   CHECK(narrow_bytes / 10e9 < narrow_ceiling);
   CHECK(one_matmul_step_seconds("o_proj", DType::F16, 16, 4096, 128, inputs) == Approx(narrow_ceiling));
+}
+
+namespace {
+
+// The same for one attention op: `sequences` × `rows` query rows of 16 heads × 64 over K and V
+// caches [sequences, 16, context, 64] of `dtype`, the queries at the cache's last positions
+// (a decode step when rows = 1).
+double one_attention_step_seconds(DType dtype, int64_t sequences, int64_t context, int64_t rows,
+                                  const PredictionInputs& inputs) {
+  TensorInfo cache;
+  cache.dtype = dtype;
+  cache.rank = 4;
+  cache.shape = {sequences, 16, context, 64};
+  cache.strides = {16 * context * 64, context * 64, 64, 1};
+  AttentionExtent extent;
+  const int64_t first = context - rows;
+  extent.query_key_pairs = sequences * (rows * first + rows * (rows + 1) / 2);
+  extent.key_positions_read = sequences * context;
+  extent.query_heads = extent.kv_heads = 16;
+  extent.head_dim = 64;
+  return one_op_step_seconds(OpDesc{0, "attention", "self_attn", OpCategory::Attention,
+                                    {matrix(dtype, sequences * rows, 1024), cache, cache,
+                                     matrix(DType::I32, 1, sequences * rows)},
+                                    {matrix(dtype, sequences * rows, 1024)}, extent},
+                             inputs);
+}
+
+}  // namespace
+
+TEST_CASE("decode attention reads its KV cache at the rate measured for its context", "[prediction]") {
+  // 4 sequences, fp16: per context position 4 × 2 (K, V) × 16 heads × 64 × 2 bytes = 16 KiB,
+  // plus the queries and outputs (4 × 1024 × 2 bytes each). 4·64·16 FLOPs per query-key pair
+  // per sequence: 1 FLOP per cache byte, far below the 1 TFLOP/s roof's ridge (10 FLOP/B).
+  auto bytes = [](int64_t context) { return 4.0 * 2 * 16 * 64 * 2 * context + 2 * 4.0 * 1024 * 2; };
+  auto step_time = [](int64_t context, const PredictionInputs& inputs) {
+    return one_attention_step_seconds(DType::F16, 4, context, 1, inputs);
+  };
+  PredictionInputs inputs = test_inputs();
+  CHECK(step_time(1024, inputs) == Approx(bytes(1024) / 100e9));  // none measured: the bandwidth roof
+  // This device's kernel was measured reading fp16 caches at 20 GB/s over 128 positions and
+  // at 80 GB/s over 2048.
+  inputs.roofs.decode_attention_ceilings = {{Precision::Fp16, 2048, 80e9}, {Precision::Fp16, 128, 20e9}};
+  CHECK(step_time(128, inputs) == Approx(bytes(128) / 20e9));
+  CHECK(step_time(2048, inputs) == Approx(bytes(2048) / 80e9));
+  // 512 positions lie halfway between 128 and 2048 in log context: the two rates' geometric
+  // mean, 40 GB/s; 1024 three quarters of the way: 20^0.25 · 80^0.75 = 56.6 GB/s.
+  CHECK(step_time(512, inputs) == Approx(bytes(512) / 40e9));
+  CHECK(step_time(1024, inputs) == Approx(bytes(1024) / (std::pow(20e9, 0.25) * std::pow(80e9, 0.75))));
+  // Outside the measured contexts, the nearest one's rate.
+  CHECK(step_time(64, inputs) == Approx(bytes(64) / 20e9));
+  CHECK(step_time(4096, inputs) == Approx(bytes(4096) / 80e9));
+  // Never above the bandwidth roof.
+  inputs.roofs.decode_attention_ceilings = {{Precision::Fp16, 128, 400e9}};
+  CHECK(step_time(1024, inputs) == Approx(bytes(1024) / 100e9));
+  inputs.roofs.decode_attention_ceilings = {{Precision::Fp16, 128, 20e9}, {Precision::Fp16, 2048, 80e9}};
+  // A cache of another precision was not measured: the roof (a datasheet GPU has none at all).
+  CHECK(one_attention_step_seconds(DType::BF16, 4, 1024, 1, inputs) == Approx(bytes(1024) / 100e9));
+  // A prefill's attention (16 query rows per sequence) is not a decode shape: held to the
+  // roofs — here its FLOPs, 4·64·16 per pair over 4 × (16 · 1008 + 136) pairs, at 1 TFLOP/s.
+  const double prefill_flops = 4.0 * 64 * 16 * 4 * (16 * 1008 + 16 * 17 / 2);
+  const double prefill_bytes = 4.0 * 2 * 16 * 64 * 2 * 1024 + 2 * 4.0 * 16 * 1024 * 2;
+  CHECK(one_attention_step_seconds(DType::F16, 4, 1024, 16, inputs) ==
+        Approx(std::max(prefill_flops / 1e12, prefill_bytes / 100e9)));
 }
 
 TEST_CASE("a narrow matmul pays the kernel's cost per output element beside its FLOPs", "[prediction]") {

@@ -24,6 +24,7 @@ class ScriptedBackend : public Backend {
  public:
   double bandwidth = 10e9;       // copies (read + write)
   double read_bandwidth = 15e9;  // a matmul's operands
+  double attention_bandwidth = 12e9;  // attention's keys, values, queries and outputs
   std::map<DType, double> peaks = {{DType::F32, 100e9}, {DType::F16, 50e9}, {DType::BF16, 40e9}};
   double output_seconds = 0;  // a matmul's cost per output element beside its FLOPs
   size_t memory = size_t{8} << 30;
@@ -57,7 +58,12 @@ class ScriptedBackend : public Backend {
   }
   void rope(const Tensor&, const Tensor&, const Tensor&, const Tensor&, int, OpId) override {}
   void kv_store(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, int, OpId) override {}
-  void attention(const Tensor&, const Tensor&, const Tensor&, const Tensor&, int, float, const Tensor&, OpId) override {}
+  void attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor&, int, float, const Tensor& out,
+                 OpId id) override {
+    ++attention_ops;
+    run(id, static_cast<double>(q.bytes() + k_cache.bytes() + v_cache.bytes() + out.bytes()) / attention_bandwidth);
+  }
+  int attention_ops = 0;
   void swiglu(const Tensor&, const Tensor&, const Tensor&, OpId) override {}
   void add(const Tensor&, const Tensor&, const Tensor&, OpId) override {}
   void argmax(const Tensor&, const Tensor&, const Tensor&, OpId) override {}
@@ -166,7 +172,7 @@ TEST_CASE("measurement recovers the device's roofs from its own op timings", "[r
   // twins, the cache's read where the OS reports a last-level cache, and every decode
   // matmul's ops.
   const int figures = measurement.cache_bytes > 0 ? 9 : 8;
-  CHECK(backend.ops_run == (figures + decode_ops) * (1 + 3));
+  CHECK(backend.ops_run == (figures + decode_ops) * (1 + 3) + backend.attention_ops);
   CHECK(measurement.describe().find("bf16") != std::string::npos);
   CHECK(measurement.describe().find("fp32×8") != std::string::npos);
   REQUIRE(roofs.decode_matmul_ceilings.size() == 18);
@@ -174,6 +180,28 @@ TEST_CASE("measurement recovers the device's roofs from its own op timings", "[r
   CHECK(measurement.decode_matmuls[6].dtype == DType::F16);
   CHECK(measurement.decode_matmuls[6].rows == 1);
   CHECK(to_json(measurement)["decode_matmuls"].size() == 18);
+  // The decode attention: one query row per sequence (4) over caches of each context whose
+  // layers fit the copy's 4 MiB (2048 positions do not: 8 MiB of fp16 K and V for one
+  // layer), as many layers as fit, each op's declared bytes at the scripted 12 GB/s.
+  REQUIRE(measurement.decode_attentions.size() == 9);
+  int attention_ops = 0;
+  for (const RoofMeasurement::DecodeAttention& attention : measurement.decode_attentions) {
+    CAPTURE(dtype_name(attention.dtype), attention.context);
+    CHECK(attention.context <= 512);
+    CHECK(attention.sequences == 4);
+    const double layer_bytes = 2.0 * 4 * 4 * attention.context * 64 * static_cast<double>(dtype_size(attention.dtype));
+    CHECK(attention.layers == static_cast<int>((4 << 20) / layer_bytes));
+    const double query_bytes = 4.0 * 256 * static_cast<double>(dtype_size(attention.dtype));
+    CHECK(attention.bytes == Approx(attention.layers * (layer_bytes + 2 * query_bytes)));
+    CHECK(attention.bandwidth == Approx(12e9).epsilon(1e-3));
+    attention_ops += attention.layers;
+  }
+  CHECK(backend.attention_ops == attention_ops * (1 + 3));
+  REQUIRE(roofs.decode_attention_ceilings.size() == 9);
+  CHECK(roofs.decode_attention_bandwidth(Precision::Bf16, 128) == Approx(12e9).epsilon(1e-3));
+  CHECK(measurement.describe().find("fp16@512") != std::string::npos);
+  CHECK(to_json(measurement)["decode_attention"].size() == 9);
+  CHECK(roofs.source.find("decode attention") != std::string::npos);
   if (measurement.cache_bytes > 0) {
     CHECK(measurement.cache_bandwidth == Approx(15e9).epsilon(1e-3));  // the scripted read rate
     REQUIRE(measurement.cache());

@@ -1,0 +1,66 @@
+// Timing ops by the device's own op timings, as every roof measurement does
+// (profiling/roof_measure.h): warm-up runs, then timed repeats, each on its own sync. The
+// one non-obvious choice: a repeat of several ops is the sum of their device times, the
+// gaps between them left out — what the ops themselves cost, like the ops they price.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <stdexcept>
+#include <vector>
+
+#include "engine/backend.h"
+#include "engine/weights.h"
+#include "profiling/roof_measure.h"
+
+namespace decodelab {
+
+// Uniform values in [-1, 1) (random data keeps a kernel honest: zeros or denormals run at
+// other speeds).
+inline void fill_random(Backend& backend, void* device, DType dtype, size_t elements, uint64_t seed) {
+  fill_uniform(Tensor::contiguous(device, dtype, {static_cast<int64_t>(elements)}), backend, seed, 1.0f / std::sqrt(3.0f));
+}
+
+class OpTimer {
+ public:
+  OpTimer(Backend& backend, const RoofMeasureOptions& options) : backend_(backend), options_(options) {}
+
+  // Warm-up runs, then the timed repeats of a sequence of ops enqueued together, each repeat
+  // on its own sync (`enqueue` takes an id from `next` for each op): a repeat's time is the
+  // sum of its ops' device times, the gaps between them left out.
+  TimedSamples sample_sequence(const std::function<void(const std::function<OpId()>& next)>& enqueue) {
+    for (int i = 0; i < options_.warmups; ++i) time_sequence(enqueue);
+    std::vector<double> seconds;
+    for (int i = 0; i < std::max(1, options_.repeats); ++i) seconds.push_back(time_sequence(enqueue));
+    return TimedSamples::of(std::move(seconds), options_.noisy_spread);
+  }
+
+  // The same for one op.
+  TimedSamples sample(const std::function<void(OpId)>& enqueue) {
+    return sample_sequence([&](const std::function<OpId()>& next) { enqueue(next()); });
+  }
+
+ private:
+  double time_sequence(const std::function<void(const std::function<OpId()>& next)>& enqueue) {
+    const OpId first = next_id_;
+    enqueue([this] { return next_id_++; });
+    backend_.synchronize();
+    int64_t nanoseconds = 0;
+    OpId found = 0;
+    for (const OpTiming& timing : backend_.take_timings()) {
+      if (timing.id < first || timing.id >= next_id_) continue;
+      nanoseconds += std::max<int64_t>(1, timing.end_ns - timing.begin_ns);
+      ++found;
+    }
+    if (found != next_id_ - first)
+      throw std::runtime_error("the " + backend_.name() + " backend reported no device time for a roof measurement op");
+    return static_cast<double>(nanoseconds) * 1e-9;
+  }
+
+  Backend& backend_;
+  const RoofMeasureOptions& options_;
+  OpId next_id_ = 1;
+};
+
+}  // namespace decodelab
