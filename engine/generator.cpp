@@ -71,10 +71,15 @@ MemoryPlan plan_memory(const ModelConfig& config, DType dtype, const Workload& w
 Engine::Engine(Backend& backend, const ModelConfig& config, ModelWeights weights, const BugSet& bugs)
     : backend_(backend), model_(std::make_unique<Model>(backend, config, std::move(weights), bugs)), bugs_(bugs) {}
 
+Engine::Engine(Backend& backend, const ModelConfig& config, std::shared_ptr<const ModelWeights> weights,
+               const BugSet& bugs)
+    : backend_(backend), model_(std::make_unique<Model>(backend, config, std::move(weights), bugs)), bugs_(bugs) {}
+
 Engine::~Engine() = default;
 
 const ModelConfig& Engine::config() const { return model_->config(); }
 DType Engine::dtype() const { return model_->dtype(); }
+const std::shared_ptr<const ModelWeights>& Engine::weights() const { return model_->weights(); }
 
 GenerationResult Engine::generate(const Workload& workload, EventSink* sink, bool check_numerics) {
   const ModelConfig& config = model_->config();

@@ -71,6 +71,8 @@ class Model;
 class Engine {
  public:
   Engine(Backend& backend, const ModelConfig& config, ModelWeights weights, const BugSet& bugs);
+  // With the weights another engine on the same backend holds (see Model).
+  Engine(Backend& backend, const ModelConfig& config, std::shared_ptr<const ModelWeights> weights, const BugSet& bugs);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -82,6 +84,7 @@ class Engine {
 
   const ModelConfig& config() const;
   DType dtype() const;
+  const std::shared_ptr<const ModelWeights>& weights() const;
 
  private:
   Backend& backend_;

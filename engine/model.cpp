@@ -79,15 +79,19 @@ Tensor stacked_rows(std::initializer_list<const Tensor*> parts) {
 }  // namespace
 
 Model::Model(Backend& backend, const ModelConfig& config, ModelWeights weights, const BugSet& bugs)
+    : Model(backend, config, std::make_shared<const ModelWeights>(std::move(weights)), bugs) {}
+
+Model::Model(Backend& backend, const ModelConfig& config, std::shared_ptr<const ModelWeights> weights,
+             const BugSet& bugs)
     : backend_(backend), config_(config), weights_(std::move(weights)), bugs_(bugs) {
-  for (const LayerWeights& w : weights_.layers) {
+  for (const LayerWeights& w : weights_->layers) {
     projections_.push_back({stacked_rows({&w.q_proj, &w.k_proj, &w.v_proj}), w.o_proj,
                             stacked_rows({&w.gate_proj, &w.up_proj}), w.down_proj});
   }
   const std::vector<float> inv_freq = rope_inverse_frequencies(config_);
   inv_freq_ = DeviceBuffer(backend_, inv_freq.size() * sizeof(float));
   backend_.upload(inv_freq_.get(), inv_freq.data(), inv_freq.size() * sizeof(float));
-  if (bugs_.fp32_ops && is_half(weights_.dtype)) prepare_fp32_weights();
+  if (bugs_.fp32_ops && is_half(weights_->dtype)) prepare_fp32_weights();
 }
 
 int64_t Model::WorkspaceSizes::total() const {
@@ -146,29 +150,29 @@ void Model::prepare_fp32_weights() {
       fp32_weights_.projections.push_back(
           {widen(p.qkv_proj), widen(p.o_proj), widen(p.gate_up_proj), widen(p.down_proj)});
   }
-  fp32_weights_.layers.resize(weights_.layers.size());
-  for (size_t i = 0; i < weights_.layers.size(); ++i) {
-    const LayerWeights& w = weights_.layers[i];
+  fp32_weights_.layers.resize(weights_->layers.size());
+  for (size_t i = 0; i < weights_->layers.size(); ++i) {
+    const LayerWeights& w = weights_->layers[i];
     LayerWeights& w32 = fp32_weights_.layers[i];
     if (bugs_.fp32_norms()) {
       w32.input_layernorm = widen(w.input_layernorm);
       w32.post_attention_layernorm = widen(w.post_attention_layernorm);
     }
   }
-  if (bugs_.fp32_matmuls()) fp32_weights_.lm_head = widen(weights_.lm_head);
-  if (bugs_.fp32_norms()) fp32_weights_.norm = widen(weights_.norm);
+  if (bugs_.fp32_matmuls()) fp32_weights_.lm_head = widen(weights_->lm_head);
+  if (bugs_.fp32_norms()) fp32_weights_.norm = widen(weights_->norm);
   setup.synchronize();
 }
 
 void Model::reserve(int sequences, int max_positions, int max_rows) {
   max_rows = std::max(max_rows, sequences);
-  const WorkspaceSizes sizes = workspace_sizes(config_, weights_.dtype, bugs_, sequences, max_positions, max_rows);
+  const WorkspaceSizes sizes = workspace_sizes(config_, weights_->dtype, bugs_, sequences, max_positions, max_rows);
   if (kv_cache_.sequences() < sequences || kv_cache_.max_positions() < max_positions) {
     kv_cache_ = KvCache();  // free first: the old cache may be large
     contiguous_keys_ = DeviceBuffer();
     contiguous_values_ = DeviceBuffer();
     kv_cache_ = KvCache(backend_, config_.num_hidden_layers, sequences, max_positions, config_.num_key_value_heads,
-                        config_.head_dim, weights_.dtype,
+                        config_.head_dim, weights_->dtype,
                         bugs_.non_contiguous ? bugs::kv_cache_layout(bugs_) : KvLayout::HeadMajor);
     if (sizes.contiguous_copy > 0) {
       contiguous_keys_ = DeviceBuffer(backend_, static_cast<size_t>(sizes.contiguous_copy));
@@ -194,7 +198,7 @@ Model::Rows Model::rows(int count) const {
   const std::vector<int64_t> widths = activation_widths(config_);
   std::vector<Tensor> views;
   for (size_t i = 0; i < widths.size(); ++i)
-    views.push_back(Tensor::contiguous(workspace_[i].get(), weights_.dtype, {count, widths[i]}));
+    views.push_back(Tensor::contiguous(workspace_[i].get(), weights_->dtype, {count, widths[i]}));
   Rows a;
   a.hidden = views[0];
   a.normed = views[1];
@@ -217,7 +221,7 @@ void Model::forward(Ops& ops, const ForwardPass& pass) {
   const int S = pass.sequences, R = pass.rows_per_sequence;
   Rows a = rows(S * R);
 
-  ops.embedding(weights_.embed_tokens, pass.tokens, pass.positions, R, a.hidden);
+  ops.embedding(weights_->embed_tokens, pass.tokens, pass.positions, R, a.hidden);
   for (int layer = 0; layer < config_.num_hidden_layers; ++layer) {
     ops.range_begin(RangeKind::Layer, layer);
     decoder_layer(ops, layer, pass, a);
@@ -235,8 +239,8 @@ void Model::forward(Ops& ops, const ForwardPass& pass) {
     ops.copy(last_rows, a.last_hidden, "last_token");
     last = a.last_hidden;
   }
-  norm(ops, last, weights_.norm, fp32_weights_.norm, a.final_normed, "norm");
-  project(ops, a.final_normed, weights_.lm_head, fp32_weights_.lm_head, pass.logits, "lm_head");
+  norm(ops, last, weights_->norm, fp32_weights_.norm, a.final_normed, "norm");
+  project(ops, a.final_normed, weights_->lm_head, fp32_weights_.lm_head, pass.logits, "lm_head");
 
   Tensor last_positions = pass.positions.rows(R - 1, S);
   last_positions.strides[0] *= R;
@@ -244,13 +248,13 @@ void Model::forward(Ops& ops, const ForwardPass& pass) {
 }
 
 void Model::check_weights_finite(Ops& ops) {
-  weights_.for_each(config_, [&](const std::string& name, const Tensor& tensor) {
+  weights_->for_each(config_, [&](const std::string& name, const Tensor& tensor) {
     ops.check_finite(tensor, "the weights hold a non-finite value: " + name);
   });
 }
 
 void Model::decoder_layer(Ops& ops, int layer, const ForwardPass& pass, const Rows& a) {
-  const LayerWeights& w = weights_.layers[layer];
+  const LayerWeights& w = weights_->layers[layer];
   const LayerProjections& p = projections_[layer];
   static const LayerWeights no_fp32_norms;
   static const LayerProjections no_fp32_projections;

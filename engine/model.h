@@ -5,6 +5,7 @@
 // and leaves the next token of every sequence in the token history.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "bugs/bug_set.h"
@@ -48,9 +49,13 @@ struct ForwardPass {
 class Model {
  public:
   Model(Backend& backend, const ModelConfig& config, ModelWeights weights, const BugSet& bugs);
+  // Weights another model on the same backend already holds: a model only reads its
+  // weights (the bugs' fp32 copies are its own), so models of one config may share them.
+  Model(Backend& backend, const ModelConfig& config, std::shared_ptr<const ModelWeights> weights, const BugSet& bugs);
 
   const ModelConfig& config() const { return config_; }
-  DType dtype() const { return weights_.dtype; }
+  DType dtype() const { return weights_->dtype; }
+  const std::shared_ptr<const ModelWeights>& weights() const { return weights_; }
   const BugSet& bugs() const { return bugs_; }
 
   // Makes room for groups of `sequences` sequences of up to `max_positions` tokens, and
@@ -93,8 +98,8 @@ class Model {
 
   Backend& backend_;
   ModelConfig config_;
-  ModelWeights weights_;
-  std::vector<LayerProjections> projections_;  // views of weights_
+  std::shared_ptr<const ModelWeights> weights_;  // read only, possibly shared with other models
+  std::vector<LayerProjections> projections_;     // views of *weights_
   BugSet bugs_;
   Fp32Weights fp32_weights_;
   DeviceBuffer inv_freq_;  // [head_dim/2] fp32

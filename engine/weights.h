@@ -41,6 +41,13 @@ struct ModelWeights {
   // lm_head is skipped when tied.
   template <typename Visitor>
   void for_each(const ModelConfig& config, Visitor&& visit);
+  // The same, read only: the visitor takes (const std::string&, const Tensor&).
+  template <typename Visitor>
+  void for_each(const ModelConfig& config, Visitor&& visit) const {
+    const_cast<ModelWeights*>(this)->for_each(config, [&](const std::string& name, const Tensor& tensor) {
+      visit(name, tensor);
+    });
+  }
 };
 
 // Fills a device tensor with seeded values uniform in [-√3·stddev, √3·stddev) (standard

@@ -118,11 +118,13 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
   run_options.threads = options.threads;
   run_options.max_memory_bytes = options.max_memory_bytes;
   std::unique_ptr<Backend> backend = open_backend(buggy_scenario, run_options);
-  // Both sides stay loaded together: refuse their sum now, before the roofs are measured.
+  // Both sides stay loaded together, the buggy one on the fixed one's weights (LoadedScenario's
+  // sharing constructor): refuse their sum now, before the roofs are measured.
   const Scenario& fixed_scenario = comparison.fixed.scenario;
   const MemoryPlan both = combined(
       plan_memory(fixed_scenario.model_config, fixed_scenario.dtype, fixed_scenario.workload, fixed_scenario.bugs),
-      plan_memory(buggy_scenario.model_config, buggy_scenario.dtype, buggy_scenario.workload, buggy_scenario.bugs));
+      without_weights(plan_memory(buggy_scenario.model_config, buggy_scenario.dtype, buggy_scenario.workload,
+                                  buggy_scenario.bugs)));
   check_memory_fits(both, static_cast<int64_t>(backend->available_memory()), options.max_memory_bytes,
                     run_label(buggy_scenario) + " and its fixed twin",
                     "the " + backend->name() + " backend (" + backend->device_description() + ")",
@@ -131,7 +133,7 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
   const int threads = kernel_threads(buggy_scenario, run_options);
   progress.status(progress_text(options, "loading"));
   LoadedScenario fixed(*backend, comparison.fixed.scenario, options.max_memory_bytes);
-  LoadedScenario buggy(*backend, comparison.buggy.scenario, options.max_memory_bytes);
+  LoadedScenario buggy(*backend, comparison.buggy.scenario, options.max_memory_bytes, fixed);
   // The machine, once both are loaded and before any timing; then the roofs (measured again
   // only on a quiet machine).
   if (options.machine) {

@@ -22,10 +22,15 @@ namespace {
 int check_repeats(const Scenario& scenario) { return std::max(scenario.repeats.min_repeats, 1); }
 
 // Warm-ups, then repeats alternated between the loaded scenarios (one alone without bugs).
+// A scenario that loads the first one's weights (a fixed twin's) shares them, as compare's do.
 std::vector<RunResult> measure(const std::vector<Scenario>& scenarios, Backend& backend, const RunOptions& options) {
   std::vector<std::unique_ptr<LoadedScenario>> loaded;
-  for (const Scenario& scenario : scenarios)
-    loaded.push_back(std::make_unique<LoadedScenario>(backend, scenario, options.max_memory_bytes));
+  for (const Scenario& scenario : scenarios) {
+    if (!loaded.empty() && same_weights(scenario, loaded.front()->scenario()))
+      loaded.push_back(std::make_unique<LoadedScenario>(backend, scenario, options.max_memory_bytes, *loaded.front()));
+    else
+      loaded.push_back(std::make_unique<LoadedScenario>(backend, scenario, options.max_memory_bytes));
+  }
   const Scenario& first = scenarios.front();
   const int repeats = check_repeats(first);
   std::vector<std::vector<GenerationResult>> runs(scenarios.size());

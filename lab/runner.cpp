@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <stdexcept>
 
 #include "engine/clock.h"
 #include "engine/errors.h"
@@ -131,6 +132,26 @@ MemoryPlan combined(const MemoryPlan& a, const MemoryPlan& b) {
   return sum;
 }
 
+bool same_weights(const Scenario& a, const Scenario& b) {
+  const ModelConfig& x = a.model_config;
+  const ModelConfig& y = b.model_config;
+  const bool same_shapes = x.name == y.name && x.vocab_size == y.vocab_size && x.hidden_size == y.hidden_size &&
+                           x.intermediate_size == y.intermediate_size && x.num_hidden_layers == y.num_hidden_layers &&
+                           x.num_attention_heads == y.num_attention_heads &&
+                           x.num_key_value_heads == y.num_key_value_heads && x.head_dim == y.head_dim &&
+                           x.tie_word_embeddings == y.tie_word_embeddings;
+  const bool checkpoint = a.model_source.kind == ModelSourceKind::Checkpoint;
+  const bool same_source = a.model_source.kind == b.model_source.kind &&
+                           (checkpoint ? a.model_source.path == b.model_source.path
+                                       : a.workload.seed == b.workload.seed);
+  return same_shapes && a.dtype == b.dtype && same_source;
+}
+
+MemoryPlan without_weights(MemoryPlan plan) {
+  plan.weight_bytes = 0;
+  return plan;
+}
+
 void check_memory_fits(const MemoryPlan& plan, int64_t available, std::optional<int64_t> cap, const std::string& what,
                        const std::string& device, bool device_is_host) {
   const bool capped = cap && *cap < available;
@@ -174,6 +195,24 @@ LoadedScenario::LoadedScenario(Backend& backend, const Scenario& scenario, std::
                              ? load_hf_weights(backend, scenario.model_source.path, config, scenario.dtype)
                              : random_weights(backend, config, scenario.dtype, scenario.workload.seed);
   engine_ = std::make_unique<Engine>(backend, config, std::move(weights), scenario.bugs);
+}
+
+LoadedScenario::LoadedScenario(Backend& backend, const Scenario& scenario, std::optional<int64_t> max_memory_bytes,
+                               const LoadedScenario& loaded)
+    : scenario_(scenario) {
+  if (!same_weights(scenario, loaded.scenario())) {
+    throw std::invalid_argument(run_label(scenario) + " cannot share the weights of " + run_label(loaded.scenario()));
+  }
+  const ModelConfig& config = scenario.model_config;
+  memory_ = plan_memory(config, scenario.dtype, scenario.workload, scenario.bugs);
+  // The cap bounds what the run needs, its weights included; the device, what it still has
+  // to give (the weights are already allocated).
+  const bool device_is_host = backend.name() == "cpu";
+  check_memory_fits(memory_, INT64_MAX, max_memory_bytes, run_label(scenario), "", device_is_host);
+  check_memory_fits(without_weights(memory_), static_cast<int64_t>(backend.available_memory()), std::nullopt,
+                    run_label(scenario) + " (sharing the weights already loaded)",
+                    "the " + backend.name() + " backend (" + backend.device_description() + ")", device_is_host);
+  engine_ = std::make_unique<Engine>(backend, config, loaded.engine_->weights(), scenario.bugs);
 }
 
 LoadedScenario::~LoadedScenario() = default;

@@ -83,10 +83,23 @@ void check_scenario_fits(const Scenario& scenario, const Backend& backend, std::
 // "scenario quickstart (lab-tiny fp32)", for messages.
 std::string run_label(const Scenario& scenario);
 
+// Whether two scenarios load the same weights: the same model shapes, dtype and source
+// (the seed of random weights, or the checkpoint). A scenario and its fixed twin always do.
+bool same_weights(const Scenario& a, const Scenario& b);
+// A plan that shares its weights with a model already loaded: the same plan less the
+// weights (its own extra copies, cache and workspace stay).
+MemoryPlan without_weights(MemoryPlan plan);
+
 // A scenario loaded on a backend: its weights and its engine, ready to generate.
 class LoadedScenario {
  public:
   LoadedScenario(Backend& backend, const Scenario& scenario, std::optional<int64_t> max_memory_bytes);
+  // Shares the weights `loaded` holds (same_weights() of the two scenarios must hold, else
+  // std::invalid_argument) instead of loading a copy: only the rest of the plan is
+  // allocated, and checked against the memory left. compare loads a fixed twin so, which
+  // halves its setup and lets both sides read the very same weight pages.
+  LoadedScenario(Backend& backend, const Scenario& scenario, std::optional<int64_t> max_memory_bytes,
+                 const LoadedScenario& loaded);
   ~LoadedScenario();
   LoadedScenario(const LoadedScenario&) = delete;
   LoadedScenario& operator=(const LoadedScenario&) = delete;

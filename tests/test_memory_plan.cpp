@@ -195,3 +195,42 @@ TEST_CASE("a broken checkpoint is refused before any weight is allocated", "[mem
   CHECK_NOTHROW(load_hf_weights(backend, dir.path() / "good", config, DType::F16));
   CHECK(backend.allocations() > 0);
 }
+
+TEST_CASE("a twin that shares the loaded weights allocates none, and is refused when the rest does not fit",
+          "[memory]") {
+  const TempDir dir;
+  const Scenario buggy = scenario_from(dir,
+                                       "model: lab-tiny\ndtype: fp16\nbackend: cpu\n"
+                                       "workload: {requests: 2, batch_size: 2, prompt_tokens: 4, new_tokens: 4}\n"
+                                       "bugs: {fp32_ops: {scope: matmuls}}\n");
+  const Scenario fixed = fixed_twin(buggy);
+  const MemoryPlan plan = plan_memory(buggy.model_config, buggy.dtype, buggy.workload, buggy.bugs);
+  REQUIRE(plan.weight_bytes > 0);
+  REQUIRE(plan.extra_weight_bytes > 0);
+  CHECK(without_weights(plan).weight_bytes == 0);
+  CHECK(without_weights(plan).total() == plan.total() - plan.weight_bytes);
+
+  CountingBackend backend(make_cpu_backend({}));
+  const LoadedScenario loaded(backend, fixed, std::nullopt);
+  const int64_t after_fixed = backend.live_bytes();
+  const LoadedScenario sharing(backend, buggy, std::nullopt, loaded);
+  const int64_t shared_bytes = backend.live_bytes() - after_fixed;
+  const LoadedScenario own(backend, buggy, std::nullopt);
+  const int64_t own_bytes = backend.live_bytes() - after_fixed - shared_bytes;
+  // Its own fp32 copies and RoPE table, never a second copy of the weights.
+  CHECK(own_bytes - shared_bytes == plan.weight_bytes);
+  CHECK(shared_bytes >= plan.extra_weight_bytes);
+  CHECK(sharing.memory().weight_bytes == plan.weight_bytes);  // the run's own plan still names its weights
+
+  // A device with room for the rest of the plan but not for it: refused before allocating.
+  CountingBackend small(make_cpu_backend({}));
+  const LoadedScenario small_loaded(small, fixed, std::nullopt);
+  const int64_t before = small.allocations();
+  small.set_available(static_cast<size_t>(bytes_needed(without_weights(plan), true) - 1));
+  CHECK_THROWS_WITH(LoadedScenario(small, buggy, std::nullopt, small_loaded),
+                    Contains("sharing the weights already loaded") && Contains("extra weight copies"));
+  CHECK(small.allocations() == before);
+  // The user's cap bounds the whole run, weights included.
+  CHECK_THROWS_WITH(LoadedScenario(backend, buggy, bytes_needed(plan, true) - 1, loaded),
+                    Contains("--max-memory allows"));
+}

@@ -113,3 +113,39 @@ TEST_CASE("adaptive repeats: at least min_repeats, then until the target, max_re
   CHECK(stop == RepeatStop::MaxSeconds);
   CHECK(std::string(describe(stop)) == "max_seconds reached");
 }
+
+TEST_CASE("a buggy scenario on its fixed twin's weights gives the tokens and logits of its own copy", "[runner]") {
+  const TempDir dir;
+  for (const char* bug : {"bugs.fp32_ops={scope: all}", "bugs.non_contiguous={mode: copy}", "bugs.no_kv_cache=true"}) {
+    INFO(bug);
+    const Scenario buggy = tiny_scenario(dir, {"dtype=fp16", bug});
+    const Scenario fixed = fixed_twin(buggy);
+    CHECK(same_weights(buggy, fixed));
+    std::unique_ptr<Backend> backend = make_backend(BackendKind::Cpu, BackendOptions{1, false});
+    LoadedScenario fixed_loaded(*backend, fixed, std::nullopt);
+    LoadedScenario sharing(*backend, buggy, std::nullopt, fixed_loaded);
+    LoadedScenario own(*backend, buggy, std::nullopt);
+    const GenerationResult fixed_before = fixed_loaded.generate(nullptr);
+    const GenerationResult from_shared = sharing.generate(nullptr);
+    const GenerationResult from_own = own.generate(nullptr);
+    CHECK(from_shared.tokens == from_own.tokens);
+    CHECK(from_shared.last_logits == from_own.last_logits);
+    CHECK(fixed_before.tokens == from_shared.tokens);  // bugs never change results
+    // The buggy run left the weights they share as they were: the fixed twin's logits are unchanged.
+    CHECK(fixed_loaded.generate(nullptr).last_logits == fixed_before.last_logits);
+  }
+}
+
+TEST_CASE("weights are shared only between scenarios that load the same ones", "[runner]") {
+  const TempDir dir;
+  const Scenario base = tiny_scenario(dir);
+  CHECK(same_weights(base, fixed_twin(tiny_scenario(dir, {"bugs.sequential_generation=true"}))));
+  CHECK(same_weights(base, tiny_scenario(dir, {"workload.requests=1", "workload.batch_size=1"})));
+  CHECK_FALSE(same_weights(base, tiny_scenario(dir, {"workload.seed=12"})));
+  CHECK_FALSE(same_weights(base, tiny_scenario(dir, {"dtype=bf16"})));
+  CHECK_FALSE(same_weights(base, tiny_scenario(dir, {"model=lab-small"})));
+  std::unique_ptr<Backend> backend = make_backend(BackendKind::Cpu, BackendOptions{1, false});
+  const LoadedScenario loaded(*backend, base, std::nullopt);
+  CHECK_THROWS_AS(LoadedScenario(*backend, tiny_scenario(dir, {"workload.seed=12"}), std::nullopt, loaded),
+                  std::invalid_argument);
+}

@@ -29,6 +29,7 @@ class CountingBackend : public Backend {
   int64_t live_bytes() const { return live_bytes_; }
   int64_t peak_bytes() const { return peak_bytes_; }
   void reset_peak() { peak_bytes_ = live_bytes_; }
+  void set_available(std::optional<size_t> bytes) { available_ = bytes; }
 
   std::string name() const override { return inner_->name(); }
   std::string device_description() const override { return inner_->device_description(); }
