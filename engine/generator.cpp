@@ -69,7 +69,7 @@ MemoryPlan plan_memory(const ModelConfig& config, DType dtype, const Workload& w
 }
 
 Engine::Engine(Backend& backend, const ModelConfig& config, ModelWeights weights, const BugSet& bugs)
-    : backend_(backend), model_(std::make_unique<Model>(backend, config, std::move(weights), bugs)), bugs_(bugs) {}
+    : Engine(backend, config, std::make_shared<const ModelWeights>(std::move(weights)), bugs) {}
 
 Engine::Engine(Backend& backend, const ModelConfig& config, std::shared_ptr<const ModelWeights> weights,
                const BugSet& bugs)

@@ -102,7 +102,7 @@ PredictionCheck check_prediction(const Scenario& scenario, const DeviceSpec& dev
   // The slowdowns as compare measures them: the median of the pairs' ratios.
   const Workload& workload = scenario.workload;
   const double decode =
-      scenario.workload.new_tokens > 1
+      workload.new_tokens > 1
           ? paired_slowdown(measured[0].repeats, measured[1].repeats, SlowdownMetric::Decode, workload, 0).median
           : 0.0;
   const double end_to_end =

@@ -17,6 +17,7 @@
 #include "engine/weights.h"
 #include "lab/byte_size.h"
 #include "profiling/roof_cache.h"
+#include "profiling/trace.h"
 
 namespace decodelab {
 
@@ -133,13 +134,8 @@ MemoryPlan combined(const MemoryPlan& a, const MemoryPlan& b) {
 }
 
 bool same_weights(const Scenario& a, const Scenario& b) {
-  const ModelConfig& x = a.model_config;
-  const ModelConfig& y = b.model_config;
-  const bool same_shapes = x.name == y.name && x.vocab_size == y.vocab_size && x.hidden_size == y.hidden_size &&
-                           x.intermediate_size == y.intermediate_size && x.num_hidden_layers == y.num_hidden_layers &&
-                           x.num_attention_heads == y.num_attention_heads &&
-                           x.num_key_value_heads == y.num_key_value_heads && x.head_dim == y.head_dim &&
-                           x.tie_word_embeddings == y.tie_word_embeddings;
+  const bool same_shapes = ModelShape::of(a.model_config) == ModelShape::of(b.model_config) &&
+                           a.model_config.tie_word_embeddings == b.model_config.tie_word_embeddings;
   const bool checkpoint = a.model_source.kind == ModelSourceKind::Checkpoint;
   const bool same_source = a.model_source.kind == b.model_source.kind &&
                            (checkpoint ? a.model_source.path == b.model_source.path
