@@ -73,7 +73,6 @@ void execute_roofline(const RooflineArguments& options) {
   MachineIdentity machine = this_machine(options.threads);
   if (backend->name() == "cuda") machine.cpu_model = backend->device_description();
   DeviceSpec spec = measured_spec(backend->device_description(), machine, measurement);
-  if (backend->name() == "cpu") spec.cache_bytes = host_cache_bytes();
   if (backend->name() == "cuda") {
     // A known GPU keeps its datasheet beside the new measurement, so both can be shown.
     if (std::optional<DeviceSpec> known = match_device_spec(backend->device_description())) {

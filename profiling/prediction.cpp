@@ -170,16 +170,22 @@ TimeSplit price(const StreamOp& op, const OpCost& cost, const Residency& residen
   // A decode-shaped matmul whose weight is narrower than the measured ones streams at its
   // measured rate, decode attention at the rate measured for its context (the kernel's
   // time at that shape); neither above the roof.
-  const double streamed = measured > 0 ? measured : decode_attention_rate(op.desc, inputs.roofs);
+  const double attention = measured > 0 ? 0.0 : decode_attention_rate(op.desc, inputs.roofs);
+  const double streamed = measured > 0 ? measured : attention;
   const double stream_bandwidth = streamed > 0 ? std::min(streamed, inputs.roofs.bandwidth > 0 ? inputs.roofs.bandwidth : streamed)
                                                : inputs.roofs.bandwidth;
   const double dram = stream_bandwidth > 0 ? (cost.bytes() - cache_bytes + allocated) / stream_bandwidth : 0.0;
-  if (compute >= dram + cached) {
+  // Decode attention's measured rate bounds it wherever its bytes come from: at short
+  // contexts the kernel is held by its own work per position (15-19 GB/s at 32-128 fp16
+  // positions on a VM whose DRAM copy ran at 50-80 GB/s), so a KV cache resident in the
+  // cache (the non_contiguous bug's fresh copies) reads no faster than one from DRAM.
+  const double memory = attention > 0 ? std::max(dram + cached, (cost.bytes() + allocated) / stream_bandwidth) : dram + cached;
+  if (compute >= memory) {
     busy.compute = compute;
   } else if (cached > dram) {
-    busy.cache = dram + cached;
+    busy.cache = memory;
   } else {
-    busy.memory = dram + cached;
+    busy.memory = memory;
   }
   return busy;
 }

@@ -285,6 +285,12 @@ MergedRoofs merge_measured_specs(const DeviceSpec& fresh, const DeviceSpec& cach
                        cached.measured_cache ? cached.measured_cache->bandwidth : 0.0, true, &cache});
   }
   merged.groups.push_back(merge_group("compute rates", compute));
+  // The cache's capacity was checked with the measurement its bandwidth comes from.
+  if (!merged.groups.back().fresh && cached.measured_cache && spec.measured_cache) {
+    spec.measured_cache->bytes = cached.measured_cache->bytes;
+    spec.measured_cache->source = cached.measured_cache->source;
+  }
+  if (spec.measured_cache) spec.cache_bytes = spec.measured_cache->bytes;
   note_kept(spec.measured->source, roofs, when);
   if (spec.measured_cache) note_kept(spec.measured_cache->source, cache, when);
 
@@ -323,10 +329,7 @@ std::optional<DeviceSpec> cached_device_spec(Backend& backend, int threads) {
   if (!std::filesystem::exists(cache, error)) return std::nullopt;
   try {
     DeviceSpec cached = load_device_spec(cache);
-    if (cached.machine == machine && cached.measured) {
-      if (!is_gpu_backend(backend) && cached.cache_bytes <= 0) cached.cache_bytes = host_cache_bytes();
-      return cached;
-    }
+    if (cached.machine == machine && cached.measured) return cached;
   } catch (const InputError&) {
   }
   return std::nullopt;
@@ -372,7 +375,6 @@ DeviceSpec measure_into_cache(Backend& backend, int threads, std::ostream* progr
     measurement.probe_bandwidth = machine->probe_bandwidth;
   }
   DeviceSpec spec = measured_spec(backend.device_description(), identity, measurement);
-  if (!is_gpu_backend(backend)) spec.cache_bytes = host_cache_bytes();
   return cache_measured_spec(spec, cached, cache, progress);
 }
 

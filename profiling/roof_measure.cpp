@@ -54,25 +54,29 @@ std::string spread_note(const TimedSamples& samples) {
          format_percent(samples.spread) + (samples.noisy ? " (NOISY)" : "");
 }
 
+// The last-level cache: the read bandwidth of an fp16 matrix-vector product over a weight a
+// quarter of the capacity the OS reports, read again and again while it stays resident.
 void measure_cache(Backend& backend, OpTimer& timer, RoofMeasurement& measurement, std::ostream* progress) {
-  const double capacity = host_cache_bytes();
-  if (capacity <= 0) return;
   const int64_t row = 1024;
-  const double weight_bytes = std::min(capacity / 4, static_cast<double>(backend.available_memory()) / 4);
-  const int64_t rows = std::max<int64_t>(1, static_cast<int64_t>(weight_bytes) / (row * 2));
-  DeviceBuffer weight(backend, static_cast<size_t>(rows * row) * dtype_size(DType::F16));
-  DeviceBuffer vector(backend, row * dtype_size(DType::F16));
-  DeviceBuffer product(backend, static_cast<size_t>(rows) * dtype_size(DType::F16));
-  fill_random(backend, weight.get(), DType::F16, static_cast<size_t>(rows * row), 6);
-  fill_random(backend, vector.get(), DType::F16, row, 7);
-  const Tensor w = Tensor::contiguous(weight.get(), DType::F16, {rows, row});
-  const Tensor x = Tensor::contiguous(vector.get(), DType::F16, {1, row});
-  const Tensor y = Tensor::contiguous(product.get(), DType::F16, {1, rows});
-  if (progress) *progress << "measuring the cache: matrix-vector product over " << format_bytes(static_cast<double>(weight.bytes())) << "\n";
-  measurement.cache_bytes = capacity;
-  measurement.cache_read = timer.sample([&](OpId id) { backend.matmul(x, w, y, id); });
-  measurement.cache_read_bytes = static_cast<double>(weight.bytes() + vector.bytes() + product.bytes());
-  measurement.cache_bandwidth = measurement.cache_read_bytes / measurement.cache_read.best;
+  auto read = [&](double weight_bytes) {
+    const int64_t rows = std::max<int64_t>(1, static_cast<int64_t>(weight_bytes) / (row * 2));
+    DeviceBuffer weight(backend, static_cast<size_t>(rows * row) * dtype_size(DType::F16));
+    DeviceBuffer vector(backend, row * dtype_size(DType::F16));
+    DeviceBuffer product(backend, static_cast<size_t>(rows) * dtype_size(DType::F16));
+    fill_random(backend, weight.get(), DType::F16, static_cast<size_t>(rows * row), 6);
+    fill_random(backend, vector.get(), DType::F16, row, 7);
+    const Tensor w = Tensor::contiguous(weight.get(), DType::F16, {rows, row});
+    const Tensor x = Tensor::contiguous(vector.get(), DType::F16, {1, row});
+    const Tensor y = Tensor::contiguous(product.get(), DType::F16, {1, rows});
+    if (progress) *progress << "measuring the cache: matrix-vector product over " << format_bytes(static_cast<double>(weight.bytes())) << "\n";
+    RoofMeasurement::CacheRead result;
+    result.weight_bytes = static_cast<double>(weight.bytes());
+    result.bytes = static_cast<double>(weight.bytes() + vector.bytes() + product.bytes());
+    result.timing = timer.sample([&](OpId id) { backend.matmul(x, w, y, id); });
+    result.bandwidth = result.bytes / result.timing.best;
+    return result;
+  };
+  find_cache_level(host_cache_bytes(), static_cast<double>(backend.available_memory()) / 4, read, measurement);
 }
 
 }  // namespace
@@ -91,6 +95,35 @@ CopyMeasurement measure_copy(Backend& backend, size_t source_bytes, const RoofMe
   copy.bytes_moved = 2.0 * static_cast<double>(source.bytes());
   copy.bandwidth = copy.bytes_moved / copy.timing.best;
   return copy;
+}
+
+// A read runs at cache speed when it is at least this much faster than from DRAM: the same
+// product streamed from DRAM (the roofs' "read"), or the first read tried where that was
+// faster (a VM's memory bandwidth moves by a third between readings). A weight that fits
+// only in part reads between the two.
+constexpr double kCacheSpeedup = 1.5;
+// The smallest weight tried when the OS's capacity does not hold.
+constexpr double kSmallestCacheWeightBytes = 256.0 * 1024;
+
+void find_cache_level(double reported_bytes, double largest_weight_bytes,
+                      const std::function<RoofMeasurement::CacheRead(double weight_bytes)>& read,
+                      RoofMeasurement& measurement) {
+  measurement.cache_reported_bytes = reported_bytes;
+  if (reported_bytes <= 0 || measurement.read_bandwidth <= 0) return;
+  double from_dram = measurement.read_bandwidth;
+  for (double weight = std::min(reported_bytes / 4, largest_weight_bytes); weight >= kSmallestCacheWeightBytes; weight /= 2) {
+    const bool first = measurement.cache_reads.empty();
+    measurement.cache_reads.push_back(read(weight));
+    const RoofMeasurement::CacheRead& tried = measurement.cache_reads.back();
+    if (tried.bandwidth >= kCacheSpeedup * from_dram) {
+      measurement.cache_bytes = first ? reported_bytes : tried.weight_bytes;
+      measurement.cache_read = tried.timing;
+      measurement.cache_read_bytes = tried.bytes;
+      measurement.cache_bandwidth = tried.bandwidth;
+      return;
+    }
+    if (first) from_dram = std::max(from_dram, tried.bandwidth);
+  }
 }
 
 FmaPeak measure_fma_peak(Backend& backend, const RoofMeasureOptions& options, std::ostream* progress) {
@@ -296,12 +329,22 @@ FixedCosts RoofMeasurement::fixed_costs() const {
   return stream.fixed_costs(source.str());
 }
 
+std::string RoofMeasurement::cache_capacity_note() const {
+  if (cache_reads.empty()) return "";
+  auto read_text = [](const CacheRead& read) { return format_bytes(read.weight_bytes) + " at " + format_bandwidth(read.bandwidth); };
+  if (cache_bytes > 0 && cache_reads.size() == 1) return "capacity " + format_bytes(cache_bytes) + " as the OS reports it";
+  std::string note = "the OS reports " + format_bytes(cache_reported_bytes) + ", but its products read ";
+  for (size_t i = 0; i + (cache_bytes > 0 ? 1 : 0) < cache_reads.size(); ++i) note += (i ? ", " : "") + read_text(cache_reads[i]);
+  note += ", not " + format_number(kCacheSpeedup) + "x as fast as from DRAM (" + format_bandwidth(read_bandwidth) + ")";
+  if (cache_bytes <= 0) return note + ": no cache level found";
+  return note + "; capacity " + format_bytes(cache_bytes) + ": the largest weight read at cache speed";
+}
+
 std::optional<CacheLevel> RoofMeasurement::cache() const {
   if (cache_bytes <= 0 || cache_bandwidth <= 0) return std::nullopt;
   return CacheLevel{cache_bytes, cache_bandwidth,
-                    "measured by decodelab: capacity of the last-level cache as the OS reports it; bandwidth an fp16 "
-                    "matrix-vector product over " + format_bytes(cache_read_bytes) + " read while resident (" +
-                        spread_note(cache_read) + ")"};
+                    "measured by decodelab: " + cache_capacity_note() + "; bandwidth an fp16 matrix-vector product over " +
+                        format_bytes(cache_read_bytes) + " read again while resident (" + spread_note(cache_read) + ")"};
 }
 
 double RoofMeasurement::largest_spread() const {
@@ -437,6 +480,7 @@ std::string RoofMeasurement::describe() const {
     out << "cache      " << format_bandwidth(cache_bandwidth) << "  (" << format_bytes(cache_bytes) << " last-level cache; "
         << "matrix-vector product over " << format_bytes(cache_read_bytes) << ", " << spread_note(cache_read) << ")\n";
   }
+  if (!cache_reads.empty()) out << "           " << cache_capacity_note() << "\n";
   out << "fixed      " << format_number(stream.per_op_us) << " µs per op, " << format_number(stream.enqueue_us)
       << " µs per enqueue, " << format_number(stream.read_round_trip_us) << " µs per 4-byte device-to-host read\n";
   for (const Matmul& matmul : matmuls) {
@@ -505,6 +549,19 @@ nlohmann::json to_json(const RoofMeasurement& measurement) {
   if (measurement.fma_flops_per_s > 0) {
     json["fma_probe"] = {{"gflops", measurement.fma_flops_per_s / 1e9}, {"timing", samples_json(measurement.fma)}};
   }
+  if (!measurement.cache_reads.empty()) {
+    nlohmann::json reads = nlohmann::json::array();
+    for (const RoofMeasurement::CacheRead& read : measurement.cache_reads)
+      reads.push_back({{"weight_bytes", read.weight_bytes}, {"bytes_read", read.bytes}, {"bandwidth_gbps", read.bandwidth / 1e9},
+                       {"timing", samples_json(read.timing)}});
+    json["cache"] = {{"reported_bytes", measurement.cache_reported_bytes}, {"bytes", measurement.cache_bytes},
+                     {"reads", reads}, {"capacity", measurement.cache_capacity_note()}};
+    if (measurement.cache_bandwidth > 0) {
+      json["cache"]["bandwidth_gbps"] = measurement.cache_bandwidth / 1e9;
+      json["cache"]["bytes_read"] = measurement.cache_read_bytes;
+      json["cache"]["timing"] = samples_json(measurement.cache_read);
+    }
+  }
   return json;
 }
 
@@ -519,12 +576,11 @@ DeviceSpec measured_spec(const std::string& description, const MachineIdentity& 
   spec.measured = measurement.roofs();
   spec.measured_fixed_costs = measurement.fixed_costs();
   spec.measured_cache = measurement.cache();
+  spec.cache_bytes = measurement.cache_bytes;  // the checked capacity (CPU); 0 on a GPU
   spec.machine = machine;
   return spec;
 }
 
-// The highest data-cache level cpu0 sees in sysfs (what lscpu reads: a VM's own view), else
-// sysconf (CPUID, which can describe the host instead).
 std::vector<StepWeightShape> decode_step_projections(int64_t width) {
   const int64_t intermediate = (width * 11 / 4 + 255) / 256 * 256;
   return {{3 * width, width}, {width, width}, {2 * intermediate, width}, {width, intermediate}};
@@ -534,6 +590,8 @@ double decode_streamed_bytes(size_t memory_bytes) {
   return std::min(static_cast<double>(memory_bytes), std::max(4.0 * host_cache_bytes(), 64.0 * 1024 * 1024));
 }
 
+// The highest data-cache level cpu0 sees in sysfs (what lscpu reads: a VM's own view), else
+// sysconf (CPUID, which can describe the host instead).
 double host_cache_bytes() {
   int best_level = 0;
   double best_bytes = 0;

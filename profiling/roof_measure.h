@@ -19,6 +19,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -36,9 +37,10 @@ namespace decodelab {
 // fitted with a narrow matmul into a kernel rate and a cost per output; 6: the decode matmuls
 // timed over a decode step's sequence of projections instead of one long weight; 7: the decode
 // matmuls also at 16, 32 and 64 rows, the shapes of prefix recomputation and batched decode;
-// 8: the decode attention kernel timed over KV caches of 32 to 2048 positions).
+// 8: the decode attention kernel timed over KV caches of 32 to 2048 positions; 9: the cache's
+// capacity checked by copies, and the machine check's probe beyond any one CCD's cache).
 // Caches are keyed by it.
-constexpr int kRoofMethodVersion = 8;
+constexpr int kRoofMethodVersion = 9;
 
 // fp32, fp16, bf16: the dtypes whose matmul a measurement times (out of line: GCC 12 warns
 // about an inlined initializer list here as possibly uninitialised).
@@ -147,17 +149,28 @@ struct RoofMeasurement {
   double bandwidth = 0;  // bytes/s: the fastest of the copy and the one-row decode matmuls
   TimedSamples fma;      // the backend's FMA probe, when it has one
   double fma_flops_per_s = 0;  // 0 = no probe: the compute roofs are the matmuls'
-  // The fixed costs beside the roofs (profiling/stream_costs.h), and the last-level cache:
-  // its capacity as the OS reports it, its read bandwidth by the same matrix-vector product
-  // over a weight a quarter of its size, read again while it stays resident (CPU only).
+  // The fixed costs beside the roofs (profiling/stream_costs.h), and the last-level cache
+  // (CPU only): the read bandwidth of an fp16 matrix-vector product over a weight a quarter
+  // of the capacity the OS reports, read again while it stays resident; where that read is
+  // not at cache speed (1.5x the product streamed from DRAM) the OS's figure is wrong, and
+  // the weight is halved until one is: the capacity is then that weight.
   StreamCosts stream;
-  double cache_bytes = 0;  // 0 = no cache measured
+  double cache_reported_bytes = 0;  // what the OS reports (sysfs, else CPUID); 0 = nothing
+  struct CacheRead {
+    double weight_bytes = 0;
+    double bytes = 0;      // weight + vector + output
+    TimedSamples timing;
+    double bandwidth = 0;  // bytes/s, the fastest repeat
+  };
+  std::vector<CacheRead> cache_reads;  // in the order tried; the last decided
+  double cache_bytes = 0;  // the checked capacity; 0 = no cache found or measured
   double cache_read_bytes = 0;
   TimedSamples cache_read;
   double cache_bandwidth = 0;
 
   FixedCosts fixed_costs() const;
   std::optional<CacheLevel> cache() const;
+  std::string cache_capacity_note() const;  // how the capacity was found, one sentence
 
   // Set by the caller from the machine check taken before the measurement.
   bool machine_contended = false;
@@ -189,6 +202,15 @@ FmaPeak measure_fma_peak(Backend& backend, const RoofMeasureOptions& options = {
 // A spec holding a measurement (and the machine identity) ready to save or analyse with.
 DeviceSpec measured_spec(const std::string& description, const MachineIdentity& machine,
                          const RoofMeasurement& measurement);
+
+// The cache level of a measurement (its "read" already taken): `read` times the product
+// over a weight of about the bytes it is given, first a quarter of `reported_bytes` (at most
+// `largest_weight_bytes`), and while a read is not at cache speed (1.5x as fast as from
+// DRAM) half as much, down to 256 KiB. The first read at cache speed sets the capacity: the
+// reported one when it was the first tried, else its weight; none: no cache level.
+void find_cache_level(double reported_bytes, double largest_weight_bytes,
+                      const std::function<RoofMeasurement::CacheRead(double weight_bytes)>& read,
+                      RoofMeasurement& measurement);
 
 // This machine's last-level cache in bytes (sysfs, else sysconf), 0 when unknown.
 double host_cache_bytes();

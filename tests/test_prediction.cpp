@@ -295,6 +295,49 @@ TEST_CASE("a step bound by device-to-host reads: the host waits, the device idle
   CHECK(prediction.decode_step_busy_ms() == Approx(busy * 1e3));
 }
 
+TEST_CASE("decode attention keeps its measured rate when its KV cache is resident", "[prediction]") {
+  // The non_contiguous bug's shape: a `.contiguous()` copy of a layer's K and V (fp16, 4
+  // sequences × 16 heads × 32 positions × 64: 256 KiB each), then attention over the copy,
+  // which the cache (4 MB at 200 GB/s) still holds. The kernel was measured at 20 GB/s over
+  // short contexts: its own work per position holds it there, wherever the bytes come from.
+  constexpr int64_t kv_bytes = 4 * 16 * 32 * 64 * 2;
+  StreamBuilder builder;
+  builder.marker(group_place());
+  builder.marker(prefill_place());
+  const TensorInfo flat = matrix(DType::F16, 1, 2 * kv_bytes / 2);
+  builder.op(OpDesc{0, "copy", "contiguous", OpCategory::Copy, {flat}, {flat}, {}}, step_place());
+  builder.stream.ops.back().operands = {OperandAccess{0, 2 * kv_bytes, false}, OperandAccess{10000000, 2 * kv_bytes, true}};
+  TensorInfo cache;
+  cache.dtype = DType::F16;
+  cache.rank = 4;
+  cache.shape = {4, 16, 32, 64};
+  cache.strides = {16 * 32 * 64, 32 * 64, 64, 1};
+  AttentionExtent extent;
+  extent.query_key_pairs = extent.key_positions_read = 4 * 32;
+  extent.query_heads = extent.kv_heads = 16;
+  extent.head_dim = 64;
+  builder.op(OpDesc{0, "attention", "self_attn", OpCategory::Attention,
+                    {matrix(DType::F16, 4, 1024), cache, cache, matrix(DType::I32, 1, 4)}, {matrix(DType::F16, 4, 1024)}, extent},
+             step_place());
+  builder.stream.ops.back().operands = {OperandAccess{10000000, kv_bytes, false},
+                                        OperandAccess{10000000 + kv_bytes, kv_bytes, false}};
+  builder.marker(step_place());
+  builder.call(HostCallKind::Synchronize, group_place());
+  PredictionInputs inputs = test_inputs();
+  inputs.cache = CacheLevel{4e6, 200e9, "test"};
+  inputs.roofs.decode_attention_ceilings = {{Precision::Fp16, 128, 20e9}};
+
+  const Prediction prediction = predict_op_stream(builder.stream, inputs);
+  const PhasePrediction* decode = prediction.phase(Phase::Decode);
+  REQUIRE(decode);
+  // The copy: first use of both buffers, read and written at the DRAM roof.
+  CHECK(decode->split.memory == Approx(4.0 * kv_bytes / 100e9));
+  // The attention: its declared bytes (K, V, queries, outputs) at the measured 20 GB/s, not
+  // at the cache's 200 GB/s, though all of it is resident.
+  const double attention_bytes = 2.0 * kv_bytes + 2 * 4.0 * 1024 * 2;
+  CHECK(decode->split.cache == Approx(attention_bytes / 20e9));
+}
+
 TEST_CASE("a write to a line evicted from the cache reads it from DRAM first", "[prediction]") {
   // A 4 MB cache at 200 GB/s beside the 100 GB/s DRAM roof, and copies of 1 MB from one source
   // to one destination: the first is both buffers' first use (nothing known about them: 1 MB
