@@ -41,7 +41,7 @@ row sequential_generation "as shipped"
 row fp32_ops "batch 4" --set workload.requests=4 --set workload.batch_size=4
 row host_sync "batch 4" --set workload.requests=4 --set workload.batch_size=4
 row non_contiguous "batch 2" --set workload.requests=2 --set workload.batch_size=2
-row sequential_generation "4 requests" --set workload.requests=4 --set workload.batch_size=4
+row sequential_generation "8 requests" --set workload.requests=8 --set workload.batch_size=8
 # Other prompt lengths
 row no_kv_cache "prompt 32" --set workload.prompt_tokens=32
 row non_contiguous "prompt 256" --set workload.prompt_tokens=256 --set workload.new_tokens=64
