@@ -55,28 +55,46 @@ std::string spread_note(const TimedSamples& samples) {
 }
 
 // The last-level cache: the read bandwidth of an fp16 matrix-vector product over a weight a
-// quarter of the capacity the OS reports, read again and again while it stays resident.
+// quarter of the capacity the OS reports, read again and again while it stays resident, and
+// that capacity checked by the same reads (find_cache_level), each against the product over
+// a weight no cache holds, timed just before it.
 void measure_cache(Backend& backend, OpTimer& timer, RoofMeasurement& measurement, std::ostream* progress) {
+  const double reported = host_cache_bytes();
+  if (reported <= 0) return;
   const int64_t row = 1024;
-  auto read = [&](double weight_bytes) {
+  struct Product {
+    DeviceBuffer weight, vector, product;
+    Tensor w, x, y;
+    double bytes() const { return static_cast<double>(weight.bytes() + vector.bytes() + product.bytes()); }
+  };
+  auto make_product = [&](double weight_bytes) {
     const int64_t rows = std::max<int64_t>(1, static_cast<int64_t>(weight_bytes) / (row * 2));
-    DeviceBuffer weight(backend, static_cast<size_t>(rows * row) * dtype_size(DType::F16));
-    DeviceBuffer vector(backend, row * dtype_size(DType::F16));
-    DeviceBuffer product(backend, static_cast<size_t>(rows) * dtype_size(DType::F16));
-    fill_random(backend, weight.get(), DType::F16, static_cast<size_t>(rows * row), 6);
-    fill_random(backend, vector.get(), DType::F16, row, 7);
-    const Tensor w = Tensor::contiguous(weight.get(), DType::F16, {rows, row});
-    const Tensor x = Tensor::contiguous(vector.get(), DType::F16, {1, row});
-    const Tensor y = Tensor::contiguous(product.get(), DType::F16, {1, rows});
-    if (progress) *progress << "measuring the cache: matrix-vector product over " << format_bytes(static_cast<double>(weight.bytes())) << "\n";
+    Product p{DeviceBuffer(backend, static_cast<size_t>(rows * row) * dtype_size(DType::F16)),
+              DeviceBuffer(backend, row * dtype_size(DType::F16)),
+              DeviceBuffer(backend, static_cast<size_t>(rows) * dtype_size(DType::F16)), {}, {}, {}};
+    fill_random(backend, p.weight.get(), DType::F16, static_cast<size_t>(rows * row), 6);
+    fill_random(backend, p.vector.get(), DType::F16, row, 7);
+    p.w = Tensor::contiguous(p.weight.get(), DType::F16, {rows, row});
+    p.x = Tensor::contiguous(p.vector.get(), DType::F16, {1, row});
+    p.y = Tensor::contiguous(p.product.get(), DType::F16, {1, rows});
+    return p;
+  };
+  // The yardstick: twice the reported capacity (which a VM's CPUID overstates, never
+  // understates), 64 MiB at least, 512 MiB at most.
+  const double available = static_cast<double>(backend.available_memory());
+  const Product from_dram = make_product(std::min({std::max(2 * reported, 64.0 * 1024 * 1024), 512.0 * 1024 * 1024, available / 4}));
+  auto read = [&](double weight_bytes) {
+    const Product resident = make_product(weight_bytes);
+    if (progress) *progress << "measuring the cache: matrix-vector product over " << format_bytes(static_cast<double>(resident.weight.bytes())) << "\n";
     RoofMeasurement::CacheRead result;
-    result.weight_bytes = static_cast<double>(weight.bytes());
-    result.bytes = static_cast<double>(weight.bytes() + vector.bytes() + product.bytes());
-    result.timing = timer.sample([&](OpId id) { backend.matmul(x, w, y, id); });
+    result.dram_bandwidth = from_dram.bytes() / timer.sample([&](OpId id) { backend.matmul(from_dram.x, from_dram.w, from_dram.y, id); }).best;
+    result.weight_bytes = static_cast<double>(resident.weight.bytes());
+    result.bytes = resident.bytes();
+    result.timing = timer.sample([&](OpId id) { backend.matmul(resident.x, resident.w, resident.y, id); });
     result.bandwidth = result.bytes / result.timing.best;
     return result;
   };
-  find_cache_level(host_cache_bytes(), static_cast<double>(backend.available_memory()) / 4, read, measurement);
+  find_cache_level(reported, std::min(available, static_cast<double>(from_dram.weight.bytes())) / 4, read, measurement);
 }
 
 }  // namespace
@@ -97,10 +115,10 @@ CopyMeasurement measure_copy(Backend& backend, size_t source_bytes, const RoofMe
   return copy;
 }
 
-// A read runs at cache speed when it is at least this much faster than from DRAM: the same
-// product streamed from DRAM (the roofs' "read"), or the first read tried where that was
-// faster (a VM's memory bandwidth moves by a third between readings). A weight that fits
-// only in part reads between the two.
+// A read runs at cache speed when it is at least this much faster than the same product over
+// a weight streamed from DRAM, timed just before it: a VM's memory bandwidth moves by 2x from
+// period to period, so a DRAM reading taken earlier is no yardstick. A weight that fits only
+// in part reads between the two.
 constexpr double kCacheSpeedup = 1.5;
 // The smallest weight tried when the OS's capacity does not hold.
 constexpr double kSmallestCacheWeightBytes = 256.0 * 1024;
@@ -109,20 +127,18 @@ void find_cache_level(double reported_bytes, double largest_weight_bytes,
                       const std::function<RoofMeasurement::CacheRead(double weight_bytes)>& read,
                       RoofMeasurement& measurement) {
   measurement.cache_reported_bytes = reported_bytes;
-  if (reported_bytes <= 0 || measurement.read_bandwidth <= 0) return;
-  double from_dram = measurement.read_bandwidth;
+  if (reported_bytes <= 0) return;
   for (double weight = std::min(reported_bytes / 4, largest_weight_bytes); weight >= kSmallestCacheWeightBytes; weight /= 2) {
     const bool first = measurement.cache_reads.empty();
     measurement.cache_reads.push_back(read(weight));
     const RoofMeasurement::CacheRead& tried = measurement.cache_reads.back();
-    if (tried.bandwidth >= kCacheSpeedup * from_dram) {
+    if (tried.bandwidth >= kCacheSpeedup * tried.dram_bandwidth) {
       measurement.cache_bytes = first ? reported_bytes : tried.weight_bytes;
       measurement.cache_read = tried.timing;
       measurement.cache_read_bytes = tried.bytes;
       measurement.cache_bandwidth = tried.bandwidth;
       return;
     }
-    if (first) from_dram = std::max(from_dram, tried.bandwidth);
   }
 }
 
@@ -331,13 +347,21 @@ FixedCosts RoofMeasurement::fixed_costs() const {
 
 std::string RoofMeasurement::cache_capacity_note() const {
   if (cache_reads.empty()) return "";
-  auto read_text = [](const CacheRead& read) { return format_bytes(read.weight_bytes) + " at " + format_bandwidth(read.bandwidth); };
-  if (cache_bytes > 0 && cache_reads.size() == 1) return "capacity " + format_bytes(cache_bytes) + " as the OS reports it";
+  auto read_text = [](const CacheRead& read) {
+    return format_bytes(read.weight_bytes) + " at " + format_bandwidth(read.bandwidth) + " (from DRAM " +
+           format_bandwidth(read.dram_bandwidth) + ")";
+  };
+  const std::string speed = format_number(kCacheSpeedup) + "x as fast as the same product from DRAM, timed just before";
+  if (cache_bytes > 0 && cache_reads.size() == 1) {
+    return "capacity " + format_bytes(cache_bytes) + " as the OS reports it: a quarter of it read " + read_text(cache_reads[0]) +
+           ", at least " + speed;
+  }
   std::string note = "the OS reports " + format_bytes(cache_reported_bytes) + ", but its products read ";
   for (size_t i = 0; i + (cache_bytes > 0 ? 1 : 0) < cache_reads.size(); ++i) note += (i ? ", " : "") + read_text(cache_reads[i]);
-  note += ", not " + format_number(kCacheSpeedup) + "x as fast as from DRAM (" + format_bandwidth(read_bandwidth) + ")";
+  note += ", not " + speed;
   if (cache_bytes <= 0) return note + ": no cache level found";
-  return note + "; capacity " + format_bytes(cache_bytes) + ": the largest weight read at cache speed";
+  return note + "; capacity " + format_bytes(cache_bytes) + ": the largest weight read at cache speed, " +
+         read_text(cache_reads.back());
 }
 
 std::optional<CacheLevel> RoofMeasurement::cache() const {
@@ -553,7 +577,7 @@ nlohmann::json to_json(const RoofMeasurement& measurement) {
     nlohmann::json reads = nlohmann::json::array();
     for (const RoofMeasurement::CacheRead& read : measurement.cache_reads)
       reads.push_back({{"weight_bytes", read.weight_bytes}, {"bytes_read", read.bytes}, {"bandwidth_gbps", read.bandwidth / 1e9},
-                       {"timing", samples_json(read.timing)}});
+                       {"dram_bandwidth_gbps", read.dram_bandwidth / 1e9}, {"timing", samples_json(read.timing)}});
     json["cache"] = {{"reported_bytes", measurement.cache_reported_bytes}, {"bytes", measurement.cache_bytes},
                      {"reads", reads}, {"capacity", measurement.cache_capacity_note()}};
     if (measurement.cache_bandwidth > 0) {

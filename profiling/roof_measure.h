@@ -38,7 +38,7 @@ namespace decodelab {
 // timed over a decode step's sequence of projections instead of one long weight; 7: the decode
 // matmuls also at 16, 32 and 64 rows, the shapes of prefix recomputation and batched decode;
 // 8: the decode attention kernel timed over KV caches of 32 to 2048 positions; 9: the cache's
-// capacity checked by copies, and the machine check's probe beyond any one CCD's cache).
+// capacity checked by its reads, and the machine check's probe beyond any one CCD's cache).
 // Caches are keyed by it.
 constexpr int kRoofMethodVersion = 9;
 
@@ -152,8 +152,9 @@ struct RoofMeasurement {
   // The fixed costs beside the roofs (profiling/stream_costs.h), and the last-level cache
   // (CPU only): the read bandwidth of an fp16 matrix-vector product over a weight a quarter
   // of the capacity the OS reports, read again while it stays resident; where that read is
-  // not at cache speed (1.5x the product streamed from DRAM) the OS's figure is wrong, and
-  // the weight is halved until one is: the capacity is then that weight.
+  // not at cache speed (1.5x the product over a weight streamed from DRAM, timed just
+  // before) the OS's figure is wrong, and the weight is halved until one is: the capacity is
+  // then that weight.
   StreamCosts stream;
   double cache_reported_bytes = 0;  // what the OS reports (sysfs, else CPUID); 0 = nothing
   struct CacheRead {
@@ -161,6 +162,7 @@ struct RoofMeasurement {
     double bytes = 0;      // weight + vector + output
     TimedSamples timing;
     double bandwidth = 0;  // bytes/s, the fastest repeat
+    double dram_bandwidth = 0;  // the same product over a weight no cache holds, timed just before
   };
   std::vector<CacheRead> cache_reads;  // in the order tried; the last decided
   double cache_bytes = 0;  // the checked capacity; 0 = no cache found or measured
@@ -203,10 +205,10 @@ FmaPeak measure_fma_peak(Backend& backend, const RoofMeasureOptions& options = {
 DeviceSpec measured_spec(const std::string& description, const MachineIdentity& machine,
                          const RoofMeasurement& measurement);
 
-// The cache level of a measurement (its "read" already taken): `read` times the product
-// over a weight of about the bytes it is given, first a quarter of `reported_bytes` (at most
-// `largest_weight_bytes`), and while a read is not at cache speed (1.5x as fast as from
-// DRAM) half as much, down to 256 KiB. The first read at cache speed sets the capacity: the
+// The cache level of a measurement: `read` times the product over a weight of about the
+// bytes it is given, and just before it the product over a weight streamed from DRAM; first
+// a quarter of `reported_bytes` (at most `largest_weight_bytes`), and while a read is not at
+// cache speed (1.5x as fast as its DRAM twin) half as much, down to 256 KiB. The first read at cache speed sets the capacity: the
 // reported one when it was the first tried, else its weight; none: no cache level.
 void find_cache_level(double reported_bytes, double largest_weight_bytes,
                       const std::function<RoofMeasurement::CacheRead(double weight_bytes)>& read,
