@@ -3,13 +3,11 @@
 // figures exclude enqueue and sync costs, exactly like the ops they will be compared to.
 #include "profiling/roof_measure.h"
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
-#include <fstream>
 #include <functional>
 #include <ostream>
 #include <sstream>
@@ -20,8 +18,10 @@
 #include "engine/errors.h"
 #include "engine/weights.h"
 #include "profiling/attention_roof.h"
+#include "profiling/cache_level.h"
 #include "profiling/cost_model.h"
 #include "profiling/machine_check.h"
+#include "profiling/matvec_product.h"
 #include "profiling/op_timer.h"
 #include "profiling/statistics.h"
 #include "profiling/units.h"
@@ -54,49 +54,6 @@ std::string spread_note(const TimedSamples& samples) {
          format_percent(samples.spread) + (samples.noisy ? " (NOISY)" : "");
 }
 
-// The last-level cache: the read bandwidth of an fp16 matrix-vector product over a weight a
-// quarter of the capacity the OS reports, read again and again while it stays resident, and
-// that capacity checked by the same reads (find_cache_level), each against the product over
-// a weight no cache holds, timed just before it.
-void measure_cache(Backend& backend, OpTimer& timer, RoofMeasurement& measurement, std::ostream* progress) {
-  const double reported = host_cache_bytes();
-  if (reported <= 0) return;
-  const int64_t row = 1024;
-  struct Product {
-    DeviceBuffer weight, vector, product;
-    Tensor w, x, y;
-    double bytes() const { return static_cast<double>(weight.bytes() + vector.bytes() + product.bytes()); }
-  };
-  auto make_product = [&](double weight_bytes) {
-    const int64_t rows = std::max<int64_t>(1, static_cast<int64_t>(weight_bytes) / (row * 2));
-    Product p{DeviceBuffer(backend, static_cast<size_t>(rows * row) * dtype_size(DType::F16)),
-              DeviceBuffer(backend, row * dtype_size(DType::F16)),
-              DeviceBuffer(backend, static_cast<size_t>(rows) * dtype_size(DType::F16)), {}, {}, {}};
-    fill_random(backend, p.weight.get(), DType::F16, static_cast<size_t>(rows * row), 6);
-    fill_random(backend, p.vector.get(), DType::F16, row, 7);
-    p.w = Tensor::contiguous(p.weight.get(), DType::F16, {rows, row});
-    p.x = Tensor::contiguous(p.vector.get(), DType::F16, {1, row});
-    p.y = Tensor::contiguous(p.product.get(), DType::F16, {1, rows});
-    return p;
-  };
-  // The yardstick: twice the reported capacity (which a VM's CPUID overstates, never
-  // understates), 64 MiB at least, 512 MiB at most.
-  const double available = static_cast<double>(backend.available_memory());
-  const Product from_dram = make_product(std::min({std::max(2 * reported, 64.0 * 1024 * 1024), 512.0 * 1024 * 1024, available / 4}));
-  auto read = [&](double weight_bytes) {
-    const Product resident = make_product(weight_bytes);
-    if (progress) *progress << "measuring the cache: matrix-vector product over " << format_bytes(static_cast<double>(resident.weight.bytes())) << "\n";
-    RoofMeasurement::CacheRead result;
-    result.dram_bandwidth = from_dram.bytes() / timer.sample([&](OpId id) { backend.matmul(from_dram.x, from_dram.w, from_dram.y, id); }).best;
-    result.weight_bytes = static_cast<double>(resident.weight.bytes());
-    result.bytes = resident.bytes();
-    result.timing = timer.sample([&](OpId id) { backend.matmul(resident.x, resident.w, resident.y, id); });
-    result.bandwidth = result.bytes / result.timing.best;
-    return result;
-  };
-  find_cache_level(reported, std::min(available, static_cast<double>(from_dram.weight.bytes())) / 4, read, measurement);
-}
-
 }  // namespace
 
 CopyMeasurement measure_copy(Backend& backend, size_t source_bytes, const RoofMeasureOptions& options) {
@@ -113,33 +70,6 @@ CopyMeasurement measure_copy(Backend& backend, size_t source_bytes, const RoofMe
   copy.bytes_moved = 2.0 * static_cast<double>(source.bytes());
   copy.bandwidth = copy.bytes_moved / copy.timing.best;
   return copy;
-}
-
-// A read runs at cache speed when it is at least this much faster than the same product over
-// a weight streamed from DRAM, timed just before it: a VM's memory bandwidth moves by 2x from
-// period to period, so a DRAM reading taken earlier is no yardstick. A weight that fits only
-// in part reads between the two.
-constexpr double kCacheSpeedup = 1.5;
-// The smallest weight tried when the OS's capacity does not hold.
-constexpr double kSmallestCacheWeightBytes = 256.0 * 1024;
-
-void find_cache_level(double reported_bytes, double largest_weight_bytes,
-                      const std::function<RoofMeasurement::CacheRead(double weight_bytes)>& read,
-                      RoofMeasurement& measurement) {
-  measurement.cache_reported_bytes = reported_bytes;
-  if (reported_bytes <= 0) return;
-  for (double weight = std::min(reported_bytes / 4, largest_weight_bytes); weight >= kSmallestCacheWeightBytes; weight /= 2) {
-    const bool first = measurement.cache_reads.empty();
-    measurement.cache_reads.push_back(read(weight));
-    const RoofMeasurement::CacheRead& tried = measurement.cache_reads.back();
-    if (tried.bandwidth >= kCacheSpeedup * tried.dram_bandwidth) {
-      measurement.cache_bytes = first ? reported_bytes : tried.weight_bytes;
-      measurement.cache_read = tried.timing;
-      measurement.cache_read_bytes = tried.bytes;
-      measurement.cache_bandwidth = tried.bandwidth;
-      return;
-    }
-  }
 }
 
 FmaPeak measure_fma_peak(Backend& backend, const RoofMeasureOptions& options, std::ostream* progress) {
@@ -276,18 +206,10 @@ RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& option
 
     // The same bytes as an fp16 weight [2·rows, 1024] read once by y = x · Wᵀ (x: one
     // row), the access pattern of a decode step's matmuls.
-    DeviceBuffer source(backend, static_cast<size_t>(rows * row) * sizeof(float));
-    const int64_t weight_rows = 2 * rows;
-    const Tensor weight = Tensor::contiguous(source.get(), DType::F16, {weight_rows, row});
-    fill_random(backend, source.get(), DType::F16, static_cast<size_t>(weight_rows * row), 4);
-    DeviceBuffer vector(backend, row * dtype_size(DType::F16));
-    DeviceBuffer product(backend, static_cast<size_t>(weight_rows) * dtype_size(DType::F16));
-    fill_random(backend, vector.get(), DType::F16, row, 5);
-    const Tensor x = Tensor::contiguous(vector.get(), DType::F16, {1, row});
-    const Tensor y = Tensor::contiguous(product.get(), DType::F16, {1, weight_rows});
-    if (progress) *progress << "measuring bandwidth: matrix-vector product over " << format_bytes(static_cast<double>(source.bytes())) << "\n";
-    measurement.read = timer.sample([&](OpId id) { backend.matmul(x, weight, y, id); });
-    measurement.read_bytes = static_cast<double>(source.bytes() + vector.bytes() + product.bytes());
+    const MatvecProduct read(backend, static_cast<double>(rows * row) * sizeof(float), 4);
+    if (progress) *progress << "measuring bandwidth: matrix-vector product over " << format_bytes(static_cast<double>(read.weight.bytes())) << "\n";
+    measurement.read = timer.sample([&](OpId id) { read.enqueue(backend, id); });
+    measurement.read_bytes = read.bytes();
     measurement.read_bandwidth = measurement.read_bytes / measurement.read.best;
     measurement.bandwidth = std::max(measurement.copy_bandwidth, measurement.read_bandwidth);
 
@@ -295,13 +217,13 @@ RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& option
     // four times the last-level cache, 64 MiB at least; at most the copy's bytes): streamed,
     // yet cheap enough to take with the roofs. A one-row fp32 product streams without
     // widening, so it may raise the roof.
-    if (!gpu) measure_decode_matmuls(backend, timer, source.get(), source.bytes(), options, measurement, progress);
+    if (!gpu) measure_decode_matmuls(backend, timer, read.weight.get(), read.weight.bytes(), options, measurement, progress);
     // And decode attention over KV caches of a few context lengths, streamed the same way.
-    if (!gpu) measure_decode_attention(backend, timer, source.get(), source.bytes(), options, measurement, progress);
+    if (!gpu) measure_decode_attention(backend, timer, read.weight.get(), read.weight.bytes(), options, measurement, progress);
   }
 
   // The last-level cache (CPU): a weight a quarter of its size, read again and again.
-  if (!gpu) measure_cache(backend, timer, measurement, progress);
+  if (!gpu) measure_cache_level(backend, options, measurement, progress);
 
   // Compute: the FMA probe where the backend has one (about 0.05 s per repeat on a CPU).
   const FmaPeak fma = measure_fma_peak(backend, options, progress);
@@ -343,25 +265,6 @@ FixedCosts RoofMeasurement::fixed_costs() const {
          << "queued 1024-element add's turn on the device (" << format_number(stream.per_op_us) << " µs), round trip = a "
          << "4-byte device-to-host read into pageable memory (" << format_number(stream.read_round_trip_us) << " µs), medians";
   return stream.fixed_costs(source.str());
-}
-
-std::string RoofMeasurement::cache_capacity_note() const {
-  if (cache_reads.empty()) return "";
-  auto read_text = [](const CacheRead& read) {
-    return format_bytes(read.weight_bytes) + " at " + format_bandwidth(read.bandwidth) + " (from DRAM " +
-           format_bandwidth(read.dram_bandwidth) + ")";
-  };
-  const std::string speed = format_number(kCacheSpeedup) + "x as fast as the same product from DRAM, timed just before";
-  if (cache_bytes > 0 && cache_reads.size() == 1) {
-    return "capacity " + format_bytes(cache_bytes) + " as the OS reports it: a quarter of it read " + read_text(cache_reads[0]) +
-           ", at least " + speed;
-  }
-  std::string note = "the OS reports " + format_bytes(cache_reported_bytes) + ", but its products read ";
-  for (size_t i = 0; i + (cache_bytes > 0 ? 1 : 0) < cache_reads.size(); ++i) note += (i ? ", " : "") + read_text(cache_reads[i]);
-  note += ", not " + speed;
-  if (cache_bytes <= 0) return note + ": no cache level found";
-  return note + "; capacity " + format_bytes(cache_bytes) + ": the largest weight read at cache speed, " +
-         read_text(cache_reads.back());
 }
 
 std::optional<CacheLevel> RoofMeasurement::cache() const {
@@ -612,33 +515,6 @@ std::vector<StepWeightShape> decode_step_projections(int64_t width) {
 
 double decode_streamed_bytes(size_t memory_bytes) {
   return std::min(static_cast<double>(memory_bytes), std::max(4.0 * host_cache_bytes(), 64.0 * 1024 * 1024));
-}
-
-// The highest data-cache level cpu0 sees in sysfs (what lscpu reads: a VM's own view), else
-// sysconf (CPUID, which can describe the host instead).
-double host_cache_bytes() {
-  int best_level = 0;
-  double best_bytes = 0;
-  for (int index = 0; index < 8; ++index) {
-    const std::string directory = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
-    std::ifstream level_file(directory + "level"), size_file(directory + "size"), type_file(directory + "type");
-    int level = 0;
-    std::string size, type;
-    if (!(level_file >> level) || !(size_file >> size) || !(type_file >> type) || type == "Instruction") continue;
-    double bytes = std::atof(size.c_str());
-    if (!size.empty() && (size.back() == 'K' || size.back() == 'k')) bytes *= 1024.0;
-    if (!size.empty() && size.back() == 'M') bytes *= 1024.0 * 1024.0;
-    if (level > best_level && bytes > 0) {
-      best_level = level;
-      best_bytes = bytes;
-    }
-  }
-  if (best_bytes > 0) return best_bytes;
-  for (int level : {_SC_LEVEL3_CACHE_SIZE, _SC_LEVEL2_CACHE_SIZE}) {
-    const long bytes = ::sysconf(level);
-    if (bytes > 0) return static_cast<double>(bytes);
-  }
-  return 0;
 }
 
 }  // namespace decodelab

@@ -150,11 +150,7 @@ struct RoofMeasurement {
   TimedSamples fma;      // the backend's FMA probe, when it has one
   double fma_flops_per_s = 0;  // 0 = no probe: the compute roofs are the matmuls'
   // The fixed costs beside the roofs (profiling/stream_costs.h), and the last-level cache
-  // (CPU only): the read bandwidth of an fp16 matrix-vector product over a weight a quarter
-  // of the capacity the OS reports, read again while it stays resident; where that read is
-  // not at cache speed (1.5x the product over a weight streamed from DRAM, timed just
-  // before) the OS's figure is wrong, and the weight is halved until one is: the capacity is
-  // then that weight.
+  // (CPU only; how it is found and checked: profiling/cache_level.h).
   StreamCosts stream;
   double cache_reported_bytes = 0;  // what the OS reports (sysfs, else CPUID); 0 = nothing
   struct CacheRead {
@@ -205,17 +201,6 @@ FmaPeak measure_fma_peak(Backend& backend, const RoofMeasureOptions& options = {
 DeviceSpec measured_spec(const std::string& description, const MachineIdentity& machine,
                          const RoofMeasurement& measurement);
 
-// The cache level of a measurement: `read` times the product over a weight of about the
-// bytes it is given, and just before it the product over a weight streamed from DRAM; first
-// a quarter of `reported_bytes` (at most `largest_weight_bytes`), and while a read is not at
-// cache speed (1.5x as fast as its DRAM twin) half as much, down to 256 KiB. The first read at cache speed sets the capacity: the
-// reported one when it was the first tried, else its weight; none: no cache level.
-void find_cache_level(double reported_bytes, double largest_weight_bytes,
-                      const std::function<RoofMeasurement::CacheRead(double weight_bytes)>& read,
-                      RoofMeasurement& measurement);
-
-// This machine's last-level cache in bytes (sysfs, else sysconf), 0 when unknown.
-double host_cache_bytes();
 
 // The backend measures a GPU (its roofs are the device's, not the host's).
 bool is_gpu_backend(const Backend& backend);

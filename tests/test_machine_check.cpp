@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "profiling/device_spec.h"
+#include "profiling/cache_level.h"
 #include "profiling/machine_check.h"
 #include "profiling/roof_cache.h"
 #include "tests/support/cli_runner.h"

@@ -13,6 +13,7 @@
 
 #include "profiling/machine_check.h"
 #include "profiling/roof_cache.h"
+#include "profiling/cache_level.h"
 #include "profiling/roof_measure.h"
 #include "tests/support/scoped_env.h"
 
