@@ -24,16 +24,34 @@ inline void fill_random(Backend& backend, void* device, DType dtype, size_t elem
 
 class OpTimer {
  public:
+  // Enqueues a sequence of ops, taking an id from `next` for each.
+  using Sequence = std::function<void(const std::function<OpId()>& next)>;
+
   OpTimer(Backend& backend, const RoofMeasureOptions& options) : backend_(backend), options_(options) {}
 
   // Warm-up runs, then the timed repeats of a sequence of ops enqueued together, each repeat
   // on its own sync (`enqueue` takes an id from `next` for each op): a repeat's time is the
   // sum of its ops' device times, the gaps between them left out.
-  TimedSamples sample_sequence(const std::function<void(const std::function<OpId()>& next)>& enqueue) {
+  TimedSamples sample_sequence(const Sequence& enqueue) {
     for (int i = 0; i < options_.warmups; ++i) time_sequence(enqueue);
     std::vector<double> seconds;
     for (int i = 0; i < std::max(1, options_.repeats); ++i) seconds.push_back(time_sequence(enqueue));
     return TimedSamples::of(std::move(seconds), options_.noisy_spread);
+  }
+
+  // Several sequences timed in turn: the warm-ups of each, then round after round, each
+  // sequence timed once per round, so that a machine whose speed moves from period to period
+  // moves every sequence's samples alike (what a ratio of their rates needs). One summary
+  // per sequence, in order.
+  std::vector<TimedSamples> sample_interleaved(const std::vector<Sequence>& sequences) {
+    for (int i = 0; i < options_.warmups; ++i)
+      for (const Sequence& sequence : sequences) time_sequence(sequence);
+    std::vector<std::vector<double>> seconds(sequences.size());
+    for (int round = 0; round < std::max(1, options_.repeats); ++round)
+      for (size_t i = 0; i < sequences.size(); ++i) seconds[i].push_back(time_sequence(sequences[i]));
+    std::vector<TimedSamples> samples;
+    for (std::vector<double>& each : seconds) samples.push_back(TimedSamples::of(std::move(each), options_.noisy_spread));
+    return samples;
   }
 
   // The same for one op.
@@ -42,7 +60,7 @@ class OpTimer {
   }
 
  private:
-  double time_sequence(const std::function<void(const std::function<OpId()>& next)>& enqueue) {
+  double time_sequence(const Sequence& enqueue) {
     const OpId first = next_id_;
     enqueue([this] { return next_id_++; });
     backend_.synchronize();

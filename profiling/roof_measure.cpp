@@ -125,11 +125,15 @@ void measure_narrow_matmul(Backend& backend, OpTimer& timer, RoofMeasurement::Ma
 }
 
 // The decode matmuls (RoofMeasurement::DecodeMatmul): per dtype, whole layers of a step's
-// projections carved one after another out of `memory` (as many as stream four times the
-// last-level cache, 64 MiB at least, and fit), each weight its own op, against each of the
-// options' row counts (1, 4, 8, 16, 32, 64).
-void measure_decode_matmuls(Backend& backend, OpTimer& timer, void* memory, size_t memory_bytes,
-                            const RoofMeasureOptions& options, RoofMeasurement& measurement, std::ostream* progress) {
+// projections one after another in a buffer of their own (as many as stream four times the
+// last-level cache, 64 MiB at least, and fit in `memory_bytes`), each weight its own op,
+// against each of the options' row counts (1, 4, 8, 16, 32, 64). Every (dtype, rows) is
+// timed once per round, round after round (OpTimer::sample_interleaved): the prediction
+// divides these rates by each other (fp32 against fp16 weights, a prefix's rows against one
+// row), and a VM's bandwidth moves by 2x from period to period — timed one dtype after the
+// other, fp32's one row once read 1.5x fp16's where the runs it priced read 1.17x.
+void measure_decode_matmuls(Backend& backend, OpTimer& timer, size_t memory_bytes, const RoofMeasureOptions& options,
+                            RoofMeasurement& measurement, std::ostream* progress) {
   const std::vector<StepWeightShape> layer = decode_step_projections(options.decode_step_width);
   int64_t layer_elements = 0, widest_n = 0, deepest_k = 0;
   for (const StepWeightShape& shape : layer) {
@@ -138,48 +142,76 @@ void measure_decode_matmuls(Backend& backend, OpTimer& timer, void* memory, size
     deepest_k = std::max(deepest_k, shape.k);
   }
   const double streamed_bytes = decode_streamed_bytes(memory_bytes);
+  struct Step {  // one dtype's layers of projections
+    DType dtype;
+    int layers;
+    DeviceBuffer memory;
+    std::vector<Tensor> weights;
+  };
+  struct Shape {  // a step against some activation rows
+    const Step* step;
+    int rows;
+    DeviceBuffer activations, outputs;
+  };
+  std::vector<Step> steps;
+  steps.reserve(options.matmul_dtypes.size());
   for (DType dtype : options.matmul_dtypes) {
     const double layer_bytes = static_cast<double>(layer_elements) * static_cast<double>(dtype_size(dtype));
     const int fitting = static_cast<int>(static_cast<double>(memory_bytes) / layer_bytes);
     const int layers = std::min(fitting, static_cast<int>(std::ceil(streamed_bytes / layer_bytes)));
     if (layers < 1) continue;
-    std::vector<Tensor> weights;
-    char* next = static_cast<char*>(memory);
+    Step& step = steps.emplace_back(Step{dtype, layers, DeviceBuffer(backend, static_cast<size_t>(layers * layer_elements) * dtype_size(dtype)), {}});
+    char* next = static_cast<char*>(step.memory.get());
     for (int l = 0; l < layers; ++l) {
       for (const StepWeightShape& shape : layer) {
-        weights.push_back(Tensor::contiguous(next, dtype, {shape.n, shape.k}));
+        step.weights.push_back(Tensor::contiguous(next, dtype, {shape.n, shape.k}));
         next += static_cast<size_t>(shape.n * shape.k) * dtype_size(dtype);
       }
     }
-    fill_random(backend, memory, dtype, static_cast<size_t>(layers * layer_elements), 8);
-    for (int activation_rows : options.decode_matmul_rows) {
-      DeviceBuffer activations(backend, static_cast<size_t>(activation_rows * deepest_k) * dtype_size(dtype));
-      DeviceBuffer outputs(backend, static_cast<size_t>(activation_rows * widest_n) * dtype_size(dtype));
-      fill_random(backend, activations.get(), dtype, static_cast<size_t>(activation_rows * deepest_k), 9);
-      RoofMeasurement::DecodeMatmul decode;
-      decode.dtype = dtype;
-      decode.rows = activation_rows;
-      decode.layers = layers;
-      for (const Tensor& weight : weights) {
-        decode.bytes += static_cast<double>(weight.bytes()) +
-                        static_cast<double>(activation_rows * (weight.shape[0] + weight.shape[1]) * dtype_size(dtype));
-      }
-      if (progress) {
-        *progress << "measuring the decode matmul: " << dtype_name(dtype) << ", " << activation_rows << " row"
-                  << (activation_rows == 1 ? "" : "s") << " (" << layers << " layers of projections, "
-                  << format_bytes(static_cast<double>(next - static_cast<char*>(memory))) << ")\n";
-      }
-      decode.timing = timer.sample_sequence([&](const std::function<OpId()>& next_id) {
-        for (const Tensor& weight : weights) {
-          const Tensor x = Tensor::contiguous(activations.get(), dtype, {activation_rows, weight.shape[1]});
-          const Tensor out = Tensor::contiguous(outputs.get(), dtype, {activation_rows, weight.shape[0]});
-          backend.matmul(x, weight, out, next_id());
-        }
-      });
-      decode.bandwidth = decode.bytes / decode.timing.best;
-      if (activation_rows == 1) measurement.bandwidth = std::max(measurement.bandwidth, decode.bandwidth);
-      measurement.decode_matmuls.push_back(decode);
+    fill_random(backend, step.memory.get(), dtype, static_cast<size_t>(layers * layer_elements), 8);
+    if (progress) {
+      *progress << "measuring the decode matmul: " << dtype_name(dtype) << " (" << layers << " layers of projections, "
+                << format_bytes(static_cast<double>(step.memory.bytes())) << ")\n";
     }
+  }
+  std::vector<Shape> shapes;
+  shapes.reserve(steps.size() * options.decode_matmul_rows.size());
+  for (const Step& step : steps) {
+    for (int rows : options.decode_matmul_rows) {
+      Shape& shape = shapes.emplace_back(Shape{&step, rows, DeviceBuffer(backend, static_cast<size_t>(rows * deepest_k) * dtype_size(step.dtype)),
+                                               DeviceBuffer(backend, static_cast<size_t>(rows * widest_n) * dtype_size(step.dtype))});
+      fill_random(backend, shape.activations.get(), step.dtype, static_cast<size_t>(rows * deepest_k), 9);
+    }
+  }
+  if (progress && !shapes.empty()) {
+    *progress << "measuring the decode matmuls: each dtype against " << options.decode_matmul_rows.size()
+              << " row counts, interleaved\n";
+  }
+  std::vector<OpTimer::Sequence> sequences;
+  for (const Shape& shape : shapes) {
+    sequences.emplace_back([&backend, &shape](const std::function<OpId()>& next_id) {
+      for (const Tensor& weight : shape.step->weights) {
+        const Tensor x = Tensor::contiguous(shape.activations.get(), weight.dtype, {shape.rows, weight.shape[1]});
+        const Tensor out = Tensor::contiguous(shape.outputs.get(), weight.dtype, {shape.rows, weight.shape[0]});
+        backend.matmul(x, weight, out, next_id());
+      }
+    });
+  }
+  const std::vector<TimedSamples> timings = timer.sample_interleaved(sequences);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape& shape = shapes[i];
+    RoofMeasurement::DecodeMatmul decode;
+    decode.dtype = shape.step->dtype;
+    decode.rows = shape.rows;
+    decode.layers = shape.step->layers;
+    for (const Tensor& weight : shape.step->weights) {
+      decode.bytes += static_cast<double>(weight.bytes()) +
+                      static_cast<double>(shape.rows * (weight.shape[0] + weight.shape[1]) * dtype_size(decode.dtype));
+    }
+    decode.timing = timings[i];
+    decode.bandwidth = decode.bytes / decode.timing.best;
+    if (shape.rows == 1) measurement.bandwidth = std::max(measurement.bandwidth, decode.bandwidth);
+    measurement.decode_matmuls.push_back(decode);
   }
 }
 
@@ -217,7 +249,7 @@ RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& option
     // four times the last-level cache, 64 MiB at least; at most the copy's bytes): streamed,
     // yet cheap enough to take with the roofs. A one-row fp32 product streams without
     // widening, so it may raise the roof.
-    if (!gpu) measure_decode_matmuls(backend, timer, read.weight.get(), read.weight.bytes(), options, measurement, progress);
+    if (!gpu) measure_decode_matmuls(backend, timer, read.weight.bytes(), options, measurement, progress);
     // And decode attention over KV caches of a few context lengths, streamed the same way.
     if (!gpu) measure_decode_attention(backend, timer, read.weight.get(), read.weight.bytes(), options, measurement, progress);
   }

@@ -38,9 +38,10 @@ namespace decodelab {
 // timed over a decode step's sequence of projections instead of one long weight; 7: the decode
 // matmuls also at 16, 32 and 64 rows, the shapes of prefix recomputation and batched decode;
 // 8: the decode attention kernel timed over KV caches of 32 to 2048 positions; 9: the cache's
-// capacity checked by its reads, and the machine check's probe beyond any one CCD's cache).
+// capacity checked by its reads, and the machine check's probe beyond any one CCD's cache;
+// 10: the decode matmuls of every dtype and row count timed in turn, round after round).
 // Caches are keyed by it.
-constexpr int kRoofMethodVersion = 9;
+constexpr int kRoofMethodVersion = 10;
 
 // fp32, fp16, bf16: the dtypes whose matmul a measurement times (out of line: GCC 12 warns
 // about an inlined initializer list here as possibly uninitialised).
