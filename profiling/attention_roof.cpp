@@ -102,7 +102,7 @@ void measure_decode_attention(Backend& backend, OpTimer& timer, void* memory, si
         for (int layer = 0; layer < layers; ++layer)
           backend.attention(q, caches[2 * layer], caches[2 * layer + 1], positions_view, 1, scale, out, next_id());
       });
-      attention.bandwidth = attention.bytes / attention.timing.best;
+      attention.bandwidth = attention.bytes / attention.timing.median;  // a kernel rate: the median (roof_measure.cpp)
       measurement.decode_attentions.push_back(attention);
     }
   }

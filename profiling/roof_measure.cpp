@@ -54,6 +54,13 @@ std::string spread_note(const TimedSamples& samples) {
          format_percent(samples.spread) + (samples.noisy ? " (NOISY)" : "");
 }
 
+// "median of 5, best 12% faster, spread 20% (noisy)": for the kernel rates taken at the median.
+std::string median_note(const TimedSamples& samples) {
+  return "median of " + std::to_string(samples.seconds.size()) + ", best " +
+         format_percent(samples.median > 0 ? 1 - samples.best / samples.median : 0) + " faster, spread " +
+         format_percent(samples.spread) + (samples.noisy ? " (NOISY)" : "");
+}
+
 }  // namespace
 
 CopyMeasurement measure_copy(Backend& backend, size_t source_bytes, const RoofMeasureOptions& options) {
@@ -131,7 +138,10 @@ void measure_narrow_matmul(Backend& backend, OpTimer& timer, RoofMeasurement::Ma
 // timed once per round, round after round (OpTimer::sample_interleaved): the prediction
 // divides these rates by each other (fp32 against fp16 weights, a prefix's rows against one
 // row), and a VM's bandwidth moves by 2x from period to period — timed one dtype after the
-// other, fp32's one row once read 1.5x fp16's where the runs it priced read 1.17x.
+// other, fp32's one row once read 1.5x fp16's where the runs it priced read 1.17x. Each rate
+// is the median round, not the fastest: it prices a run's kernels, whose figures are medians
+// too (in one measurement the fastest one-row fp16 round read 53 GB/s, the median 41, and the
+// runs that followed streamed at about 41).
 void measure_decode_matmuls(Backend& backend, OpTimer& timer, size_t memory_bytes, const RoofMeasureOptions& options,
                             RoofMeasurement& measurement, std::ostream* progress) {
   const std::vector<StepWeightShape> layer = decode_step_projections(options.decode_step_width);
@@ -209,8 +219,9 @@ void measure_decode_matmuls(Backend& backend, OpTimer& timer, size_t memory_byte
                       static_cast<double>(shape.rows * (weight.shape[0] + weight.shape[1]) * dtype_size(decode.dtype));
     }
     decode.timing = timings[i];
-    decode.bandwidth = decode.bytes / decode.timing.best;
-    if (shape.rows == 1) measurement.bandwidth = std::max(measurement.bandwidth, decode.bandwidth);
+    decode.bandwidth = decode.bytes / decode.timing.median;
+    // The roof is an upper bound: the fastest round.
+    if (shape.rows == 1) measurement.bandwidth = std::max(measurement.bandwidth, decode.bytes / decode.timing.best);
     measurement.decode_matmuls.push_back(decode);
   }
 }
@@ -419,15 +430,15 @@ std::string RoofMeasurement::describe() const {
     out << label << "  " << format_bandwidth(decode.bandwidth) << "  (decode matmul: " << decode.rows << " row"
         << (decode.rows == 1 ? "" : "s") << " × " << decode.layers << " layers of streamed " << dtype_name(decode.dtype)
         << " projections, "
-        << format_seconds(decode.timing.best) << ", " << spread_note(decode.timing) << ")\n";
+        << format_seconds(decode.timing.median) << ", " << median_note(decode.timing) << ")\n";
   }
   for (const DecodeAttention& attention : decode_attentions) {
     char label[24];
     std::snprintf(label, sizeof label, "%s@%-5d", dtype_name(attention.dtype), attention.context);
     out << label << "  " << format_bandwidth(attention.bandwidth) << "  (decode attention: " << attention.sequences
         << " sequences × " << attention.context << " positions × " << attention.layers << " layers of streamed "
-        << dtype_name(attention.dtype) << " KV cache, " << format_seconds(attention.timing.best) << ", "
-        << spread_note(attention.timing) << ")\n";
+        << dtype_name(attention.dtype) << " KV cache, " << format_seconds(attention.timing.median) << ", "
+        << median_note(attention.timing) << ")\n";
   }
   out << "bandwidth  " << format_bandwidth(bandwidth)
       << (decode_matmuls.empty() ? "  (the faster of the two)\n" : "  (the fastest of the copy and the one-row products)\n");

@@ -10,6 +10,10 @@
 // A roof is an upper bound and contention only ever slows an op down, so the roof itself
 // is the fastest repeat: on a shared machine the median sits well below what the same
 // hardware sustains, and a roof below achieved performance would read as >100% of roof.
+// The kernel rates that price a run's ops at their shapes (decode matmuls, decode attention)
+// are the median repeat instead: they stand for a run's typical op, and a run's figures are
+// medians; the decode matmuls of every dtype and row count are timed in turn, round after
+// round, so that their ratios come from the same periods of the machine.
 //
 // Non-obvious choices: the bandwidth roof is the faster of copy and streaming read, because
 // on a CPU a copy's stores also read their destination line first (write-allocate), so a
@@ -39,7 +43,8 @@ namespace decodelab {
 // matmuls also at 16, 32 and 64 rows, the shapes of prefix recomputation and batched decode;
 // 8: the decode attention kernel timed over KV caches of 32 to 2048 positions; 9: the cache's
 // capacity checked by its reads, and the machine check's probe beyond any one CCD's cache;
-// 10: the decode matmuls of every dtype and row count timed in turn, round after round).
+// 10: the decode matmuls of every dtype and row count timed in turn, round after round, and
+// the decode matmul and attention rates the median round).
 // Caches are keyed by it.
 constexpr int kRoofMethodVersion = 10;
 
@@ -129,7 +134,7 @@ struct RoofMeasurement {
     int layers = 0;
     double bytes = 0;
     TimedSamples timing;
-    double bandwidth = 0;  // bytes/s, the fastest repeat
+    double bandwidth = 0;  // bytes/s, the median round (a kernel rate, not a roof)
   };
   std::vector<DecodeMatmul> decode_matmuls;
   // Decode attention over `context` cached positions: `sequences` query rows (one per
@@ -144,10 +149,10 @@ struct RoofMeasurement {
     int layers = 0;
     double bytes = 0;
     TimedSamples timing;
-    double bandwidth = 0;  // bytes/s, the fastest repeat
+    double bandwidth = 0;  // bytes/s, the median repeat (a kernel rate, not a roof)
   };
   std::vector<DecodeAttention> decode_attentions;
-  double bandwidth = 0;  // bytes/s: the fastest of the copy and the one-row decode matmuls
+  double bandwidth = 0;  // bytes/s: the fastest of the copy and the one-row decode matmuls' fastest rounds
   TimedSamples fma;      // the backend's FMA probe, when it has one
   double fma_flops_per_s = 0;  // 0 = no probe: the compute roofs are the matmuls'
   // The fixed costs beside the roofs (profiling/stream_costs.h), and the last-level cache
