@@ -5,9 +5,13 @@
 # markdown row per case: decode_slowdown and end_to_end_slowdown, measured, predicted and
 # the prediction's error (measured / predicted - 1). Then the decode-batch and context-length
 # sweeps, one row per point: decode tok/s measured (± its 95% interval), predicted, the error. Take it on a QUIET machine (nothing else
-# running): ~14 minutes on 2 cores. First this machine's roofs and fixed costs are measured
-# again (`roofline --measure`, which refreshes the cache every prediction here reads), so a
-# measurement taken under load earlier does not price the table; SKIP_ROOFS=1 keeps the cache.
+# running): ~16 minutes on 2 cores. Before each row and each sweep this machine's roofs and
+# fixed costs are measured again into a cache of their own (`roofline --measure`, ~17 s), so
+# that each prediction is priced with figures from the same minutes as the runs it is checked
+# against: a VM's memory bandwidth moves by 2x from period to period, and a slowdown whose two
+# sides have different limiters moves with it (docs/prediction.md). ROOFS=once measures them
+# once, into the user's cache, for the whole table; ROOFS=cached (or SKIP_ROOFS=1) measures
+# nothing and prices every row from the cache as it is.
 # Extra arguments go to every `decodelab predict` (e.g. --threads 1).
 #
 # usage: scripts/prediction-accuracy.sh [DECODELAB_ARGS...] > accuracy.md
@@ -21,16 +25,31 @@ for ((i = 0; i < ${#extra[@]}; ++i)); do
   if [[ "${extra[i]}" == --threads ]]; then threads=(--threads "${extra[i + 1]:-0}"); fi
   if [[ "${extra[i]}" == --threads=* ]]; then threads=("${extra[i]}"); fi
 done
-if [[ "${SKIP_ROOFS:-0}" != 1 ]]; then
+roofs="${ROOFS:-per-row}"
+if [[ "${SKIP_ROOFS:-0}" == 1 ]]; then roofs=cached; fi
+case "$roofs" in per-row|once|cached) ;; *) echo "ROOFS must be per-row, once or cached, not '$roofs'" >&2; exit 2 ;; esac
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+if [[ "$roofs" == once ]]; then
   "$decodelab" roofline --measure --backend cpu "${threads[@]}" >&2
 fi
+# Per row: the roofs measured just before it, into a fresh cache that its prediction reads.
+fresh_roofs() {
+  [[ "$roofs" == per-row ]] || return 0
+  export DECODELAB_CACHE_DIR="$scratch/roofs-$((++roof_measurements))"
+  mkdir -p "$DECODELAB_CACHE_DIR"
+  "$decodelab" roofline --measure --backend cpu "${threads[@]}" >&2
+}
+roof_measurements=0
 
 row() {  # scenario variant [--set ...]
   local scenario="$1" variant="$2"
   shift 2
+  fresh_roofs
   "$decodelab" predict "$scenario" --check --row "$variant" "$@" "${extra[@]}"
 }
 
+fresh_roofs
 "$decodelab" predict fp32_ops --check --row "as shipped" --row-header "${extra[@]}"
 row host_sync "as shipped"
 row no_kv_cache "as shipped"
@@ -57,12 +76,13 @@ row sequential_generation "llama-1b, 4 requests, 12 new" --set model=llama-1b --
 row host_sync "lab-small, per token" --set model=lab-small --set bugs.host_sync.per=token --set workload.new_tokens=32
 row host_sync "per layer" --set bugs.host_sync.per=layer
 # The sweeps' points: decode tok/s measured against predicted (sweep --json's fields).
-sweeps_dir="$(mktemp -d)"
-trap 'rm -rf "$sweeps_dir"' EXIT
+sweeps_dir="$scratch/sweeps"
+mkdir -p "$sweeps_dir"
 echo
 echo "| sweep | point | decode tok/s measured | predicted | error | predicted bound |"
 echo "| --- | --- | ---: | ---: | ---: | --- |"
 for sweep in decode-batch context-length; do
+  fresh_roofs
   "$decodelab" sweep "$sweep" --json "$sweeps_dir/$sweep.json" "${extra[@]}" >/dev/null
   python3 - "$sweep" "$sweeps_dir/$sweep.json" <<'PY'
 import json, sys
