@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "profiling/machine_check.h"
+#include "profiling/op_timer.h"
 #include "profiling/roof_cache.h"
 #include "profiling/cache_level.h"
 #include "profiling/roof_measure.h"
@@ -30,6 +31,7 @@ class ScriptedBackend : public Backend {
   double output_seconds = 0;  // a matmul's cost per output element beside its FLOPs
   size_t memory = size_t{8} << 30;
   bool every_third_copy_slow = false;
+  int slow_every_nth_sync = 0;  // > 0: ops enqueued after every nth synchronize run 1.5x as long
   bool drop_timings = false;
   int ops_run = 0;
   size_t largest_allocation = 0;
@@ -45,7 +47,7 @@ class ScriptedBackend : public Backend {
   void upload(void* destination, const void* source, size_t bytes) override { std::memcpy(destination, source, bytes); }
   void upload_async(void*, const void*, size_t, OpId) override {}
   void copy_to_host(void*, const void*, size_t, bool, OpId) override {}
-  void synchronize() override {}
+  void synchronize() override { ++syncs_; }
   void marker(OpId) override {}
   std::vector<OpTiming> take_timings() override { return std::exchange(timings_, {}); }
   void embedding(const Tensor&, const Tensor&, const Tensor&, int, const Tensor&, OpId) override {}
@@ -86,6 +88,7 @@ class ScriptedBackend : public Backend {
  private:
   void run(OpId id, double seconds) {
     ++ops_run;
+    if (slow_every_nth_sync > 0 && syncs_ % slow_every_nth_sync == 0) seconds *= 1.5;
     if (drop_timings) return;
     timings_.push_back({id, clock_, clock_ + static_cast<int64_t>(seconds * 1e9)});
     clock_ += static_cast<int64_t>(seconds * 1e9) + 1000;
@@ -93,6 +96,7 @@ class ScriptedBackend : public Backend {
   std::vector<OpTiming> timings_;
   int64_t clock_ = 1'000'000;
   int copies_ = 0;
+  int syncs_ = 0;
 };
 
 RoofMeasureOptions small_options() {
@@ -275,6 +279,49 @@ TEST_CASE("disagreeing repeats are flagged noisy, the roof is the fastest repeat
   CHECK(measurement.copy.noisy);
   CHECK(measurement.copy_bandwidth == Approx(10e9).epsilon(1e-4));
   CHECK(measurement.roofs().source.find("NOISY") != std::string::npos);
+}
+
+TEST_CASE("sequences timed together are timed in turn, round after round", "[roof_measure]") {
+  ScriptedBackend backend;
+  RoofMeasureOptions options;
+  options.warmups = 1;
+  options.repeats = 3;
+  OpTimer timer(backend, options);
+  std::vector<char> small(1 << 16), large(1 << 20);
+  const Tensor small_view = Tensor::contiguous(small.data(), DType::F32, {static_cast<int64_t>(small.size() / 4)});
+  const Tensor large_view = Tensor::contiguous(large.data(), DType::F32, {static_cast<int64_t>(large.size() / 4)});
+  std::vector<int> order;
+  const std::vector<TimedSamples> samples = timer.sample_interleaved({
+      [&](const std::function<OpId()>& next) { order.push_back(0); backend.copy(small_view, small_view, next()); },
+      [&](const std::function<OpId()>& next) { order.push_back(1); backend.copy(large_view, large_view, next()); },
+  });
+  CHECK(order == std::vector<int>{0, 1, 0, 1, 0, 1, 0, 1});  // the warm-up round, then three timed rounds
+  REQUIRE(samples.size() == 2);
+  CHECK(samples[0].seconds.size() == 3);
+  CHECK(samples[0].median == Approx(2.0 * small.size() / 10e9).epsilon(1e-3));
+  CHECK(samples[1].median == Approx(2.0 * large.size() / 10e9).epsilon(1e-3));
+}
+
+TEST_CASE("the decode kernels' rates are their median repeat, the bandwidth roof the fastest", "[roof_measure]") {
+  ScriptedBackend backend;
+  backend.slow_every_nth_sync = 4;  // 18 decode matmul shapes a round: a shape's slow rounds move from round to round
+  RoofMeasureOptions options = small_options();
+  options.decode_attention_contexts = {32};
+  const RoofMeasurement measurement = measure_roofs(backend, options);
+  REQUIRE_FALSE(measurement.decode_matmuls.empty());
+  bool some_differ = false;
+  double fastest_one_row = 0;
+  for (const RoofMeasurement::DecodeMatmul& decode : measurement.decode_matmuls) {
+    CAPTURE(dtype_name(decode.dtype), decode.rows);
+    CHECK(decode.bandwidth == Approx(decode.bytes / decode.timing.median));
+    some_differ = some_differ || decode.timing.best < decode.timing.median;
+    if (decode.rows == 1) fastest_one_row = std::max(fastest_one_row, decode.bytes / decode.timing.best);
+  }
+  CHECK(some_differ);  // the slow rounds fell on some of them
+  CHECK(measurement.bandwidth >= fastest_one_row * (1 - 1e-9));
+  REQUIRE_FALSE(measurement.decode_attentions.empty());
+  for (const RoofMeasurement::DecodeAttention& attention : measurement.decode_attentions)
+    CHECK(attention.bandwidth == Approx(attention.bytes / attention.timing.median));
 }
 
 TEST_CASE("buffers shrink to fit the memory the device offers", "[roof_measure]") {
