@@ -3,7 +3,6 @@
 // figures exclude enqueue and sync costs, exactly like the ops they will be compared to.
 #include "profiling/roof_measure.h"
 
-
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
