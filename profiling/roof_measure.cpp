@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <ctime>
 #include <functional>
 #include <ostream>
@@ -349,7 +348,7 @@ Roofs RoofMeasurement::roofs() const {
          << spread_note(read) << ")";
   if (!decode_matmuls.empty()) {
     const DecodeMatmul& first = decode_matmuls.front();
-    source << ", or a one-row decode matmul; decode matmuls over a step of " << first.layers
+    source << ", or a one-row decode matmul's fastest round; decode matmuls (median rounds) over a step of " << first.layers
            << " layers of projections (q/k/v, o, gate/up, down, each its own op)";
     for (const DecodeMatmul& decode : decode_matmuls) {
       result.decode_matmul_ceilings.push_back({dtype_precision(decode.dtype), decode.rows, decode.bandwidth});
@@ -440,7 +439,7 @@ std::string RoofMeasurement::describe() const {
         << median_note(attention.timing) << ")\n";
   }
   out << "bandwidth  " << format_bandwidth(bandwidth)
-      << (decode_matmuls.empty() ? "  (the faster of the two)\n" : "  (the fastest of the copy and the one-row products)\n");
+      << (decode_matmuls.empty() ? "  (the faster of the two)\n" : "  (the fastest of the copy and the one-row products' fastest rounds; their rates above are medians)\n");
   if (fma_flops_per_s > 0) {
     out << "FMA peak   " << format_flop_rate(fma_flops_per_s) << "  (register-resident FMA chains, " << format_seconds(fma.best)
         << ", " << spread_note(fma) << "): the compute roof of every dtype\n";
