@@ -61,6 +61,7 @@ void execute_roofline(const RooflineArguments& options) {
   RoofMeasurement measurement = measure_roofs(*backend, measure_options, &std::cerr);
   measurement.machine_contended = state.contended;
   measurement.probe_bandwidth = state.probe_bandwidth;
+  measurement.core_round_trip_ns = state.core_round_trip_ns;
   std::fputs(measurement.describe().c_str(), stdout);
   std::printf("machine    %s\n\n", state.summary().c_str());
   if (!options.json_file.empty()) {

@@ -140,7 +140,8 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
     comparison.machine = *options.machine;
   } else {
     progress.clear();  // a warning starts on its own line
-    comparison.machine = check_machine_for_timing(*backend, threads, /*warn=*/true);
+    comparison.machine =
+        check_machine_for_timing(*backend, threads, /*warn=*/true, /*notes=*/options.progress != ProgressMode::Off);
   }
   progress.status(progress_text(options, "roofs of " + backend->device_description()));
   DeviceSpec spec = default_device_spec(*backend, threads, nullptr, {}, &comparison.machine);

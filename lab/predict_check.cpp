@@ -11,6 +11,7 @@
 
 #include "lab/compare.h"
 #include "lab/progress.h"
+#include "profiling/core_round_trip.h"
 #include "profiling/text_table.h"
 #include "profiling/units.h"
 
@@ -71,6 +72,11 @@ std::string value(double number, const std::string& unit) {
   return format_number(number, 4) + " " + unit;
 }
 
+// "near 55 ns" or "far 440 ns".
+std::string cores_text(double round_trip_ns) {
+  return std::string(round_trip_ns > kNearCoreRoundTripNs ? "far " : "near ") + format_round_trip(round_trip_ns);
+}
+
 nlohmann::json figure_json(const CheckedFigure& figure) {
   return {{"name", figure.name},
           {"unit", figure.unit},
@@ -87,6 +93,11 @@ PredictionCheck check_prediction(const Scenario& scenario, const DeviceSpec& dev
   check.scenario = scenario.name;
   check.device = device.name;
   check.repeats = check_repeats(scenario);
+  if (device.measured) check.roofs_core_round_trip_ns = device.measured->core_round_trip_ns;
+  // The machine as the timed repeats find it (said on stderr when busy or far apart).
+  check.core_round_trip_ns = check_machine_for_timing(backend, kernel_threads(scenario, options), /*warn=*/true,
+                                                     /*notes=*/options.progress != ProgressMode::Off)
+                                .core_round_trip_ns;
   if (!scenario.bugs.any()) {
     const ScenarioPrediction predicted = predict_scenario(scenario, device);
     const std::vector<RunResult> measured = measure({scenario}, backend, options);
@@ -123,15 +134,21 @@ std::string prediction_check_table(const PredictionCheck& check) {
   if (check.end_to_end_slowdown) add(*check.end_to_end_slowdown);
   std::ostringstream out;
   out << "check: " << check.scenario << " measured on this machine (median of " << check.repeats
-      << " repeats) against the prediction on " << check.device << "; error = measured / predicted - 1\n"
-      << table.str();
+      << " repeats) against the prediction on " << check.device << "; error = measured / predicted - 1\n";
+  if (check.core_round_trip_ns > 0) {
+    out << "cores: " << cores_text(check.core_round_trip_ns) << " round trip during the run";
+    if (check.roofs_core_round_trip_ns > 0)
+      out << ", " << cores_text(check.roofs_core_round_trip_ns) << " when the roofs were measured";
+    out << " (profiling/core_round_trip.h)\n";
+  }
+  out << table.str();
   return out.str();
 }
 
 std::string prediction_check_row_header() {
   return "| scenario | variant | decode_slowdown measured | predicted | error | end_to_end_slowdown measured | "
-         "predicted | error |\n"
-         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+         "predicted | error | cores |\n"
+         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
 }
 
 std::string prediction_check_row(const PredictionCheck& check, const std::string& variant) {
@@ -143,9 +160,8 @@ std::string prediction_check_row(const PredictionCheck& check, const std::string
   };
   if (check.decode_slowdown) cells(*check.decode_slowdown);
   if (check.end_to_end_slowdown) cells(*check.end_to_end_slowdown);
-  std::string row = out.str();
-  row.pop_back();  // the last cell's trailing space
-  return row + "\n";
+  out << (check.core_round_trip_ns > 0 ? cores_text(check.core_round_trip_ns) : "-") << " |";
+  return out.str() + "\n";
 }
 
 nlohmann::json prediction_check_json(const PredictionCheck& check) {
@@ -155,6 +171,8 @@ nlohmann::json prediction_check_json(const PredictionCheck& check) {
                          {"figures", figures}};
   if (check.decode_slowdown) json["decode_slowdown"] = figure_json(*check.decode_slowdown);
   if (check.end_to_end_slowdown) json["end_to_end_slowdown"] = figure_json(*check.end_to_end_slowdown);
+  if (check.core_round_trip_ns > 0) json["core_round_trip_ns"] = check.core_round_trip_ns;
+  if (check.roofs_core_round_trip_ns > 0) json["roofs_core_round_trip_ns"] = check.roofs_core_round_trip_ns;
   return json;
 }
 

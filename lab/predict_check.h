@@ -33,6 +33,10 @@ struct PredictionCheck {
   std::optional<CheckedFigure> decode_slowdown;      // scenarios with bugs
   std::optional<CheckedFigure> end_to_end_slowdown;  // scenarios with bugs
   int repeats = 0;
+  // How far apart the kernel threads' cores were before timing, and when the roofs were
+  // measured (profiling/core_round_trip.h); 0 = not probed.
+  double core_round_trip_ns = 0;
+  double roofs_core_round_trip_ns = 0;
 };
 
 // Runs and predicts `scenario` (and its fixed twin when it has bugs) on `backend`.
@@ -41,7 +45,8 @@ PredictionCheck check_prediction(const Scenario& scenario, const DeviceSpec& dev
 
 std::string prediction_check_table(const PredictionCheck& check);
 // One markdown row for an accuracy table (scenarios with bugs): scenario, variant, then
-// measured / predicted / error of decode_slowdown and of end_to_end_slowdown.
+// measured / predicted / error of decode_slowdown and of end_to_end_slowdown, then the
+// cores' distance during the run ("near 55 ns", "far 440 ns", "-" where not probed).
 std::string prediction_check_row(const PredictionCheck& check, const std::string& variant);
 std::string prediction_check_row_header();
 nlohmann::json prediction_check_json(const PredictionCheck& check);

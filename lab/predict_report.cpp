@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "lab/predict.h"
+#include "profiling/core_round_trip.h"
 #include "profiling/printers.h"
 #include "profiling/text_table.h"
 #include "profiling/units.h"
@@ -73,6 +74,11 @@ std::string prediction_header(const DeviceSpec& device, const PredictionInputs& 
     out << "  cache (" << (device.measured_cache ? "measured" : "published") << "): " << format_cache(*inputs.cache) << "\n";
   } else {
     out << "  cache: none given (every byte priced at the bandwidth roof)\n";
+  }
+  if (device.measured && device.measured->core_round_trip_ns > 0) {
+    const double round_trip = device.measured->core_round_trip_ns;
+    out << "  cores when measured: " << (round_trip > kNearCoreRoundTripNs ? "far apart" : "near") << ", "
+        << format_round_trip(round_trip) << " round trip\n";
   }
   return out.str();
 }

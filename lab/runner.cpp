@@ -48,12 +48,18 @@ bool want_another_repeat(const RepeatPolicy& policy, int done, double elapsed_se
   return true;
 }
 
-MachineState check_machine_for_timing(Backend& backend, int threads, bool warn) {
+MachineState check_machine_for_timing(Backend& backend, int threads, bool warn, bool notes) {
   const std::optional<DeviceSpec> cached = cached_device_spec(backend, threads);
-  const double quiet = cached && !cached->measured->noisy ? cached->measured->probe_bandwidth : 0.0;
-  MachineState state = check_machine(backend, threads, quiet);
-  if (warn && state.contended) {
-    std::fputs(state.warning().c_str(), stderr);
+  RoofsMachine roofs;
+  if (cached) {
+    roofs.quiet_probe_bandwidth = cached->measured->noisy ? 0.0 : cached->measured->probe_bandwidth;
+    roofs.core_round_trip_ns = cached->measured->core_round_trip_ns;
+  }
+  MachineState state = check_machine(backend, threads, roofs);
+  MachineState said = state;
+  if (!notes) said.notes.clear();
+  if (warn && !said.warning().empty()) {
+    std::fputs(said.warning().c_str(), stderr);
     std::fflush(stderr);
   }
   return state;
@@ -279,7 +285,9 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options, Back
   Backend* backend = open ? open : owned.get();
   LoadedScenario loaded(*backend, scenario, options.max_memory_bytes);
   std::optional<MachineState> machine;
-  if (options.check_machine) machine = check_machine_for_timing(*backend, kernel_threads(scenario, options));
+  if (options.check_machine)
+    machine = check_machine_for_timing(*backend, kernel_threads(scenario, options), /*warn=*/true,
+                                       /*notes=*/options.progress != ProgressMode::Off);
   const Progress progress(options.progress);
   std::vector<GenerationResult> timed;
   std::string stopped_because;

@@ -126,9 +126,10 @@ RunResult summarize_run(const Scenario& scenario, const Backend& backend, const 
 RunResult run_scenario(const Scenario& scenario, const RunOptions& options, Backend* backend = nullptr);
 
 // The machine check before timing (profiling/machine_check.h), against the quiet bandwidth
-// probe cached with this machine's roofs when there is one; a contended machine is said on
-// stderr (with the numbers and what to do) when `warn`.
-MachineState check_machine_for_timing(Backend& backend, int threads, bool warn = true);
+// probe and core round trip cached with this machine's roofs when there are some; a
+// contended machine is said on stderr (with the numbers and what to do) when `warn`, its
+// notes (far-apart cores) when `notes` too — a quiet command prints only warnings.
+MachineState check_machine_for_timing(Backend& backend, int threads, bool warn = true, bool notes = true);
 
 // The trace analysed against `spec`; when a point ran above its roof with a working set
 // larger than the cache (the roofs are suspect) and the machine is quiet, the roofs are

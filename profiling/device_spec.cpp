@@ -168,6 +168,7 @@ Roofs DeviceSpec::effective_roofs() const {
   merged.spread = real.spread;
   merged.noisy = real.noisy;
   merged.probe_bandwidth = real.probe_bandwidth;
+  merged.core_round_trip_ns = real.core_round_trip_ns;
   return merged;
 }
 
@@ -385,7 +386,7 @@ class SpecReader {
     return level;
   }
 
-  // measured_at (ISO 8601 UTC), spread, noisy, probe_bandwidth_gb_s: all optional.
+  // measured_at (ISO 8601 UTC), spread, noisy, probe_bandwidth_gb_s, core_round_trip_ns: all optional.
   void quality(const YAML::Node& map, Roofs& roofs) const {
     if (const YAML::Node at = map["measured_at"]; at.IsDefined()) {
       std::tm parts{};
@@ -413,6 +414,9 @@ class SpecReader {
     }
     if (const YAML::Node probe = map["probe_bandwidth_gb_s"]; probe.IsDefined()) {
       roofs.probe_bandwidth = positive(probe, "measured.probe_bandwidth_gb_s") * 1e9;
+    }
+    if (const YAML::Node round_trip = map["core_round_trip_ns"]; round_trip.IsDefined()) {
+      roofs.core_round_trip_ns = positive(round_trip, "measured.core_round_trip_ns");
     }
   }
 
@@ -457,7 +461,7 @@ DeviceSpec parse_device_spec(std::string_view yaml_text, const std::string& file
     reader.only_keys(measured, "measured",
                      {"source", "memory_bandwidth_tb_s", "memory_bandwidth_gb_s", "peak_tflops", "peak_gflops",
                       "matmul_tflops", "matmul_gflops", "matmul_output_ns", "decode_matmul_gb_s", "decode_attention_gb_s", "fixed_costs", "cache", "measured_at",
-                      "spread", "noisy", "probe_bandwidth_gb_s"});
+                      "spread", "noisy", "probe_bandwidth_gb_s", "core_round_trip_ns"});
     spec.measured = reader.roofs(measured, "measured");
     reader.quality(measured, *spec.measured);
     if (const YAML::Node costs = measured["fixed_costs"]; costs.IsDefined())

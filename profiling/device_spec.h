@@ -73,6 +73,7 @@ struct Roofs {
   double spread = 0;             // the largest (max - min) / median among the measured figures
   bool noisy = false;            // a figure's repeats disagreed, or the machine was contended
   double probe_bandwidth = 0;    // the machine check's bandwidth probe at that time (bytes/s); 0 = none
+  double core_round_trip_ns = 0;  // the machine check's core round trip at that time; 0 = none
 
   // Peak for a precision; an unknown figure falls back to its sibling (fp16 <-> bf16,
   // tf32 -> fp32), then to fp32.

@@ -69,6 +69,7 @@ nlohmann::json to_json(const Roofs& roofs) {
     json["noisy"] = roofs.noisy;
   }
   if (roofs.probe_bandwidth > 0) json["probe_bandwidth_bytes_per_s"] = roofs.probe_bandwidth;
+  if (roofs.core_round_trip_ns > 0) json["core_round_trip_ns"] = roofs.core_round_trip_ns;
   return json;
 }
 
@@ -133,6 +134,7 @@ Roofs roofs_from_json(const nlohmann::json& json, const std::string& where) {
     roofs.spread = json.value("spread", 0.0);
     roofs.noisy = json.value("noisy", false);
     roofs.probe_bandwidth = json.value("probe_bandwidth_bytes_per_s", 0.0);
+    roofs.core_round_trip_ns = json.value("core_round_trip_ns", 0.0);
     return roofs;
   } catch (const nlohmann::json::exception& error) {
     throw InputError(where, 0, "", std::string("malformed roofs: ") + error.what());

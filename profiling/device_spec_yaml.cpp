@@ -115,6 +115,7 @@ void write_quality(std::ostringstream& out, const Roofs& roofs, const std::strin
     out << indent << "noisy: " << (roofs.noisy ? "true" : "false") << "\n";
   }
   if (roofs.probe_bandwidth > 0) out << indent << "probe_bandwidth_gb_s: " << number(roofs.probe_bandwidth / 1e9) << "\n";
+  if (roofs.core_round_trip_ns > 0) out << indent << "core_round_trip_ns: " << number(roofs.core_round_trip_ns) << "\n";
 }
 
 }  // namespace

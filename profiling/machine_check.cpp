@@ -1,5 +1,6 @@
 // The machine check (see machine_check.h): a CPU-share probe with /proc/stat read around
-// it, the load average, and a short copy-bandwidth probe through the backend.
+// it, the load average, a short copy-bandwidth probe through the backend, and the core
+// round trip.
 #include "profiling/machine_check.h"
 
 #include <sched.h>
@@ -174,6 +175,25 @@ void judge_machine(MachineState& state, const MachineThresholds& thresholds) {
                              format_bandwidth(state.quiet_probe_bandwidth) +
                              " it reached when the roofs were measured: memory is shared with other work");
   }
+  state.notes.clear();
+  const auto distance = [&](double round_trip) {
+    return round_trip > thresholds.max_near_core_round_trip_ns ? "far" : "near";
+  };
+  if (state.core_round_trip_ns > thresholds.max_near_core_round_trip_ns) {
+    state.notes.push_back("the kernel threads' cores are far apart: a cache line's round trip between two of them took " +
+                          format_round_trip(state.core_round_trip_ns) + " (cores sharing a cache: under " +
+                          format_round_trip(thresholds.max_near_core_round_trip_ns) +
+                          "); every parallel op pays it when its threads start and join and for the lines one core "
+                          "wrote and another reads, so small parallel ops run slower than on near cores");
+  }
+  if (state.core_round_trip_ns > 0 && state.roofs_core_round_trip_ns > 0 &&
+      std::string(distance(state.core_round_trip_ns)) != distance(state.roofs_core_round_trip_ns)) {
+    state.notes.push_back(std::string("the roofs were measured with ") + distance(state.roofs_core_round_trip_ns) +
+                          " cores (" + format_round_trip(state.roofs_core_round_trip_ns) + " round trip), these are " +
+                          distance(state.core_round_trip_ns) + " (" + format_round_trip(state.core_round_trip_ns) +
+                          ") (a virtual machine's vCPUs move): small parallel ops run at another speed than when "
+                          "the roofs were measured");
+  }
   state.contended = !state.findings.empty();
   if (state.contended) advice.push_back(advice.empty() ? "wait until the other work ends" : "or wait until the other work ends");
   state.advice.clear();
@@ -188,14 +208,18 @@ std::string MachineState::summary() const {
       << " (spread " << format_percent(probe_spread);
   if (quiet_probe_bandwidth > 0) out << ", " << format_percent(probe_bandwidth / quiet_probe_bandwidth) << " of quiet";
   out << ")";
+  if (core_round_trip_ns > 0) out << ", core round trip " << format_round_trip(core_round_trip_ns);
   return out.str();
 }
 
 std::string MachineState::warning() const {
-  if (!contended) return "";
-  std::string text = "decodelab: warning: this machine is busy; timings will be slow and noisy:\n";
-  for (const std::string& finding : findings) text += "  - " + finding + "\n";
-  if (!advice.empty()) text += "  what to do: " + advice + "\n";
+  std::string text;
+  if (contended) {
+    text = "decodelab: warning: this machine is busy; timings will be slow and noisy:\n";
+    for (const std::string& finding : findings) text += "  - " + finding + "\n";
+    if (!advice.empty()) text += "  what to do: " + advice + "\n";
+  }
+  for (const std::string& note : notes) text += "decodelab: note: " + note + "\n";
   return text;
 }
 
@@ -206,7 +230,7 @@ double probe_spread_of(std::vector<double> seconds) {
   return median > 0 ? (seconds[seconds.size() - 2] - seconds[1]) / median : 0.0;
 }
 
-MachineState check_machine(Backend& backend, int threads, double quiet_probe_bandwidth,
+MachineState check_machine(Backend& backend, int threads, const RoofsMachine& roofs,
                            const MachineThresholds& thresholds) {
   MachineState state;
   state.cores_available = cores_available();
@@ -245,7 +269,11 @@ MachineState check_machine(Backend& backend, int threads, double quiet_probe_ban
   const CopyMeasurement copy = measure_copy(backend, std::max<size_t>(bytes, size_t{1} << 20), probe);
   state.probe_bandwidth = copy.bandwidth;
   state.probe_spread = probe_spread_of(copy.timing.seconds);
-  state.quiet_probe_bandwidth = quiet_probe_bandwidth;
+  state.quiet_probe_bandwidth = roofs.quiet_probe_bandwidth;
+  // Only where ops run on several cores: a GPU's host thread, or one kernel thread, has
+  // no hand-offs between cores to pay.
+  if (cpu && state.kernel_threads > 1 && state.cores_available > 1) state.core_round_trip_ns = measure_core_round_trip_ns();
+  state.roofs_core_round_trip_ns = roofs.core_round_trip_ns;
   judge_machine(state, thresholds);
   return state;
 }
@@ -265,6 +293,9 @@ nlohmann::json to_json(const MachineState& state) {
           {"probe_bandwidth_bytes_per_s", state.probe_bandwidth},
           {"probe_spread", state.probe_spread},
           {"quiet_probe_bandwidth_bytes_per_s", state.quiet_probe_bandwidth},
+          {"core_round_trip_ns", state.core_round_trip_ns},
+          {"roofs_core_round_trip_ns", state.roofs_core_round_trip_ns},
+          {"notes", state.notes},
           {"own_nice", state.own_nice},
           {"autogroup", state.autogroup}};
 }

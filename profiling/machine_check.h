@@ -1,10 +1,13 @@
 // Is this machine quiet enough to time on? Checked before timing starts (run, compare,
 // lab, sweep, roofline --measure): the cores this process may use against the kernel
 // threads it will start, the CPU time those threads really get, CPU steal, the load
-// average, and a short bandwidth probe (its spread, and its best against the value cached
-// when the roofs were measured on a quiet machine). A contended machine is said on stderr
-// with the numbers and what to do, recorded in the JSON and the report, and keeps its
-// roof measurements out of the cache (profiling/roof_measure.h).
+// average, a short bandwidth probe (its spread, and its best against the value cached
+// when the roofs were measured on a quiet machine), and how far apart two cores are (a
+// cache line's round trip, profiling/core_round_trip.h). A contended machine is said on
+// stderr with the numbers and what to do, recorded in the JSON and the report, and keeps
+// its roof measurements out of the cache (profiling/roof_measure.h). Far-apart cores are
+// a note, not contention: nothing else is using the machine, but small parallel ops run
+// slower than on near cores, and slower than roofs measured with near cores predict.
 //
 // Non-obvious choice: the verdict rests on the CPU share a probe gets — threads spinning
 // for a moment, their CPU time over the wall time — not on the load average. The load
@@ -22,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/backend.h"
+#include "profiling/core_round_trip.h"
 
 namespace decodelab {
 
@@ -36,6 +40,8 @@ struct MachineThresholds {
   // The probe's best copy below this share of the quiet value cached with the roofs:
   // steady contention (a low spread, but everything slower).
   double min_of_quiet_bandwidth = 0.75;
+  // A core round trip above this: the kernel threads' cores are far apart (a note).
+  double max_near_core_round_trip_ns = kNearCoreRoundTripNs;
 };
 
 // What was looked at, and the verdict.
@@ -50,15 +56,18 @@ struct MachineState {
   double probe_bandwidth = 0;      // bytes/s, the probe's best copy (bytes read + written)
   double probe_spread = 0;         // (second slowest - second fastest) / median of its copies
   double quiet_probe_bandwidth = 0;  // the same probe when the roofs were measured quietly; 0 = none
+  double core_round_trip_ns = 0;   // a cache line's round trip between two cores; 0 = not probed (one kernel thread)
+  double roofs_core_round_trip_ns = 0;  // the same when the cached roofs were measured; 0 = none
   int own_nice = 0;                // this process's nice level
   bool autogroup = false;          // /proc/sys/kernel/sched_autogroup_enabled: sessions share the CPU before nice applies
   bool contended = false;
   std::vector<std::string> findings;  // one sentence per reason, with its numbers
   std::string advice;                 // what to do about it
+  std::vector<std::string> notes;     // what explains timings without being contention (far cores)
 
   // "quiet: 2 cores for 2 kernel threads, CPU share 99%, ..." or "contended: ...".
   std::string summary() const;
-  // The stderr warning (several lines), empty when the machine is quiet.
+  // The stderr warning (several lines) and notes, empty when the machine is quiet and has none.
   std::string warning() const;
 };
 
@@ -70,9 +79,15 @@ void judge_machine(MachineState& state, const MachineThresholds& thresholds = {}
 // times (a single held-up copy at either end does not count); 0 below 3 copies.
 double probe_spread_of(std::vector<double> seconds);
 
+// What the roof cache remembers of the machine when the roofs were measured (0 = none).
+struct RoofsMachine {
+  double quiet_probe_bandwidth = 0;  // only from a quiet measurement
+  double core_round_trip_ns = 0;
+};
+
 // Probes the machine for the backend about to time: `threads` kernel threads (0 = every
-// core); `quiet_probe_bandwidth` from the roof cache (0 = none yet). About 0.2 s.
-MachineState check_machine(Backend& backend, int threads, double quiet_probe_bandwidth,
+// core); `roofs` from the roof cache. About 0.2 s.
+MachineState check_machine(Backend& backend, int threads, const RoofsMachine& roofs,
                            const MachineThresholds& thresholds = {});
 
 nlohmann::json to_json(const MachineState& state);

@@ -42,6 +42,9 @@ std::string run_card(const LabelledRun& run, size_t index) {
     html << "<p class=\"caveat\">The machine was busy while this ran: " << escape(run.machine->summary()) << ". "
          << escape(run.machine->advice) << ".</p>";
   }
+  if (run.machine) {
+    for (const std::string& note : run.machine->notes) html << "<p class=\"caveat\">" << escape(note) << ".</p>";
+  }
   for (const std::string& note : analysis.notes) html << "<p class=\"caveat\">" << escape(note) << "</p>";
   if (!run.headline.empty()) {
     html << "<div class=\"figures\">";

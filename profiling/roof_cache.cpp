@@ -373,6 +373,7 @@ DeviceSpec measure_into_cache(Backend& backend, int threads, std::ostream* progr
   if (machine) {
     measurement.machine_contended = machine->contended;
     measurement.probe_bandwidth = machine->probe_bandwidth;
+    measurement.core_round_trip_ns = machine->core_round_trip_ns;
   }
   DeviceSpec spec = measured_spec(backend.device_description(), identity, measurement);
   return cache_measured_spec(spec, cached, cache, progress);

@@ -338,6 +338,7 @@ Roofs RoofMeasurement::roofs() const {
   result.spread = largest_spread();
   result.noisy = noisy();
   result.probe_bandwidth = probe_bandwidth;
+  result.core_round_trip_ns = core_round_trip_ns;
   std::ostringstream source;
   const std::time_t now = std::time(nullptr);
   char date[16];

@@ -179,11 +179,12 @@ struct RoofMeasurement {
   // Set by the caller from the machine check taken before the measurement.
   bool machine_contended = false;
   double probe_bandwidth = 0;   // that check's bandwidth probe (bytes/s)
+  double core_round_trip_ns = 0;  // that check's core round trip (0 = not probed)
 
   double largest_spread() const;  // (max - min) / median of the least steady figure
   bool noisy() const;             // any figure noisy, or the machine contended
   // With a source line saying how they were measured, and when, how steady (measured_at,
-  // spread, noisy, probe_bandwidth).
+  // spread, noisy, probe_bandwidth, core_round_trip_ns).
   Roofs roofs() const;
   std::string describe() const;  // one line per figure, with spread and noise flags
 };

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lab/paths.h"
+#include "lab/predict_check.h"
 #include "profiling/device_spec.h"
 #include "profiling/roof_measure.h"
 #include "tests/support/cached_roofs.h"
@@ -147,4 +148,38 @@ TEST_CASE("predict: bad input is one line, exit 2, nothing written", "[command_p
                                                        "fixed_costs:\n  source: s\n  host_launch_us: 1\n"
                                                        "  op_overhead_us: fast\n  sync_round_trip_us: 5\n");
   expect_input_error({"predict", "host_sync", "--device", broken.string()}, "broken.yaml:7");
+}
+
+TEST_CASE("predict --check rows: both slowdowns and the cores' distance during the run", "[command_predict]") {
+  PredictionCheck check;
+  check.scenario = "no_kv_cache";
+  check.device = "measured-vm";
+  check.repeats = 6;
+  check.decode_slowdown = CheckedFigure{"decode_slowdown", "x", 3.35, 2.44};
+  check.end_to_end_slowdown = CheckedFigure{"end_to_end_slowdown", "x", 3.03, 2.34};
+  const auto cells = [](const std::string& line) { return std::count(line.begin(), line.end(), '|'); };
+  const std::string header = prediction_check_row_header();
+  const std::string header_line = header.substr(0, header.find('\n'));
+  CHECK_THAT(header_line, Contains("| cores |"));
+
+  SECTION("far cores, roofs measured with near ones") {
+    check.core_round_trip_ns = 426;
+    check.roofs_core_round_trip_ns = 59;
+    const std::string row = prediction_check_row(check, "lab-tiny");
+    CHECK(row == "| no_kv_cache | lab-tiny | 3.35x | 2.44x | +37% | 3.03x | 2.34x | +29% | far 426 ns |\n");
+    CHECK(cells(row) == cells(header_line));
+    CHECK_THAT(prediction_check_table(check),
+               Contains("cores: far 426 ns round trip during the run, near 59 ns when the roofs were measured"));
+    const nlohmann::json json = prediction_check_json(check);
+    CHECK(json.at("core_round_trip_ns") == 426);
+    CHECK(json.at("roofs_core_round_trip_ns") == 59);
+  }
+  SECTION("not probed (one kernel thread): a dash, and no cores line") {
+    const std::string row = prediction_check_row(check, "");
+    CHECK_THAT(row, Contains("| as shipped |"));
+    CHECK(row.substr(row.size() - 6) == "| - |\n");
+    CHECK(cells(row) == cells(header_line));
+    CHECK_THAT(prediction_check_table(check), !Contains("cores:"));
+    CHECK_FALSE(prediction_check_json(check).contains("core_round_trip_ns"));
+  }
 }

@@ -269,6 +269,7 @@ TEST_CASE("measured roofs keep when, how steady and the cache size, printed with
   measured.spread = 0.38;
   measured.noisy = true;
   measured.probe_bandwidth = 18.5e9;
+  measured.core_round_trip_ns = 426;
   spec.measured = measured;
   spec.machine = MachineIdentity{"host-1", "AMD EPYC", 2};
   const std::string yaml = device_spec_to_yaml(spec);
@@ -280,6 +281,7 @@ TEST_CASE("measured roofs keep when, how steady and the cache size, printed with
   CHECK(loaded.measured->spread == Approx(0.38));
   CHECK(loaded.measured->noisy);
   CHECK(loaded.measured->probe_bandwidth == Approx(18.5e9));
+  CHECK(loaded.measured->core_round_trip_ns == Approx(426));
   CHECK(loaded.cache_bytes == Approx(spec.cache_bytes));
   CHECK(device_spec_from_json(to_json(spec), "test") == spec);
   CHECK(measured.age_and_spread(measured.measured_at + 3 * 3600) ==

@@ -143,8 +143,76 @@ TEST_CASE("machine rules: each contention is found, said with numbers and advice
   }
   const nlohmann::json json = to_json(quiet_machine());
   for (const char* key : {"contended", "cpu_share", "steal_fraction", "load_average", "probe_bandwidth_bytes_per_s",
-                          "probe_spread", "others_busy_cores", "niced_busy_cores", "findings", "advice"}) {
+                          "probe_spread", "others_busy_cores", "niced_busy_cores", "findings", "advice",
+                          "core_round_trip_ns", "roofs_core_round_trip_ns", "notes"}) {
     CHECK(json.contains(key));
+  }
+}
+
+TEST_CASE("machine rules: far-apart cores are a note, not contention", "[machine_check]") {
+  SECTION("near cores say nothing") {
+    MachineState state = quiet_machine();
+    state.core_round_trip_ns = 59;
+    state.roofs_core_round_trip_ns = 70;
+    judge_machine(state);
+    CHECK(state.notes.empty());
+    CHECK(state.warning().empty());
+    CHECK(state.summary().find("core round trip 59 ns") != std::string::npos);
+  }
+  SECTION("far cores: a note with the round trip, the machine still quiet") {
+    MachineState state = quiet_machine();
+    state.core_round_trip_ns = 426;
+    judge_machine(state);
+    CHECK_FALSE(state.contended);
+    REQUIRE(state.notes.size() == 1);
+    CHECK(state.notes[0].find("cores are far apart") != std::string::npos);
+    CHECK(state.notes[0].find("426 ns") != std::string::npos);
+    CHECK(state.warning().rfind("decodelab: note: the kernel threads' cores are far apart", 0) == 0);
+    CHECK(state.warning().find("busy") == std::string::npos);
+  }
+  SECTION("cores that moved since the roofs were measured are said, either way") {
+    MachineState near_now = quiet_machine();
+    near_now.core_round_trip_ns = 59;
+    near_now.roofs_core_round_trip_ns = 426;
+    judge_machine(near_now);
+    REQUIRE(near_now.notes.size() == 1);
+    CHECK(near_now.notes[0].find("the roofs were measured with far cores (426 ns round trip), these are near (59 ns)") !=
+          std::string::npos);
+    MachineState far_now = quiet_machine();
+    far_now.core_round_trip_ns = 426;
+    far_now.roofs_core_round_trip_ns = 59;
+    judge_machine(far_now);
+    CHECK(far_now.notes.size() == 2);
+  }
+  SECTION("a threshold of the caller's") {
+    MachineState state = quiet_machine();
+    state.core_round_trip_ns = 200;
+    MachineThresholds strict;
+    strict.max_near_core_round_trip_ns = 150;
+    judge_machine(state, strict);
+    CHECK(state.notes.size() == 1);
+  }
+  SECTION("not probed (one kernel thread, a GPU): nothing said") {
+    MachineState state = quiet_machine();
+    state.roofs_core_round_trip_ns = 426;
+    judge_machine(state);
+    CHECK(state.notes.empty());
+    CHECK(state.summary().find("core round trip") == std::string::npos);
+  }
+}
+
+TEST_CASE("the core round trip probe measures a plausible time", "[machine_check]") {
+  // Two threads: on one core each hand-off waits for the scheduler (the probe then gives
+  // up or returns a long time); on two or more it is tens to hundreds of nanoseconds.
+  const double round_trip = measure_core_round_trip_ns();
+  if (std::thread::hardware_concurrency() < 2) {
+    CHECK(round_trip == 0);
+    return;
+  }
+  CHECK(round_trip >= 0);
+  if (round_trip > 0) {
+    CHECK(round_trip > 5);       // a cache line cannot cross cores and back in less
+    CHECK(round_trip < 2e6);     // nor take longer than the probe's budget allows per batch
   }
 }
 
@@ -312,9 +380,10 @@ TEST_CASE("the roof cache keeps or replaces each group of rates whole, never mix
 TEST_CASE("a probe on this machine gives figures in range", "[machine_check]") {
   // No verdict is asserted: the machine running the tests may be busy or quiet.
   const std::unique_ptr<Backend> backend = make_backend(BackendKind::Cpu, BackendOptions{1, false});
-  const MachineState state = check_machine(*backend, 1, 0);
+  const MachineState state = check_machine(*backend, 1, RoofsMachine{});
   CHECK(state.cores_available >= 1);
   CHECK(state.kernel_threads == 1);
+  CHECK(state.core_round_trip_ns == 0);  // one kernel thread: no hand-offs between cores to probe
   CHECK(state.cpu_share > 0);
   CHECK(state.cpu_share <= 1);
   CHECK(state.probe_bandwidth > 0);

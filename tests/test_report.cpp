@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "profiling/analysis.h"
+#include "profiling/machine_check.h"
 #include "profiling/printers.h"
 #include "profiling/report.h"
 #include "profiling/svg_labels.h"
@@ -115,6 +116,23 @@ TEST_CASE("HTML report: well-formed, self-contained, every section present", "[r
   }
   CHECK(count(html, "<svg ") == 3);  // the roofline and one timeline per run
   CHECK(html.find(xml_escape(runs.buggy.summary)) != std::string::npos);
+}
+
+TEST_CASE("HTML report: a busy machine's summary and a far-cores note are shown on the run", "[report]") {
+  const TwoRuns runs;
+  MachineState far;
+  far.cores_available = far.kernel_threads = 2;
+  far.cpu_share = 1.0;
+  far.core_round_trip_ns = 426;
+  judge_machine(far);
+  REQUIRE_FALSE(far.contended);
+  std::vector<LabelledRun> labelled = runs.labelled();
+  labelled[1].machine = &far;
+  const std::string html = report_html(labelled, "fixed vs buggy");
+  CHECK(xml_problem(html, /*html=*/true) == "");
+  CHECK(count(html, "cores are far apart") == 1);
+  CHECK(html.find("426 ns") != std::string::npos);
+  CHECK(html.find("The machine was busy") == std::string::npos);
 }
 
 TEST_CASE("ops.csv: one row per run × category × phase, numbers parse", "[report]") {
