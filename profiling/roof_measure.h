@@ -44,9 +44,10 @@ namespace decodelab {
 // 8: the decode attention kernel timed over KV caches of 32 to 2048 positions; 9: the cache's
 // capacity checked by its reads, and the machine check's probe beyond any one CCD's cache;
 // 10: the decode matmuls of every dtype and row count timed in turn, round after round, and
-// the decode matmul and attention rates the median round).
+// the decode matmul and attention rates the median round; 11: a read at cache speed is 2x the
+// DRAM product's, not 1.5x, and the core round trip is recorded with the roofs).
 // Caches are keyed by it.
-constexpr int kRoofMethodVersion = 10;
+constexpr int kRoofMethodVersion = 11;
 
 // fp32, fp16, bf16: the dtypes whose matmul a measurement times (out of line: GCC 12 warns
 // about an inlined initializer list here as possibly uninitialised).

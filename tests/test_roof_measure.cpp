@@ -438,12 +438,14 @@ TEST_CASE("the cache's capacity is what its reads show, not what the OS says", "
     CHECK(note.find("capacity 8.39 MB") != std::string::npos);
   }
   SECTION("a read not quite at cache speed does not count; each is judged against DRAM as it is then") {
-    // 1.4x the DRAM read: a weight resident in part.
+    // 1.4x and 1.6x the DRAM read: a weight resident in part (or a large weight that a VM's
+    // memory reads faster than the DRAM product's, as a Zen 5 VM's 133 MB one did).
     CHECK(search_cache(32 * MiB, 16 * MiB, 56e9, 40e9).cache_bytes == 0);
-    // The machine's bandwidth rose after the first read (40 to 55 GB/s): 70 GB/s from the
-    // cache is 1.75x the first DRAM reading but only 1.27x the one beside it; 95 GB/s is 1.7x.
-    CHECK(search_cache(512 * MiB, 12 * MiB, 70e9, 40e9, 55e9).cache_bytes == 0);
-    CHECK(search_cache(512 * MiB, 12 * MiB, 95e9, 40e9, 55e9).cache_bytes == 8 * MiB);
+    CHECK(search_cache(32 * MiB, 16 * MiB, 64e9, 40e9).cache_bytes == 0);
+    // The machine's bandwidth rose after the first read (40 to 55 GB/s): 95 GB/s from the
+    // cache is 2.4x the first DRAM reading but only 1.7x the one beside it; 120 GB/s is 2.2x.
+    CHECK(search_cache(512 * MiB, 12 * MiB, 95e9, 40e9, 55e9).cache_bytes == 0);
+    CHECK(search_cache(512 * MiB, 12 * MiB, 120e9, 40e9, 55e9).cache_bytes == 8 * MiB);
   }
   SECTION("no read at cache speed down to 256 KiB: no cache level") {
     const RoofMeasurement measurement = search_cache(64 * MiB, 0, 100e9, 40e9);
