@@ -74,7 +74,7 @@ std::string value(double number, const std::string& unit) {
 
 // "near 55 ns" or "far 440 ns".
 std::string cores_text(double round_trip_ns) {
-  return std::string(round_trip_ns > kNearCoreRoundTripNs ? "far " : "near ") + format_round_trip(round_trip_ns);
+  return std::string(core_distance(round_trip_ns)) + " " + format_round_trip(round_trip_ns);
 }
 
 nlohmann::json figure_json(const CheckedFigure& figure) {

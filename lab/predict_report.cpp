@@ -77,7 +77,7 @@ std::string prediction_header(const DeviceSpec& device, const PredictionInputs& 
   }
   if (device.measured && device.measured->core_round_trip_ns > 0) {
     const double round_trip = device.measured->core_round_trip_ns;
-    out << "  cores when measured: " << (round_trip > kNearCoreRoundTripNs ? "far apart" : "near") << ", "
+    out << "  cores when measured: " << core_distance(round_trip) << ", "
         << format_round_trip(round_trip) << " round trip\n";
   }
   return out.str();

@@ -56,10 +56,8 @@ MachineState check_machine_for_timing(Backend& backend, int threads, bool warn, 
     roofs.core_round_trip_ns = cached->measured->core_round_trip_ns;
   }
   MachineState state = check_machine(backend, threads, roofs);
-  MachineState said = state;
-  if (!notes) said.notes.clear();
-  if (warn && !said.warning().empty()) {
-    std::fputs(said.warning().c_str(), stderr);
+  if (const std::string said = state.warning(notes); warn && !said.empty()) {
+    std::fputs(said.c_str(), stderr);
     std::fflush(stderr);
   }
   return state;

@@ -81,4 +81,8 @@ double measure_core_round_trip_ns() {
 
 std::string format_round_trip(double ns) { return std::to_string(std::llround(ns)) + " ns"; }
 
+const char* core_distance(double round_trip_ns, double near_limit_ns) {
+  return round_trip_ns > near_limit_ns ? "far" : "near";
+}
+
 }  // namespace decodelab

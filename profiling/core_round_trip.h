@@ -25,5 +25,7 @@ double measure_core_round_trip_ns();
 
 // "59 ns": a round trip in whole nanoseconds.
 std::string format_round_trip(double ns);
+// "near" or "far": a round trip against the line between cores that share a cache and not.
+const char* core_distance(double round_trip_ns, double near_limit_ns = kNearCoreRoundTripNs);
 
 }  // namespace decodelab

@@ -176,9 +176,7 @@ void judge_machine(MachineState& state, const MachineThresholds& thresholds) {
                              " it reached when the roofs were measured: memory is shared with other work");
   }
   state.notes.clear();
-  const auto distance = [&](double round_trip) {
-    return round_trip > thresholds.max_near_core_round_trip_ns ? "far" : "near";
-  };
+  const auto distance = [&](double round_trip) { return core_distance(round_trip, thresholds.max_near_core_round_trip_ns); };
   if (state.core_round_trip_ns > thresholds.max_near_core_round_trip_ns) {
     state.notes.push_back("the kernel threads' cores are far apart: a cache line's round trip between two of them took " +
                           format_round_trip(state.core_round_trip_ns) + " (cores sharing a cache: under " +
@@ -212,14 +210,15 @@ std::string MachineState::summary() const {
   return out.str();
 }
 
-std::string MachineState::warning() const {
+std::string MachineState::warning(bool with_notes) const {
   std::string text;
   if (contended) {
     text = "decodelab: warning: this machine is busy; timings will be slow and noisy:\n";
     for (const std::string& finding : findings) text += "  - " + finding + "\n";
     if (!advice.empty()) text += "  what to do: " + advice + "\n";
   }
-  for (const std::string& note : notes) text += "decodelab: note: " + note + "\n";
+  if (with_notes)
+    for (const std::string& note : notes) text += "decodelab: note: " + note + "\n";
   return text;
 }
 

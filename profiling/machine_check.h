@@ -67,8 +67,8 @@ struct MachineState {
 
   // "quiet: 2 cores for 2 kernel threads, CPU share 99%, ..." or "contended: ...".
   std::string summary() const;
-  // The stderr warning (several lines) and notes, empty when the machine is quiet and has none.
-  std::string warning() const;
+  // The stderr warning (several lines) and, `with_notes`, the notes; empty when there is nothing to say.
+  std::string warning(bool with_notes = true) const;
 };
 
 // Judges the figures (fills contended, findings and advice). Separate from the probing
