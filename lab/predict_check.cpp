@@ -72,17 +72,40 @@ std::string value(double number, const std::string& unit) {
   return format_number(number, 4) + " " + unit;
 }
 
+// The measured side with its interval where it has one: "3.35x ±4%", "3.35x ±31% noisy".
+std::string measured_value(const CheckedFigure& figure) {
+  std::string text = value(figure.measured, figure.unit);
+  if (figure.measured_relative_ci > 0) text += " ±" + format_percent(figure.measured_relative_ci);
+  if (figure.measured_noisy) text += " noisy";
+  return text;
+}
+
+// The measured slowdown with the interval of the pairs' ratios.
+CheckedFigure slowdown_figure(const char* name, const Estimate& measured, double predicted) {
+  CheckedFigure figure{name, "x", measured.median, predicted};
+  if (measured.median > 0) {
+    figure.measured_relative_ci = measured.relative_ci();
+    figure.measured_noisy = measured.noisy;
+  }
+  return figure;
+}
+
 // "near 55 ns" or "far 440 ns".
 std::string cores_text(double round_trip_ns) {
   return std::string(core_distance(round_trip_ns)) + " " + format_round_trip(round_trip_ns);
 }
 
 nlohmann::json figure_json(const CheckedFigure& figure) {
-  return {{"name", figure.name},
-          {"unit", figure.unit},
-          {"measured", figure.measured},
-          {"predicted", figure.predicted},
-          {"error", figure.error()}};
+  nlohmann::json json = {{"name", figure.name},
+                         {"unit", figure.unit},
+                         {"measured", figure.measured},
+                         {"predicted", figure.predicted},
+                         {"error", figure.error()}};
+  if (figure.measured_relative_ci > 0) {
+    json["measured_relative_ci"] = figure.measured_relative_ci;
+    json["measured_noisy"] = figure.measured_noisy;
+  }
+  return json;
 }
 
 }  // namespace
@@ -93,11 +116,16 @@ PredictionCheck check_prediction(const Scenario& scenario, const DeviceSpec& dev
   check.scenario = scenario.name;
   check.device = device.name;
   check.repeats = check_repeats(scenario);
-  if (device.measured) check.roofs_core_round_trip_ns = device.measured->core_round_trip_ns;
+  if (device.measured) {
+    check.roofs_core_round_trip_ns = device.measured->core_round_trip_ns;
+    check.roofs_noisy = device.measured->noisy;
+    check.roofs_spread = device.measured->spread;
+  }
   // The machine as the timed repeats find it (said on stderr when busy or far apart).
-  check.core_round_trip_ns = check_machine_for_timing(backend, kernel_threads(scenario, options), /*warn=*/true,
-                                                     /*notes=*/options.progress != ProgressMode::Off)
-                                .core_round_trip_ns;
+  const MachineState machine = check_machine_for_timing(backend, kernel_threads(scenario, options), /*warn=*/true,
+                                                        /*notes=*/options.progress != ProgressMode::Off);
+  check.core_round_trip_ns = machine.core_round_trip_ns;
+  check.machine_contended = machine.contended;
   if (!scenario.bugs.any()) {
     const ScenarioPrediction predicted = predict_scenario(scenario, device);
     const std::vector<RunResult> measured = measure({scenario}, backend, options);
@@ -112,21 +140,26 @@ PredictionCheck check_prediction(const Scenario& scenario, const DeviceSpec& dev
   add_figures(check.figures, "buggy ", buggy, predicted.buggy);
   // The slowdowns as compare measures them: the median of the pairs' ratios.
   const Workload& workload = scenario.workload;
-  const double decode =
-      workload.new_tokens > 1
-          ? paired_slowdown(measured[0].repeats, measured[1].repeats, SlowdownMetric::Decode, workload, 0).median
-          : 0.0;
-  const double end_to_end =
-      paired_slowdown(measured[0].repeats, measured[1].repeats, SlowdownMetric::EndToEnd, workload, 0).median;
-  check.decode_slowdown = CheckedFigure{"decode_slowdown", "x", decode, predicted.decode_slowdown};
-  check.end_to_end_slowdown = CheckedFigure{"end_to_end_slowdown", "x", end_to_end, predicted.end_to_end_slowdown};
+  const Estimate decode = workload.new_tokens > 1 ? paired_slowdown(measured[0].repeats, measured[1].repeats,
+                                                                    SlowdownMetric::Decode, workload, 0)
+                                                  : Estimate{};
+  const Estimate end_to_end =
+      paired_slowdown(measured[0].repeats, measured[1].repeats, SlowdownMetric::EndToEnd, workload, 0);
+  check.decode_slowdown = slowdown_figure("decode_slowdown", decode, predicted.decode_slowdown);
+  check.end_to_end_slowdown = slowdown_figure("end_to_end_slowdown", end_to_end, predicted.end_to_end_slowdown);
   return check;
+}
+
+std::string PredictionCheck::machine_text() const {
+  if (!machine_contended && !roofs_noisy) return "quiet";
+  if (machine_contended && roofs_noisy) return "busy, roofs noisy";
+  return machine_contended ? "busy" : "roofs noisy";
 }
 
 std::string prediction_check_table(const PredictionCheck& check) {
   TextTable table({"figure", "measured", "predicted", "error"});
   auto add = [&](const CheckedFigure& figure) {
-    table.add({figure.name, value(figure.measured, figure.unit), value(figure.predicted, figure.unit),
+    table.add({figure.name, measured_value(figure), value(figure.predicted, figure.unit),
                figure.measured > 0 && figure.predicted > 0 ? signed_percent(figure.error()) : "-"});
   };
   for (const CheckedFigure& figure : check.figures) add(figure);
@@ -141,26 +174,37 @@ std::string prediction_check_table(const PredictionCheck& check) {
       out << ", " << cores_text(check.roofs_core_round_trip_ns) << " when the roofs were measured";
     out << " (profiling/core_round_trip.h)\n";
   }
+  out << "machine: ";
+  if (check.machine_text() == "quiet") {
+    out << "quiet before the run, roofs measured on a quiet machine\n";
+  } else {
+    if (check.machine_contended) out << "busy before the run (the warning above says why)";
+    if (check.machine_contended && check.roofs_noisy) out << "; ";
+    if (check.roofs_noisy)
+      out << "roofs measured on a noisy or contended machine (spread " << format_percent(check.roofs_spread) << ")";
+    out << ": the errors hold the machine's noise as well as the model's misses\n";
+  }
   out << table.str();
   return out.str();
 }
 
 std::string prediction_check_row_header() {
   return "| scenario | variant | decode_slowdown measured | predicted | error | end_to_end_slowdown measured | "
-         "predicted | error | cores |\n"
-         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
+         "predicted | error | cores | machine |\n"
+         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n";
 }
 
 std::string prediction_check_row(const PredictionCheck& check, const std::string& variant) {
   std::ostringstream out;
   out << "| " << check.scenario << " | " << (variant.empty() ? "as shipped" : variant) << " | ";
   auto cells = [&](const CheckedFigure& figure) {
-    out << value(figure.measured, figure.unit) << " | " << value(figure.predicted, figure.unit) << " | "
+    out << measured_value(figure) << " | " << value(figure.predicted, figure.unit) << " | "
         << signed_percent(figure.error()) << " | ";
   };
   if (check.decode_slowdown) cells(*check.decode_slowdown);
   if (check.end_to_end_slowdown) cells(*check.end_to_end_slowdown);
-  out << (check.core_round_trip_ns > 0 ? cores_text(check.core_round_trip_ns) : "-") << " |";
+  out << (check.core_round_trip_ns > 0 ? cores_text(check.core_round_trip_ns) : "-") << " | " << check.machine_text()
+      << " |";
   return out.str() + "\n";
 }
 
@@ -173,6 +217,9 @@ nlohmann::json prediction_check_json(const PredictionCheck& check) {
   if (check.end_to_end_slowdown) json["end_to_end_slowdown"] = figure_json(*check.end_to_end_slowdown);
   if (check.core_round_trip_ns > 0) json["core_round_trip_ns"] = check.core_round_trip_ns;
   if (check.roofs_core_round_trip_ns > 0) json["roofs_core_round_trip_ns"] = check.roofs_core_round_trip_ns;
+  json["machine_contended"] = check.machine_contended;
+  json["roofs_noisy"] = check.roofs_noisy;
+  if (check.roofs_spread > 0) json["roofs_spread"] = check.roofs_spread;
   return json;
 }
 

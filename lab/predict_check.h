@@ -23,6 +23,10 @@ struct CheckedFigure {
   std::string unit;  // "ms", "tok/s", "x"
   double measured = 0;
   double predicted = 0;
+  // The measured side's interval, where it has one (the slowdowns: the pairs' ratios),
+  // relative to its median as run and compare print it ("±4%"); 0 = none.
+  double measured_relative_ci = 0;
+  bool measured_noisy = false;
   double error() const { return prediction_error(measured, predicted); }  // measured / predicted - 1
 };
 
@@ -37,6 +41,15 @@ struct PredictionCheck {
   // measured (profiling/core_round_trip.h); 0 = not probed.
   double core_round_trip_ns = 0;
   double roofs_core_round_trip_ns = 0;
+  // Was the machine quiet? The machine check just before the repeats (contended: busy),
+  // and the roofs the prediction is priced with (measured on a noisy or contended machine,
+  // their largest spread). An error taken on a busy machine or priced with noisy roofs
+  // holds the machine's noise as well as the model's misses.
+  bool machine_contended = false;
+  bool roofs_noisy = false;
+  double roofs_spread = 0;
+  // "quiet", or what was not: "busy", "roofs noisy" or both.
+  std::string machine_text() const;
 };
 
 // Runs and predicts `scenario` (and its fixed twin when it has bugs) on `backend`.
@@ -45,8 +58,9 @@ PredictionCheck check_prediction(const Scenario& scenario, const DeviceSpec& dev
 
 std::string prediction_check_table(const PredictionCheck& check);
 // One markdown row for an accuracy table (scenarios with bugs): scenario, variant, then
-// measured / predicted / error of decode_slowdown and of end_to_end_slowdown, then the
-// cores' distance during the run ("near 55 ns", "far 440 ns", "-" where not probed).
+// measured (± its interval) / predicted / error of decode_slowdown and of
+// end_to_end_slowdown, then the cores' distance during the run ("near 55 ns", "far 440
+// ns", "-" where not probed), then the machine (PredictionCheck::machine_text).
 std::string prediction_check_row(const PredictionCheck& check, const std::string& variant);
 std::string prediction_check_row_header();
 nlohmann::json prediction_check_json(const PredictionCheck& check);

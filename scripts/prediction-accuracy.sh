@@ -2,10 +2,12 @@
 # The CPU accuracy table of docs/prediction.md: every lab scenario as shipped, then the same
 # bugs at other batch sizes, prompt lengths and models, each run here (fixed twin and buggy,
 # repeats alternated) and predicted from this machine's measured roofs and fixed costs. One
-# markdown row per case: decode_slowdown and end_to_end_slowdown, measured, predicted and
-# the prediction's error (measured / predicted - 1), and how far apart the kernel threads'
-# cores were during the run (the machine check's core round trip: a VM's vCPUs move between
-# near and far cores, and small parallel ops with them). Then the decode-batch and context-length
+# markdown row per case: decode_slowdown and end_to_end_slowdown, measured (± the interval
+# of the pairs' ratios), predicted and the prediction's error (measured / predicted - 1),
+# how far apart the kernel threads' cores were during the run (the machine check's core
+# round trip: a VM's vCPUs move between near and far cores, and small parallel ops with
+# them), and whether the machine was quiet ("busy": the machine check before the row found
+# contention; "roofs noisy": the roofs it was priced with were measured on a noisy machine). Then the decode-batch and context-length
 # sweeps, one row per point: decode tok/s measured (± its 95% interval), predicted, the error. Take it on a QUIET machine (nothing else
 # running): ~16 minutes on 2 cores. Before each row and each sweep this machine's roofs and
 # fixed costs are measured again into a cache of their own (`roofline --measure`, ~17 s), so

@@ -20,6 +20,7 @@
 using namespace decodelab;
 using namespace decodelab::testing;
 using Catch::Matchers::Contains;
+using Catch::Matchers::EndsWith;
 
 namespace {
 
@@ -150,7 +151,7 @@ TEST_CASE("predict: bad input is one line, exit 2, nothing written", "[command_p
   expect_input_error({"predict", "host_sync", "--device", broken.string()}, "broken.yaml:7");
 }
 
-TEST_CASE("predict --check rows: both slowdowns and the cores' distance during the run", "[command_predict]") {
+TEST_CASE("predict --check rows: both slowdowns, the cores' distance and the machine during the run", "[command_predict]") {
   PredictionCheck check;
   check.scenario = "no_kv_cache";
   check.device = "measured-vm";
@@ -166,7 +167,7 @@ TEST_CASE("predict --check rows: both slowdowns and the cores' distance during t
     check.core_round_trip_ns = 426;
     check.roofs_core_round_trip_ns = 59;
     const std::string row = prediction_check_row(check, "lab-tiny");
-    CHECK(row == "| no_kv_cache | lab-tiny | 3.35x | 2.44x | +37% | 3.03x | 2.34x | +29% | far 426 ns |\n");
+    CHECK(row == "| no_kv_cache | lab-tiny | 3.35x | 2.44x | +37% | 3.03x | 2.34x | +29% | far 426 ns | quiet |\n");
     CHECK(cells(row) == cells(header_line));
     CHECK_THAT(prediction_check_table(check),
                Contains("cores: far 426 ns round trip during the run, near 59 ns when the roofs were measured"));
@@ -177,9 +178,33 @@ TEST_CASE("predict --check rows: both slowdowns and the cores' distance during t
   SECTION("not probed (one kernel thread): a dash, and no cores line") {
     const std::string row = prediction_check_row(check, "");
     CHECK_THAT(row, Contains("| as shipped |"));
-    CHECK(row.substr(row.size() - 6) == "| - |\n");
+    CHECK_THAT(row, EndsWith("| - | quiet |\n"));
     CHECK(cells(row) == cells(header_line));
     CHECK_THAT(prediction_check_table(check), !Contains("cores:"));
     CHECK_FALSE(prediction_check_json(check).contains("core_round_trip_ns"));
+  }
+  SECTION("the measured slowdowns' intervals, a busy machine and noisy roofs") {
+    check.decode_slowdown->measured_relative_ci = 0.04;
+    check.end_to_end_slowdown->measured_relative_ci = 0.31;
+    check.end_to_end_slowdown->measured_noisy = true;
+    check.machine_contended = true;
+    const std::string quiet_roofs = prediction_check_row(check, "x");
+    CHECK_THAT(quiet_roofs, Contains("| 3.35x ±4% | 2.44x | +37% | 3.03x ±31% noisy | 2.34x | +29% | - | busy |"));
+    CHECK(cells(quiet_roofs) == cells(header_line));
+    check.roofs_noisy = true;
+    check.roofs_spread = 0.5;
+    CHECK_THAT(prediction_check_row(check, "x"), EndsWith("| busy, roofs noisy |\n"));
+    const std::string table = prediction_check_table(check);
+    CHECK_THAT(table, Contains("machine: busy before the run"));
+    CHECK_THAT(table, Contains("roofs measured on a noisy or contended machine (spread 50%)"));
+    CHECK_THAT(table, Contains("3.03x ±31% noisy"));
+    check.machine_contended = false;
+    CHECK_THAT(prediction_check_row(check, "x"), EndsWith("| roofs noisy |\n"));
+    const nlohmann::json json = prediction_check_json(check);
+    CHECK(json.at("machine_contended") == false);
+    CHECK(json.at("roofs_noisy") == true);
+    CHECK(json.at("roofs_spread") == Approx(0.5));
+    CHECK(json.at("end_to_end_slowdown").at("measured_relative_ci") == Approx(0.31));
+    CHECK(json.at("end_to_end_slowdown").at("measured_noisy") == true);
   }
 }
