@@ -136,7 +136,12 @@ void measure_narrow_matmul(Backend& backend, OpTimer& timer, RoofMeasurement::Ma
 // timed once per round, round after round (OpTimer::sample_interleaved): the prediction
 // divides these rates by each other (fp32 against fp16 weights, a prefix's rows against one
 // row), and a VM's bandwidth moves by 2x from period to period — timed one dtype after the
-// other, fp32's one row once read 1.5x fp16's where the runs it priced read 1.17x. Each rate
+// other, fp32's one row once read 1.5x fp16's where the runs it priced read 1.17x. Within a
+// round the shapes go row count by row count (every dtype's one row, then every dtype's four
+// rows, ...), so that a shape follows shapes of its own rows rather than the 64-row,
+// compute-bound ones: timed dtype by dtype, 15 alternated measurements on the Zen 5 VM read
+// fp32's four rows over its one row at 0.94-1.50 and fp16's at 0.91-1.15, row by row
+// 0.90-1.12 and 0.86-1.12, where the runs read 0.93-1.0 (docs/prediction.md). Each rate
 // is the median round, not the fastest: it prices a run's kernels, whose figures are medians
 // too (in one measurement the fastest one-row fp16 round read 53 GB/s, the median 41, and the
 // runs that followed streamed at about 41).
@@ -184,8 +189,8 @@ void measure_decode_matmuls(Backend& backend, OpTimer& timer, size_t memory_byte
   }
   std::vector<Shape> shapes;
   shapes.reserve(steps.size() * options.decode_matmul_rows.size());
-  for (const Step& step : steps) {
-    for (int rows : options.decode_matmul_rows) {
+  for (int rows : options.decode_matmul_rows) {
+    for (const Step& step : steps) {
       Shape& shape = shapes.emplace_back(Shape{&step, rows, DeviceBuffer(backend, static_cast<size_t>(rows * deepest_k) * dtype_size(step.dtype)),
                                                DeviceBuffer(backend, static_cast<size_t>(rows * widest_n) * dtype_size(step.dtype))});
       fill_random(backend, shape.activations.get(), step.dtype, static_cast<size_t>(rows * deepest_k), 9);
@@ -206,7 +211,11 @@ void measure_decode_matmuls(Backend& backend, OpTimer& timer, size_t memory_byte
     });
   }
   const std::vector<TimedSamples> timings = timer.sample_interleaved(sequences);
-  for (size_t i = 0; i < shapes.size(); ++i) {
+  // Recorded dtype by dtype, each dtype's row counts in order.
+  std::vector<size_t> order(shapes.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return shapes[a].step < shapes[b].step; });
+  for (size_t i : order) {
     const Shape& shape = shapes[i];
     RoofMeasurement::DecodeMatmul decode;
     decode.dtype = shape.step->dtype;

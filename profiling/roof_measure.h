@@ -45,9 +45,10 @@ namespace decodelab {
 // capacity checked by its reads, and the machine check's probe beyond any one CCD's cache;
 // 10: the decode matmuls of every dtype and row count timed in turn, round after round, and
 // the decode matmul and attention rates the median round; 11: a read at cache speed is 2x the
-// DRAM product's, not 1.5x, and the core round trip is recorded with the roofs).
+// DRAM product's, not 1.5x, and the core round trip is recorded with the roofs; 12: the
+// decode matmuls' shapes timed row count by row count within a round, not dtype by dtype).
 // Caches are keyed by it.
-constexpr int kRoofMethodVersion = 11;
+constexpr int kRoofMethodVersion = 12;
 
 // fp32, fp16, bf16: the dtypes whose matmul a measurement times (out of line: GCC 12 warns
 // about an inlined initializer list here as possibly uninitialised).
