@@ -61,12 +61,16 @@ std::string csv_rows(const std::vector<nlohmann::json>& rows) {
     table.push_back(std::move(line));
   }
   std::string out;
-  for (size_t i = 0; i < columns.size(); ++i) out += (i ? "," : "") + csv_cell(columns[i]);
+  for (size_t i = 0; i < columns.size(); ++i) {
+    if (i) out += ',';
+    out += csv_cell(columns[i]);
+  }
   out += "\n";
   for (const auto& line : table) {
     for (size_t i = 0; i < columns.size(); ++i) {
+      if (i) out += ',';
       const auto cell = line.find(columns[i]);
-      out += (i ? "," : "") + (cell == line.end() ? std::string() : csv_cell(cell->second));
+      if (cell != line.end()) out += csv_cell(cell->second);
     }
     out += "\n";
   }
