@@ -265,6 +265,7 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
   comparison.prediction =
       predict_row(buggy_scenario, spec, comparison.decode_slowdown, comparison.end_to_end_slowdown,
                   comparison.headline.metric, options.predict_on);
+  comparison.prediction.noise = machine_noise(comparison.machine.contended, roofs_noisy(spec));
   return comparison;
 }
 

@@ -109,7 +109,9 @@ std::string lab_table(const std::vector<LabRow>& rows) {
          "predicted: that slowdown from the roofline model with this device's roofs and fixed costs; error: "
          "measured / predicted - 1 (\"in 95% CI\": the prediction lies inside the measured interval); vs prediction: "
          "within ±"
-      << kPredictionTolerance * 100 << "% of it or not.\n";
+      << kPredictionTolerance * 100
+      << "% of it or not, \"(busy)\" or \"(roofs noisy)\" where the machine was not quiet (the error then holds its "
+         "noise as well as the model's misses).\n";
   return out.str();
 }
 

@@ -151,9 +151,8 @@ PredictionCheck check_prediction(const Scenario& scenario, const DeviceSpec& dev
 }
 
 std::string PredictionCheck::machine_text() const {
-  if (!machine_contended && !roofs_noisy) return "quiet";
-  if (machine_contended && roofs_noisy) return "busy, roofs noisy";
-  return machine_contended ? "busy" : "roofs noisy";
+  const std::string noise = machine_noise(machine_contended, roofs_noisy);
+  return noise.empty() ? "quiet" : noise;
 }
 
 std::string prediction_check_table(const PredictionCheck& check) {

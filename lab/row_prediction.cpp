@@ -196,6 +196,14 @@ double RowPrediction::error() const {
   return of == SlowdownMetric::Decode ? decode_slowdown_error : end_to_end_slowdown_error;
 }
 
+std::string machine_noise(bool machine_contended, bool roofs_noisy) {
+  if (machine_contended && roofs_noisy) return "busy, roofs noisy";
+  if (machine_contended) return "busy";
+  return roofs_noisy ? "roofs noisy" : "";
+}
+
+bool roofs_noisy(const DeviceSpec& device) { return device.measured && device.measured->noisy; }
+
 RowPrediction predict_row(const Scenario& buggy, const DeviceSpec& here, const Estimate& measured_decode_slowdown,
                           const Estimate& measured_end_to_end_slowdown, SlowdownMetric of,
                           const std::vector<std::string>& elsewhere) {
@@ -233,6 +241,7 @@ void add_row_prediction_json(nlohmann::json& row, const RowPrediction& predictio
   nlohmann::json details = device_slowdown_json(prediction.here);
   for (const char* flat : {"predicted_decode_slowdown", "predicted_end_to_end_slowdown"}) details.erase(flat);
   details["verdict"] = prediction.verdict;
+  if (!prediction.noise.empty()) details["noise"] = prediction.noise;
   details["of"] = to_string(prediction.of);
   details["within_interval"] = prediction.within_interval;
   details["tolerance"] = kPredictionTolerance;
@@ -257,6 +266,7 @@ std::optional<RowPrediction> row_prediction_from_json(const nlohmann::json& row,
   prediction.decode_slowdown_error = row.value("decode_slowdown_prediction_error", 0.0);
   prediction.end_to_end_slowdown_error = row.value("end_to_end_slowdown_prediction_error", 0.0);
   prediction.verdict = details.value("verdict", std::string("-"));
+  prediction.noise = details.value("noise", std::string());
   prediction.of = details.value("of", std::string("decode")) == "end_to_end" ? SlowdownMetric::EndToEnd
                                                                             : SlowdownMetric::Decode;
   prediction.within_interval = details.value("within_interval", false);
@@ -285,13 +295,19 @@ std::string prediction_columns_rule(const std::vector<std::string>& elsewhere) {
 
 namespace {
 
+// " — on a noisy machine (busy): the error holds its noise as well as the model's misses"; "" when quiet.
+std::string noise_clause(const RowPrediction& prediction) {
+  if (prediction.noise.empty()) return "";
+  return " — on a noisy machine (" + prediction.noise + "): the error holds its noise as well as the model's misses";
+}
+
 std::vector<std::string> cell_texts(const std::optional<RowPrediction>& prediction,
                                     const std::vector<std::string>& elsewhere) {
   std::vector<std::string> cells;
   const bool present = prediction && prediction->unavailable.empty();
   cells.push_back(present ? ratio_text(prediction->predicted()) : "-");
   cells.push_back(present ? signed_percent(prediction->error()) + (prediction->within_interval ? " (in 95% CI)" : "") : "-");
-  cells.push_back(present ? prediction->verdict : "-");
+  cells.push_back(present ? prediction->verdict + (prediction->noise.empty() ? "" : " (" + prediction->noise + ")") : "-");
   for (const std::string& name : elsewhere) {
     std::string cell = "-";
     if (present)
@@ -355,7 +371,7 @@ std::string prediction_summary(const RowPrediction& prediction, const Estimate& 
           beside_measured(prediction.here.end_to_end_slowdown, measured_end_to_end_slowdown,
                           prediction.end_to_end_slowdown_error, !decode, prediction.within_interval) + "\n";
   text += "verdict against the prediction (" + std::string(to_string(prediction.of)) + "_slowdown, within ±" +
-          tolerance + "): " + prediction.verdict + "\n";
+          tolerance + "): " + prediction.verdict + noise_clause(prediction) + "\n";
   return text + prediction.sentence + "\n";
 }
 
@@ -370,7 +386,7 @@ std::string prediction_html(const RowPrediction& prediction) {
                " its 95% interval)";
   return "<h2>Predicted</h2><p>On " + xml_escape(prediction.here.device) + ": " + judged + " " +
          ratio_text(prediction.predicted()) + measured + "; prediction error " + signed_percent(prediction.error()) + ": " +
-         prediction.verdict + ". Decode " + ratio_text(prediction.here.decode_slowdown) + " (error " +
+         prediction.verdict + xml_escape(noise_clause(prediction)) + ". Decode " + ratio_text(prediction.here.decode_slowdown) + " (error " +
          signed_percent(prediction.decode_slowdown_error) + "), end to end " +
          ratio_text(prediction.here.end_to_end_slowdown) + " (error " + signed_percent(prediction.end_to_end_slowdown_error) +
          ").</p><p>" + xml_escape(prediction.sentence) + "</p>";

@@ -55,6 +55,15 @@ constexpr double kPredictionTolerance = 0.20;
 // measured / predicted - 1 (0 when nothing was predicted).
 double prediction_error(double measured, double predicted);
 
+// Was the machine quiet for a check of the model? "" when it was; else "busy" (the machine
+// check before the runs found contention), "roofs noisy" (the measured roofs the prediction
+// is priced with came from a noisy or contended machine) or "busy, roofs noisy". An error
+// taken on a noisy machine holds the machine's noise as well as the model's misses, so
+// every verdict against a prediction carries it (`predict --check` rows, compare, lab).
+std::string machine_noise(bool machine_contended, bool roofs_noisy);
+// The roofs' half of it for a device: its measured roofs were noisy (false for a GPU spec).
+bool roofs_noisy(const DeviceSpec& device);
+
 struct RowPrediction {
   std::string unavailable;  // why there is no prediction (e.g. a device file without fixed costs); else empty
   DeviceSlowdown here;
@@ -64,6 +73,7 @@ struct RowPrediction {
   Estimate measured;                     // that figure as measured, with its 95% interval
   bool within_interval = false;          // the predicted figure lies inside that interval
   std::string verdict;                   // "as predicted", "above prediction", "below prediction"
+  std::string noise;                     // machine_noise(): "" on a quiet machine, else "busy", "roofs noisy", ...
   std::vector<DeviceSlowdown> elsewhere; // --predict-on
   std::string sentence;                  // "host_sync: 16 reads per step × ...: predicted +0.9 ms per step here (1.9x); on h200 ..."
 
@@ -86,7 +96,8 @@ RowPrediction predict_row(const Scenario& buggy, const DeviceSpec& here, const E
 // Into a row's JSON: predicted_decode_slowdown, predicted_end_to_end_slowdown,
 // decode_slowdown_prediction_error, end_to_end_slowdown_prediction_error, and
 // "prediction": {device, bound, unit, fixed_ms_per_unit, added_ms_per_unit, mechanism,
-// verdict, of, within_interval, tolerance, sentence, elsewhere: [...]}.
+// verdict, of, within_interval, tolerance, sentence, elsewhere: [...]}, plus "noise" when
+// the machine was not quiet.
 void add_row_prediction_json(nlohmann::json& row, const RowPrediction& prediction);
 // Back from a row (a resumed or collected lab row); nullopt for a row written without one.
 std::optional<RowPrediction> row_prediction_from_json(const nlohmann::json& row, const std::string& file);

@@ -27,6 +27,7 @@
 using namespace decodelab;
 using namespace decodelab::testing;
 using Catch::Matchers::Contains;
+using Catch::Matchers::EndsWith;
 
 namespace {
 
@@ -182,6 +183,46 @@ TEST_CASE("row prediction: the verdict judges the slowdown the range names, besi
   CHECK_THAT(summary, Contains("verdict against the prediction (end_to_end_slowdown, within ±20%): above prediction"));
   CHECK_THAT(summary, Contains("measured " + format_slowdown(end_to_end)) &&
                           Contains("outside the measured 95% interval"));
+}
+
+TEST_CASE("row prediction: a verdict taken on a noisy machine says so", "[row_prediction]") {
+  CHECK(machine_noise(false, false).empty());
+  CHECK(machine_noise(true, false) == "busy");
+  CHECK(machine_noise(false, true) == "roofs noisy");
+  CHECK(machine_noise(true, true) == "busy, roofs noisy");
+  DeviceSpec here = round_device();
+  CHECK_FALSE(roofs_noisy(here));
+  here.measured = Roofs{};
+  here.measured->noisy = true;
+  CHECK(roofs_noisy(here));
+
+  const Scenario scenario = load_scenario(scenarios_dir() / "bugs" / "host_sync.yaml");
+  RowPrediction row = predict_row(scenario, round_device(), measured(3.0), measured(3.0), SlowdownMetric::Decode, {});
+  const std::string quiet_cells = prediction_cells(row, {});
+  row.noise = "busy";
+  CHECK_THAT(prediction_cells(row, {}), EndsWith(row.verdict + " (busy) |"));
+  CHECK_THAT(prediction_summary(row, measured(3.0), measured(3.0)),
+             Contains(row.verdict + " — on a noisy machine (busy): the error holds its noise as well as the model's misses"));
+  CHECK_THAT(prediction_html(row), Contains("on a noisy machine (busy)"));
+  nlohmann::json json = nlohmann::json::object();
+  add_row_prediction_json(json, row);
+  CHECK(json.at("prediction").at("noise") == "busy");
+  LabRow lab_row;
+  lab_row.bug = "host_sync";
+  lab_row.fixed = lab_row.buggy = nlohmann::json::object();
+  lab_row.decode_slowdown = lab_row.end_to_end_slowdown = measured(3.0);
+  lab_row.headline = read_slowdown(scenario, lab_row.decode_slowdown, lab_row.end_to_end_slowdown);
+  lab_row.scenario = scenario_to_json(scenario);
+  lab_row.prediction = row;
+  const LabRow back = lab_row_from_json(lab_row_json(lab_row), "rows.json");
+  REQUIRE(back.prediction);
+  CHECK(back.prediction->noise == "busy");
+  // Quiet: no "noise" key and the cells as before.
+  row.noise.clear();
+  CHECK(prediction_cells(row, {}) == quiet_cells);
+  nlohmann::json quiet = nlohmann::json::object();
+  add_row_prediction_json(quiet, row);
+  CHECK_FALSE(quiet.at("prediction").contains("noise"));
 }
 
 TEST_CASE("row prediction: a device it cannot price gives no prediction, and says why", "[row_prediction]") {
