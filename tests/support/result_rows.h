@@ -62,7 +62,8 @@ inline nlohmann::json without_figures(nlohmann::json row) {
   // The prediction is priced with the roofs cached when the row ran, and a noisy cache is
   // measured again once the machine is quiet (or replaced by higher roofs), so two runs of
   // the same point may be priced differently: its figures are names only, like the errors
-  // and verdict beside them.
+  // and verdict beside them. Its noise is present only on a noisy machine, a measured state.
+  if (row.contains("prediction") && row["prediction"].is_object()) row["prediction"].erase("noise");
   for (auto& [key, value] : row.items()) {
     if (key.rfind("predicted_", 0) == 0 || key.find("_prediction_error") != std::string::npos || key == "prediction")
       value = names_only(value);
