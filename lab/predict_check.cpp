@@ -12,6 +12,7 @@
 #include "lab/compare.h"
 #include "lab/progress.h"
 #include "profiling/core_round_trip.h"
+#include "profiling/statistics.h"
 #include "profiling/text_table.h"
 #include "profiling/units.h"
 
@@ -72,21 +73,17 @@ std::string value(double number, const std::string& unit) {
   return format_number(number, 4) + " " + unit;
 }
 
-// The measured side with its interval where it has one: "3.35x ±4%", "3.35x ±31% noisy".
+// The measured side with its interval where it has one: "3.35x ±4.0%", "3.35x ±31% noisy".
 std::string measured_value(const CheckedFigure& figure) {
   std::string text = value(figure.measured, figure.unit);
-  if (figure.measured_relative_ci > 0) text += " ±" + format_percent(figure.measured_relative_ci);
-  if (figure.measured_noisy) text += " noisy";
+  if (figure.measured_interval) text += " " + format_interval(*figure.measured_interval);
   return text;
 }
 
 // The measured slowdown with the interval of the pairs' ratios.
 CheckedFigure slowdown_figure(const char* name, const Estimate& measured, double predicted) {
   CheckedFigure figure{name, "x", measured.median, predicted};
-  if (measured.median > 0) {
-    figure.measured_relative_ci = measured.relative_ci();
-    figure.measured_noisy = measured.noisy;
-  }
+  if (measured.samples > 0) figure.measured_interval = measured;
   return figure;
 }
 
@@ -101,9 +98,9 @@ nlohmann::json figure_json(const CheckedFigure& figure) {
                          {"measured", figure.measured},
                          {"predicted", figure.predicted},
                          {"error", figure.error()}};
-  if (figure.measured_relative_ci > 0) {
-    json["measured_relative_ci"] = figure.measured_relative_ci;
-    json["measured_noisy"] = figure.measured_noisy;
+  if (figure.measured_interval) {
+    json["measured_relative_ci"] = figure.measured_interval->relative_ci();
+    json["measured_noisy"] = figure.measured_interval->noisy;
   }
   return json;
 }
@@ -118,7 +115,7 @@ PredictionCheck check_prediction(const Scenario& scenario, const DeviceSpec& dev
   check.repeats = check_repeats(scenario);
   if (device.measured) {
     check.roofs_core_round_trip_ns = device.measured->core_round_trip_ns;
-    check.roofs_noisy = device.measured->noisy;
+    check.roofs_noisy = roofs_noisy(device);
     check.roofs_spread = device.measured->spread;
   }
   // The machine as the timed repeats find it (said on stderr when busy or far apart).
@@ -175,7 +172,7 @@ std::string prediction_check_table(const PredictionCheck& check) {
   }
   out << "machine: ";
   if (check.machine_text() == "quiet") {
-    out << "quiet before the run, roofs measured on a quiet machine\n";
+    out << "quiet (the machine check before the run found no contention, and the roofs priced with are not noisy)\n";
   } else {
     if (check.machine_contended) out << "busy before the run (the warning above says why)";
     if (check.machine_contended && check.roofs_noisy) out << "; ";

@@ -24,9 +24,8 @@ struct CheckedFigure {
   double measured = 0;
   double predicted = 0;
   // The measured side's interval, where it has one (the slowdowns: the pairs' ratios),
-  // relative to its median as run and compare print it ("±4%"); 0 = none.
-  double measured_relative_ci = 0;
-  bool measured_noisy = false;
+  // printed as compare prints it (format_interval: "±4.0%", "±31% noisy").
+  std::optional<Estimate> measured_interval;
   double error() const { return prediction_error(measured, predicted); }  // measured / predicted - 1
 };
 

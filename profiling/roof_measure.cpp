@@ -211,11 +211,12 @@ void measure_decode_matmuls(Backend& backend, OpTimer& timer, size_t memory_byte
     });
   }
   const std::vector<TimedSamples> timings = timer.sample_interleaved(sequences);
-  // Recorded dtype by dtype, each dtype's row counts in order.
-  std::vector<size_t> order(shapes.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return shapes[a].step < shapes[b].step; });
-  for (size_t i : order) {
+  // Recorded dtype by dtype, each dtype's row counts in order: shapes[r * steps.size() + s]
+  // is row count r of step s.
+  std::vector<size_t> by_dtype;
+  for (size_t s = 0; s < steps.size(); ++s)
+    for (size_t r = 0; r < options.decode_matmul_rows.size(); ++r) by_dtype.push_back(r * steps.size() + s);
+  for (size_t i : by_dtype) {
     const Shape& shape = shapes[i];
     RoofMeasurement::DecodeMatmul decode;
     decode.dtype = shape.step->dtype;

@@ -184,12 +184,21 @@ TEST_CASE("predict --check rows: both slowdowns, the cores' distance and the mac
     CHECK_FALSE(prediction_check_json(check).contains("core_round_trip_ns"));
   }
   SECTION("the measured slowdowns' intervals, a busy machine and noisy roofs") {
-    check.decode_slowdown->measured_relative_ci = 0.04;
-    check.end_to_end_slowdown->measured_relative_ci = 0.31;
-    check.end_to_end_slowdown->measured_noisy = true;
+    const auto interval = [](double median, double relative, bool noisy) {
+      Estimate estimate;
+      estimate.median = median;
+      estimate.low = median * (1 - relative);
+      estimate.high = median * (1 + relative);
+      estimate.samples = 6;
+      estimate.noisy = noisy;
+      return estimate;
+    };
+    check.decode_slowdown->measured_interval = interval(3.35, 0.04, false);
+    check.end_to_end_slowdown->measured_interval = interval(3.03, 0.31, true);
     check.machine_contended = true;
     const std::string quiet_roofs = prediction_check_row(check, "x");
-    CHECK_THAT(quiet_roofs, Contains("| 3.35x ±4% | 2.44x | +37% | 3.03x ±31% noisy | 2.34x | +29% | - | busy |"));
+    // The interval as compare prints it (format_interval).
+    CHECK_THAT(quiet_roofs, Contains("| 3.35x ±4.0% | 2.44x | +37% | 3.03x ±31% noisy | 2.34x | +29% | - | busy |"));
     CHECK(cells(quiet_roofs) == cells(header_line));
     check.roofs_noisy = true;
     check.roofs_spread = 0.5;
