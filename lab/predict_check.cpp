@@ -59,12 +59,12 @@ std::vector<RunResult> measure(const std::vector<Scenario>& scenarios, Backend& 
 void add_figures(std::vector<CheckedFigure>& figures, const std::string& prefix, const RunMetrics& measured,
                  const ScenarioPrediction& predicted) {
   const Prediction& p = predicted.prediction;
-  figures.push_back({prefix + "TTFT", "ms", measured.ttft_ms.median, p.timing.ttft_ms});
+  figures.push_back({prefix + "TTFT", "ms", measured.ttft_ms.median, p.timing.ttft_ms, std::nullopt});
   figures.push_back({prefix + "decode wall time per step", "ms", measured.decode_wall_ms_per_step.median,
-                     p.decode_step_wall_ms()});
+                     p.decode_step_wall_ms(), std::nullopt});
   figures.push_back({prefix + "decode tok/s", "tok/s", measured.decode_tokens_per_s.median,
-                     predicted.metrics.decode_tokens_per_s});
-  figures.push_back({prefix + "end-to-end", "ms", measured.end_to_end_s.median * 1e3, p.timing.total_ms});
+                     predicted.metrics.decode_tokens_per_s, std::nullopt});
+  figures.push_back({prefix + "end-to-end", "ms", measured.end_to_end_s.median * 1e3, p.timing.total_ms, std::nullopt});
 }
 
 std::string value(double number, const std::string& unit) {
@@ -82,7 +82,7 @@ std::string measured_value(const CheckedFigure& figure) {
 
 // The measured slowdown with the interval of the pairs' ratios.
 CheckedFigure slowdown_figure(const char* name, const Estimate& measured, double predicted) {
-  CheckedFigure figure{name, "x", measured.median, predicted};
+  CheckedFigure figure{name, "x", measured.median, predicted, std::nullopt};
   if (measured.samples > 0) figure.measured_interval = measured;
   return figure;
 }

@@ -344,9 +344,10 @@ class SpecReader {
     return result;
   }
 
-  // fixed_costs: {source, host_launch_us, op_overhead_us, sync_round_trip_us, host_link_gb_s?}
+  // fixed_costs: {source, host_launch_us, op_overhead_us, sync_round_trip_us, parallel_region_us?, host_link_gb_s?}
   FixedCosts fixed_costs(const YAML::Node& map, const std::string& path) const {
-    only_keys(map, path, {"source", "host_launch_us", "op_overhead_us", "sync_round_trip_us", "host_link_gb_s"});
+    only_keys(map, path, {"source", "host_launch_us", "op_overhead_us", "sync_round_trip_us", "parallel_region_us",
+                          "host_link_gb_s"});
     FixedCosts costs;
     costs.source = text(map, "source", path + ".source", true);
     auto microseconds = [&](const char* key) {
@@ -361,6 +362,9 @@ class SpecReader {
     if (costs.sync_round_trip < (costs.host_launch + costs.op_overhead) * (1 - 1e-5)) {
       fail(map["sync_round_trip_us"], path + ".sync_round_trip_us",
            "expected at least host_launch_us + op_overhead_us: a round trip includes issuing the read");
+    }
+    if (const YAML::Node region = map["parallel_region_us"]; region.IsDefined()) {
+      costs.parallel_region = non_negative(region, path + ".parallel_region_us") * 1e-6;
     }
     if (const YAML::Node link = map["host_link_gb_s"]; link.IsDefined()) {
       costs.host_link_bandwidth = positive(link, path + ".host_link_gb_s") * 1e9;

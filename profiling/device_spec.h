@@ -109,6 +109,9 @@ struct FixedCosts {
   double sync_round_trip = 0;      // s: a blocking small device-to-host read on an idle device, call to return
   double host_link_bandwidth = 0;  // bytes/s of device<->host copies; 0 = not given (the memory bandwidth)
   std::string source;
+  // s: what each parallel region an op's kernel opens adds (the CPU's fan-out to its kernel
+  // threads and join, engine/cpu/fan_out.h); 0 where ops do not fan out on the host (a GPU)
+  double parallel_region = 0;
 
   // The part of a round trip that is neither the read's launch nor its per-op overhead:
   // the wake-up and return after the device has done the read. A small read on an idle

@@ -77,6 +77,7 @@ nlohmann::json to_json(const FixedCosts& costs) {
   return {{"source", costs.source},
           {"host_launch_s", costs.host_launch},
           {"op_overhead_s", costs.op_overhead},
+          {"parallel_region_s", costs.parallel_region},
           {"sync_round_trip_s", costs.sync_round_trip},
           {"host_link_bytes_per_s", costs.host_link_bandwidth}};
 }
@@ -147,6 +148,7 @@ FixedCosts fixed_costs_from_json(const nlohmann::json& json) {
   costs.host_launch = json.at("host_launch_s").get<double>();
   costs.op_overhead = json.at("op_overhead_s").get<double>();
   costs.sync_round_trip = json.at("sync_round_trip_s").get<double>();
+  costs.parallel_region = json.value("parallel_region_s", 0.0);
   costs.host_link_bandwidth = json.at("host_link_bytes_per_s").get<double>();
   return costs;
 }

@@ -93,6 +93,7 @@ void write_fixed_costs(std::ostringstream& out, const FixedCosts& costs, const s
   out << indent << "  host_launch_us: " << number(costs.host_launch * 1e6) << "\n";
   out << indent << "  op_overhead_us: " << number(costs.op_overhead * 1e6) << "\n";
   out << indent << "  sync_round_trip_us: " << number(costs.sync_round_trip * 1e6) << "\n";
+  if (costs.parallel_region > 0) out << indent << "  parallel_region_us: " << number(costs.parallel_region * 1e6) << "\n";
   if (costs.host_link_bandwidth > 0) out << indent << "  host_link_gb_s: " << number(costs.host_link_bandwidth / 1e9) << "\n";
 }
 

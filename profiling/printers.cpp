@@ -119,6 +119,7 @@ std::string format_fixed_costs(const FixedCosts& costs) {
   std::string text = format_seconds(costs.op_overhead) + " per op on the device, " + format_seconds(costs.host_launch) +
                      " per launch on the host, " + format_seconds(costs.sync_round_trip) +
                      " per device-to-host read round trip";
+  if (costs.parallel_region > 0) text += ", " + format_seconds(costs.parallel_region) + " per parallel region";
   if (costs.host_link_bandwidth > 0) text += ", host link " + format_bandwidth(costs.host_link_bandwidth);
   return text;
 }

@@ -225,6 +225,7 @@ void merge_fixed_costs(FixedCosts& fresh, const FixedCosts& cached, FigureMerger
   merger.cost("host_launch_s", fresh.host_launch, cached.host_launch);
   merger.cost("op_overhead_s", fresh.op_overhead, cached.op_overhead);
   merger.cost("sync_round_trip_s", fresh.sync_round_trip, cached.sync_round_trip);
+  merger.cost("parallel_region_s", fresh.parallel_region, cached.parallel_region);
   merger.rate("host_link_bytes_per_s", fresh.host_link_bandwidth, cached.host_link_bandwidth);
 }
 

@@ -314,7 +314,12 @@ FixedCosts RoofMeasurement::fixed_costs() const {
   std::ostringstream source;
   source << "measured by decodelab: launch = one enqueue (" << format_number(stream.enqueue_us) << " µs), per-op overhead = a "
          << "queued 1024-element add's turn on the device (" << format_number(stream.per_op_us) << " µs), round trip = a "
-         << "4-byte device-to-host read into pageable memory (" << format_number(stream.read_round_trip_us) << " µs), medians";
+         << "4-byte device-to-host read into pageable memory (" << format_number(stream.read_round_trip_us) << " µs)";
+  if (stream.per_parallel_op_us > 0) {
+    source << ", parallel region = a queued op that fans out to every kernel thread and does nothing there ("
+           << format_number(stream.per_parallel_op_us) << " µs) less the add's turn";
+  }
+  source << ", medians";
   return stream.fixed_costs(source.str());
 }
 
@@ -461,7 +466,9 @@ std::string RoofMeasurement::describe() const {
   }
   if (!cache_reads.empty()) out << "           " << cache_capacity_note() << "\n";
   out << "fixed      " << format_number(stream.per_op_us) << " µs per op, " << format_number(stream.enqueue_us)
-      << " µs per enqueue, " << format_number(stream.read_round_trip_us) << " µs per 4-byte device-to-host read\n";
+      << " µs per enqueue, " << format_number(stream.read_round_trip_us) << " µs per 4-byte device-to-host read";
+  if (stream.per_parallel_op_us > 0) out << ", " << format_number(stream.parallel_region_us()) << " µs per parallel region";
+  out << "\n";
   for (const Matmul& matmul : matmuls) {
     out << dtype_name(matmul.dtype) << "       " << format_flop_rate(matmul.flops_per_s) << "  (matmul " << matmul.size << "³, "
         << format_seconds(matmul.timing.best) << ", " << spread_note(matmul.timing);

@@ -56,6 +56,19 @@ StreamCosts measure_stream_costs(Backend& backend) {
     marker_us.push_back((now_ns() - begin) * 1e-3 / 200);
   }
   backend.take_timings();
+  // The same with ops that fan out to every kernel thread and do nothing there: what a
+  // parallel region adds (a backend without the probe enqueues nothing).
+  std::vector<double> parallel_us;
+  if (backend.fma_probe(1, id++) > 0) {
+    backend.synchronize();
+    for (int batch = 0; batch < 50; ++batch) {
+      const int64_t begin = now_ns();
+      for (int i = 0; i < 200; ++i) backend.fma_probe(1, id++);
+      backend.synchronize();
+      parallel_us.push_back((now_ns() - begin) * 1e-3 / 200);
+    }
+    backend.take_timings();
+  }
   std::vector<double> awake, asleep, reads;
   for (int i = 0; i < 2000; ++i) {
     const int64_t begin = now_ns();
@@ -86,6 +99,9 @@ StreamCosts measure_stream_costs(Backend& backend) {
   costs.per_op_us = per_op.median;
   costs.per_op_p90_us = per_op.p90;
   costs.per_marker_us = Percentiles::of(marker_us).median;
+  const Percentiles parallel = Percentiles::of(parallel_us);
+  costs.per_parallel_op_us = parallel.median;
+  costs.per_parallel_op_p90_us = parallel.p90;
   costs.sync_awake_us = sync_awake.median;
   costs.sync_awake_p90_us = sync_awake.p90;
   costs.sync_asleep_us = Percentiles::of(asleep).median;
@@ -94,10 +110,15 @@ StreamCosts measure_stream_costs(Backend& backend) {
   return costs;
 }
 
+double StreamCosts::parallel_region_us() const {
+  return per_parallel_op_us > 0 ? std::max(0.0, per_parallel_op_us - per_op_us) : 0.0;
+}
+
 FixedCosts StreamCosts::fixed_costs(const std::string& source) const {
   FixedCosts costs;
   costs.host_launch = enqueue_us * 1e-6;
   costs.op_overhead = per_op_us * 1e-6;
+  costs.parallel_region = parallel_region_us() * 1e-6;
   costs.sync_round_trip = std::max(read_round_trip_us * 1e-6, costs.host_launch + costs.op_overhead);
   costs.source = source;
   return costs;

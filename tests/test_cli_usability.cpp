@@ -29,8 +29,6 @@ std::vector<std::string> with_tiny(std::vector<std::string> arguments) {
   return arguments;
 }
 
-nlohmann::json read_json(const std::filesystem::path& file) { return nlohmann::json::parse(read_text_file(file)); }
-
 std::vector<nlohmann::json> json_lines(const std::string& text) {
   std::vector<nlohmann::json> rows;
   std::istringstream lines(text);

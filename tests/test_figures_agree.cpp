@@ -33,8 +33,6 @@ std::vector<std::string> with(std::vector<std::string> arguments, const std::vec
   return arguments;
 }
 
-nlohmann::json read_json(const std::filesystem::path& file) { return nlohmann::json::parse(read_text_file(file)); }
-
 // tok/s = decode tokens per step × 1000 / wall ms per step, within 3%, and the tokens per
 // step are the batch the run was given.
 void check_tokens_per_s(const nlohmann::json& metrics, double batch) {

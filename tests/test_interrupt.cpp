@@ -40,8 +40,6 @@ nlohmann::json rows_so_far(const std::filesystem::path& file) {
   return document;
 }
 
-nlohmann::json read_json(const std::filesystem::path& file) { return nlohmann::json::parse(read_text_file(file)); }
-
 // The signals are the subject, not the roofs: the commands read round cached roofs (one
 // thread and every core) instead of measuring them, which under ASan on a busy machine can
 // take longer than the wait for the first row.

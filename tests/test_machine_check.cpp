@@ -423,7 +423,7 @@ TEST_CASE("busy loops on every core: run warns and records it, roofline keeps th
       good.measured->decode_attention_ceilings.push_back({precision, context, 900e9});
   }
   good.measured->matmul_output_fp32_s = good.measured->matmul_output_fp16_s = good.measured->matmul_output_bf16_s = 1e-12;
-  good.measured_fixed_costs = FixedCosts{1e-9, 1e-9, 3e-9, 9e12, "a quiet measurement (test)"};
+  good.measured_fixed_costs = FixedCosts{1e-9, 1e-9, 3e-9, 9e12, "a quiet measurement (test)", 1e-9};
   good.measured_cache->bytes = host_cache_bytes();
   save_device_spec(good, cache);
   const std::string before = read_text_file(cache);

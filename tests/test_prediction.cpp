@@ -8,6 +8,7 @@
 #include <cmath>
 #include <string>
 
+#include "engine/cpu/fan_out.h"
 #include "engine/op_stream.h"
 #include "lab/predict.h"
 #include "profiling/cache_residency.h"
@@ -250,6 +251,35 @@ TEST_CASE("a narrow matmul pays the kernel's cost per output element beside its 
   CHECK(step_time(2048, inputs) == Approx(outputs * (2.0 * 2048 / 100e9 + 2e-9)));
   // bf16 falls back to the fp16 figure, as the ceilings do.
   CHECK(inputs.roofs.matmul_output_seconds(Precision::Bf16) == 2e-9);
+}
+
+TEST_CASE("each parallel region a CPU kernel opens costs the measured region time", "[prediction]") {
+  // x[rows, 1024] · W[N, 1024]ᵀ in fp32 at 1 TFLOP/s, 100 GB/s: the kernel widens x's rows in
+  // parallel above 65536 elements and fans the product out above 65536 multiply-adds.
+  PredictionInputs inputs = test_inputs();
+  const auto step = [&](int64_t rows, int64_t columns) {
+    return one_matmul_step_seconds("down_proj", DType::F32, rows, columns, 1024, inputs);
+  };
+  const auto roofline = [](int64_t rows, int64_t columns) {
+    const double flops = 2.0 * rows * columns * 1024;
+    const double bytes = 4.0 * (rows * 1024 + columns * 1024 + rows * columns);
+    return std::max(flops / 1e12, bytes / 100e9);
+  };
+  // Without a measured region cost (a GPU's device file) nothing is added.
+  CHECK(step(1, 32) == Approx(roofline(1, 32)));
+  CHECK(step(128, 4096) == Approx(roofline(128, 4096)));
+  inputs.costs.parallel_region = 3e-6;
+  CHECK(step(1, 32) == Approx(roofline(1, 32)));                // 32768 multiply-adds: one thread
+  CHECK(step(1, 4096) == Approx(roofline(1, 4096) + 3e-6));     // the product fans out
+  CHECK(step(128, 4096) == Approx(roofline(128, 4096) + 6e-6));  // and the widening too (131072 elements)
+  // Decode attention priced at its measured rate holds its region already; a prefill's
+  // attention, held to the roofs, pays it (4 sequences at 128 positions fan out).
+  inputs.roofs.decode_attention_ceilings = {{Precision::Fp16, 128, 20e9}};
+  const double decode_with = one_attention_step_seconds(DType::F16, 4, 128, 1, inputs);
+  const double prefill_with = one_attention_step_seconds(DType::F16, 4, 128, 16, inputs);
+  inputs.costs.parallel_region = 0;
+  CHECK(decode_with == Approx(one_attention_step_seconds(DType::F16, 4, 128, 1, inputs)));
+  CHECK(prefill_with == Approx(one_attention_step_seconds(DType::F16, 4, 128, 16, inputs) + 3e-6));
 }
 
 TEST_CASE("a step bound by device-to-host reads: the host waits, the device idles", "[prediction]") {

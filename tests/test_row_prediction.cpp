@@ -57,8 +57,6 @@ std::vector<std::string> with(std::vector<std::string> arguments, const std::vec
   return arguments;
 }
 
-nlohmann::json read_json(const std::filesystem::path& file) { return nlohmann::json::parse(read_text_file(file)); }
-
 // A measured slowdown with a 95% interval of ±`half` around it.
 Estimate measured(double median, double half = 0.0) {
   Estimate estimate;

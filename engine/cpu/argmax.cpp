@@ -8,14 +8,14 @@
 #include <limits>
 
 #include "engine/cpu/checks.h"
+#include "engine/cpu/fan_out.h"
 #include "engine/cpu/kernels.h"
+#include "engine/cpu/parallel_for.h"
 #include "engine/cpu/simd.h"
 
 namespace decodelab::cpu {
 
 namespace {
-
-constexpr int64_t kParallelElements = 1 << 16;
 
 template <DType D>
 int64_t argmax_row(const void* row, int64_t count) {
@@ -86,8 +86,7 @@ void argmax(const Tensor& logits, const Tensor& tokens, const Tensor& positions)
   }
   const size_t element = dtype_size(logits.dtype);
   int32_t* token_data = tokens.as<int32_t>();
-#pragma omp parallel for schedule(static) if (rows * vocab > kParallelElements)
-  for (int64_t r = 0; r < rows; ++r) {
+  parallel_for(argmax_fans_out(rows, vocab), rows, [&](int64_t r) {
     const void* row = static_cast<const char*>(logits.data) + r * logits.strides[0] * static_cast<int64_t>(element);
     int64_t best;
     switch (logits.dtype) {
@@ -103,7 +102,7 @@ void argmax(const Tensor& logits, const Tensor& tokens, const Tensor& positions)
     }
     const int64_t next = position_data[r * positions.strides[0]] + 1;
     token_data[r * tokens.strides[0] + next * tokens.strides[1]] = static_cast<int32_t>(best);
-  }
+  });
 }
 
 }  // namespace decodelab::cpu

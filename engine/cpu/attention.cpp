@@ -12,7 +12,9 @@
 #include <limits>
 
 #include "engine/cpu/checks.h"
+#include "engine/cpu/fan_out.h"
 #include "engine/cpu/kernels.h"
+#include "engine/cpu/parallel_for.h"
 #include "engine/cpu/scratch.h"
 #include "engine/cpu/simd.h"
 
@@ -20,7 +22,6 @@ namespace decodelab::cpu {
 
 namespace {
 
-constexpr int64_t kParallelWork = 1 << 15;  // multiply-adds below which one thread is faster
 constexpr int kHeadBlock = 8;               // query heads whose dot products share a key load
 constexpr int kMaxChunks = 512 / kLanes;    // head_dim up to 512
 constexpr int kKeyBlock = 4;                // keys whose score chains run interleaved
@@ -334,8 +335,7 @@ void attention_for(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache
   const int32_t* position_data = positions.as<const int32_t>();
   const int64_t element = static_cast<int64_t>(dtype_size(D));
   const int64_t items = rows * kv_heads;
-#pragma omp parallel for schedule(dynamic, 1) if (work > kParallelWork)
-  for (int64_t item = 0; item < items; ++item) {
+  parallel_for(attention_fans_out(work), items, [&](int64_t item) {
     const int64_t m = item / kv_heads;
     const int64_t kv_head = item % kv_heads;
     const int64_t sequence = m / rows_per_sequence;
@@ -347,7 +347,7 @@ void attention_for(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache
                                (sequence * v_cache.strides[0] + kv_head * v_cache.strides[1]) * element,
                            v_cache.strides[2], v_cache.strides[3]};
     attend<D>(q, keys, values, m, kv_head, group, head_dim, n, scale, out);
-  }
+  }, LoopSchedule::dynamic(1));
 }
 
 }  // namespace

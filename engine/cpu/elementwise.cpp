@@ -9,7 +9,9 @@
 #include <cstring>
 
 #include "engine/cpu/checks.h"
+#include "engine/cpu/fan_out.h"
 #include "engine/cpu/kernels.h"
+#include "engine/cpu/parallel_for.h"
 #include "engine/cpu/simd.h"
 
 namespace decodelab::cpu {
@@ -17,7 +19,6 @@ namespace decodelab::cpu {
 namespace {
 
 constexpr int64_t kSegment = 16384;  // elements per unit of parallel work
-constexpr int64_t kParallelElements = 1 << 15;
 
 // A tensor seen as rank 4 (leading axes of size 1 added).
 struct Operand {
@@ -62,8 +63,7 @@ void for_each_run(const Walk<N>& walk, RowFn&& row) {
   const int64_t inner = walk.shape[3];
   const int64_t segments = (inner + kSegment - 1) / kSegment;
   const int64_t units = rows * segments;
-#pragma omp parallel for schedule(static) if (rows * inner > kParallelElements)
-  for (int64_t unit = 0; unit < units; ++unit) {
+  parallel_for(elementwise_fans_out(rows * inner), units, [&](int64_t unit) {
     const int64_t r = unit / segments;
     const int64_t begin = (unit % segments) * kSegment;
     const int64_t index[3] = {r / (walk.shape[1] * walk.shape[2]), (r / walk.shape[2]) % walk.shape[1],
@@ -78,7 +78,7 @@ void for_each_run(const Walk<N>& walk, RowFn&& row) {
       inner_strides[i] = operand.strides[3];
     }
     row(pointers, inner_strides, std::min(kSegment, inner - begin));
-  }
+  });
 }
 
 // `count` (<= kLanes) elements at `stride` apart, widened; the rest of the lanes zero.

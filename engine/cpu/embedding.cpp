@@ -5,13 +5,14 @@
 #include <cstring>
 
 #include "engine/cpu/checks.h"
+#include "engine/cpu/fan_out.h"
 #include "engine/cpu/kernels.h"
+#include "engine/cpu/parallel_for.h"
 #include "engine/cpu/simd.h"
 
 namespace decodelab::cpu {
 
 namespace {
-constexpr int64_t kParallelElements = 1 << 16;
 }
 
 void check_embedding(const Tensor& table, const Tensor& tokens, const Tensor& positions, int rows_per_sequence,
@@ -67,20 +68,19 @@ void embedding(const Tensor& table, const Tensor& tokens, const Tensor& position
   }
   const size_t table_element = dtype_size(table.dtype);
   const size_t out_element = dtype_size(out.dtype);
-#pragma omp parallel for schedule(static) if (rows * hidden > kParallelElements)
-  for (int64_t m = 0; m < rows; ++m) {
+  parallel_for(embedding_fans_out(rows, hidden), rows, [&](int64_t m) {
     const char* source =
         static_cast<const char*>(table.data) + token_of(m) * table.strides[0] * static_cast<int64_t>(table_element);
     char* target = static_cast<char*>(out.data) + m * out.strides[0] * static_cast<int64_t>(out_element);
     if (table.dtype == out.dtype) {
       std::memcpy(target, source, static_cast<size_t>(hidden) * table_element);
-      continue;
+      return;
     }
     for (int64_t column = 0; column < hidden; column += kLanes) {
       const int count = static_cast<int>(std::min<int64_t>(kLanes, hidden - column));
       vstore_n(out.dtype, target, column, vload_n(table.dtype, source, column, count), count);
     }
-  }
+  });
 }
 
 }  // namespace decodelab::cpu

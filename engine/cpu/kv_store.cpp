@@ -7,14 +7,14 @@
 #include <cstring>
 
 #include "engine/cpu/checks.h"
+#include "engine/cpu/fan_out.h"
 #include "engine/cpu/kernels.h"
+#include "engine/cpu/parallel_for.h"
 #include "engine/cpu/simd.h"
 
 namespace decodelab::cpu {
 
 namespace {
-
-constexpr int64_t kParallelElements = 1 << 15;
 
 void check_cache(const Tensor& cache, const Tensor& fresh, const char* cache_name, const char* fresh_name) {
   const char* op = "kv_store";
@@ -90,8 +90,7 @@ void kv_store(const Tensor& k_new, const Tensor& v_new, const Tensor& k_cache, c
     }
   }
   const int64_t pairs = rows * kv_heads;
-#pragma omp parallel for schedule(static) if (2 * pairs * head_dim > kParallelElements)
-  for (int64_t pair = 0; pair < pairs; ++pair) {
+  parallel_for(kv_store_fans_out(2 * pairs * head_dim), pairs, [&](int64_t pair) {
     const int64_t m = pair / kv_heads;
     const int64_t head = pair % kv_heads;
     const int64_t sequence = m / rows_per_sequence;
@@ -106,7 +105,7 @@ void kv_store(const Tensor& k_new, const Tensor& v_new, const Tensor& k_cache, c
                          static_cast<int64_t>(dtype_size(cache.dtype));
       store_vector(source, fresh.dtype, target, cache.dtype, cache.strides[3], head_dim);
     }
-  }
+  });
 }
 
 }  // namespace decodelab::cpu

@@ -16,7 +16,9 @@
 #include <cstdint>
 
 #include "engine/cpu/checks.h"
+#include "engine/cpu/fan_out.h"
 #include "engine/cpu/kernels.h"
+#include "engine/cpu/parallel_for.h"
 #include "engine/cpu/scratch.h"
 #include "engine/cpu/simd.h"
 
@@ -52,7 +54,6 @@ constexpr int kPanelWeightRows = 3;
 constexpr int64_t kXBlockBytes = 256 * 1024;  // x rows one pass over a W panel keeps in L2
 // W rows a thread keeps in L2 while x passes over them: ~64, a whole number of tiles.
 constexpr int64_t kPanelRows = 64 / kPanelWeightRows * kPanelWeightRows;
-constexpr int64_t kParallelMacs = 1 << 16;    // below this, a parallel region costs more than it saves
 // How far ahead of its read position the first x group prefetches W: about the
 // bandwidth-delay product of one core's DRAM stream, measured best among 16-128 KiB.
 constexpr int64_t kPrefetchAheadBytes = 32 * 1024;
@@ -80,15 +81,14 @@ void widen_rows(const Tensor& x, float* destination, int64_t padded_k) {
   const int64_t k = x.shape[1];
   const int64_t row_stride = x.strides[0];
   const size_t element = dtype_size(x.dtype);
-#pragma omp parallel for schedule(static) if (rows * k > kParallelMacs)
-  for (int64_t m = 0; m < rows; ++m) {
+  parallel_for(matmul_widen_fans_out(rows, k), rows, [&](int64_t m) {
     const char* row = static_cast<const char*>(x.data) + m * row_stride * static_cast<int64_t>(element);
     float* target = destination + m * padded_k;
     for (int64_t column = 0; column < padded_k; column += kLanes) {
       const int count = static_cast<int>(std::min<int64_t>(kLanes, k - column));
       vstore(target + column, count > 0 ? vload_n(x.dtype, row, column, count) : vzero());
     }
-  }
+  });
 }
 
 // One kLanes-wide step of K for an MR×NR tile: x chunks at x_column, W chunks at
@@ -245,13 +245,12 @@ bool matvec_streams(const float* x, int64_t padded_k, const Tensor& weight, cons
   const int64_t w_stride = weight.strides[0];
   const int64_t element = static_cast<int64_t>(dtype_size(WD));
   const int64_t q = n_total / kStreams;
-#pragma omp parallel for schedule(static) if (n_total * k > kParallelMacs)
-  for (int64_t n = 0; n <= q; ++n) {
+  parallel_for(matmul_fans_out(1, n_total, k), q + 1, [&](int64_t n) {
     if (n < q) {
       float dots[kStreams];
       stream_tile<WD>(x, static_cast<const char*>(weight.data) + n * w_stride * element, q * w_stride, k, dots);
       for (int i = 0; i < kStreams; ++i) store_from_float(out.data, out.dtype, n + i * q, dots[i]);
-      continue;
+      return;
     }
     for (int64_t first = q * kStreams; first < n_total; first += kWeightRows) {  // the last rows
       const int nr = static_cast<int>(std::min<int64_t>(kWeightRows, n_total - first));
@@ -260,7 +259,7 @@ bool matvec_streams(const float* x, int64_t padded_k, const Tensor& weight, cons
       dispatch_tile<1, kWeightRows>(1, nr, [&]<int MR, int NR>() { register_tile<WD, MR, NR, false>(x, padded_k, rows, w_stride, k, dots); });
       store_tile(out, 0, first, 1, nr, dots);
     }
-  }
+  });
   return true;
 #endif
 }
@@ -276,15 +275,14 @@ void matmul_streaming(const float* x, int64_t padded_k, const Tensor& weight, co
   const int64_t w_stride = weight.strides[0];
   const int64_t blocks = (n_total + kWeightRows - 1) / kWeightRows;
   const int mr = static_cast<int>(rows);
-#pragma omp parallel for schedule(guided, 8) if (rows * n_total * k > kParallelMacs)
-  for (int64_t block = 0; block < blocks; ++block) {
+  parallel_for(matmul_fans_out(rows, n_total, k), blocks, [&](int64_t block) {
     const int64_t n0 = block * kWeightRows;
     const int nr = static_cast<int>(std::min<int64_t>(kWeightRows, n_total - n0));
     const void* w = static_cast<const char*>(weight.data) + n0 * w_stride * static_cast<int64_t>(dtype_size(WD));
     float dots[kBatchRows][kWeightRows];
     dispatch_tile<kBatchRows, kWeightRows>(mr, nr, [&]<int MR, int NR>() { register_tile<WD, MR, NR, true>(x, padded_k, w, w_stride, k, dots); });
     store_tile(out, 0, n0, mr, nr, dots);
-  }
+  }, LoopSchedule::guided(8));
 }
 
 // Several groups (batched decode, prefill): threads take panels of kPanelRows W rows; a
@@ -302,8 +300,7 @@ void matmul_panels(const float* x, int64_t padded_k, const Tensor& weight, const
   // x rows per pass over a panel: as many as fit the L2 budget, a whole number of groups.
   const int64_t x_block = std::max<int64_t>(
       kPanelXRows, kXBlockBytes / (padded_k * static_cast<int64_t>(sizeof(float))) / kPanelXRows * kPanelXRows);
-#pragma omp parallel for schedule(guided, 1) if (rows * n_total * k > kParallelMacs)
-  for (int64_t panel = 0; panel < panels; ++panel) {
+  parallel_for(matmul_fans_out(rows, n_total, k), panels, [&](int64_t panel) {
     const int64_t n_begin = panel * kPanelRows;
     const int64_t n_end = std::min(n_total, n_begin + kPanelRows);
     for (int64_t m_begin = 0; m_begin < rows; m_begin += x_block) {
@@ -326,7 +323,7 @@ void matmul_panels(const float* x, int64_t padded_k, const Tensor& weight, const
         }
       }
     }
-  }
+  }, LoopSchedule::guided(1));
 }
 
 template <DType WD>

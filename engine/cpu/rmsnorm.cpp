@@ -6,13 +6,14 @@
 #include <cmath>
 
 #include "engine/cpu/checks.h"
+#include "engine/cpu/fan_out.h"
 #include "engine/cpu/kernels.h"
+#include "engine/cpu/parallel_for.h"
 #include "engine/cpu/simd.h"
 
 namespace decodelab::cpu {
 
 namespace {
-constexpr int64_t kParallelElements = 1 << 15;
 }
 
 void check_rmsnorm(const Tensor& x, const Tensor& weight, const Tensor& out) {
@@ -37,8 +38,7 @@ void rmsnorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out
   const int64_t hidden = x.shape[1];
   const size_t x_size = dtype_size(x.dtype);
   const size_t out_size = dtype_size(out.dtype);
-#pragma omp parallel for schedule(static) if (rows * hidden > kParallelElements)
-  for (int64_t m = 0; m < rows; ++m) {
+  parallel_for(rmsnorm_fans_out(rows, hidden), rows, [&](int64_t m) {
     const char* x_row = static_cast<const char*>(x.data) + m * x.strides[0] * static_cast<int64_t>(x_size);
     char* out_row = static_cast<char*>(out.data) + m * out.strides[0] * static_cast<int64_t>(out_size);
     VFloat squares = vzero();
@@ -55,7 +55,7 @@ void rmsnorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out
       const VFloat scaled = vmul(vload_n(weight.dtype, weight.data, column, count), normalized);
       vstore_n(out.dtype, out_row, column, scaled, count);
     }
-  }
+  });
 }
 
 }  // namespace decodelab::cpu

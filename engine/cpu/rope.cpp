@@ -8,15 +8,15 @@
 #include <cmath>
 
 #include "engine/cpu/checks.h"
+#include "engine/cpu/fan_out.h"
 #include "engine/cpu/kernels.h"
+#include "engine/cpu/parallel_for.h"
 #include "engine/cpu/scratch.h"
 #include "engine/cpu/simd.h"
 
 namespace decodelab::cpu {
 
 namespace {
-
-constexpr int64_t kParallelElements = 1 << 14;
 
 // Rotates every head of one row; cosines/sines hold half_dim values padded to kLanes.
 void rotate_row(char* row, DType dtype, int64_t heads, int64_t head_dim, const float* cosines, const float* sines) {
@@ -81,33 +81,33 @@ void rope(const Tensor& q, const Tensor& k, const Tensor& positions, const Tenso
   const int64_t k_heads = k.shape[1] / head_dim;
   const float* frequencies = inv_freq.as<const float>();
   const int32_t* position_data = positions.as<const int32_t>();
-#pragma omp parallel if (rows * (q.shape[1] + k.shape[1]) > kParallelElements)
-  {
+  // Each thread's cos/sin table (padding lanes zero: rotate_row loads whole vectors).
+  parallel_for(rope_fans_out(rows, q.shape[1], k.shape[1]), rows, [&](int64_t m) {
     thread_local ScratchBuffer table_scratch;
     float* table = table_scratch.floats(static_cast<size_t>(4 * padded_half));
     float* q_cos = table;
     float* q_sin = table + padded_half;
     float* k_cos = table + 2 * padded_half;
     float* k_sin = table + 3 * padded_half;
-    std::fill(table, table + 4 * padded_half, 0.0f);
-#pragma omp for schedule(static)
-    for (int64_t m = 0; m < rows; ++m) {
-      const float position = static_cast<float>(position_data[m * positions.strides[0]]);
-      for (int64_t j = 0; j < half; ++j) {
-        const float angle = position * frequencies[j];
-        const float c = std::cos(angle);
-        const float s = std::sin(angle);
-        q_cos[j] = round_to(q.dtype, c);
-        q_sin[j] = round_to(q.dtype, s);
-        k_cos[j] = round_to(k.dtype, c);
-        k_sin[j] = round_to(k.dtype, s);
+    const float position = static_cast<float>(position_data[m * positions.strides[0]]);
+    for (int64_t j = 0; j < padded_half; ++j) {
+      if (j >= half) {
+        q_cos[j] = q_sin[j] = k_cos[j] = k_sin[j] = 0.0f;
+        continue;
       }
-      char* q_row = static_cast<char*>(q.data) + m * q.strides[0] * static_cast<int64_t>(dtype_size(q.dtype));
-      char* k_row = static_cast<char*>(k.data) + m * k.strides[0] * static_cast<int64_t>(dtype_size(k.dtype));
-      rotate_row(q_row, q.dtype, q_heads, head_dim, q_cos, q_sin);
-      rotate_row(k_row, k.dtype, k_heads, head_dim, k_cos, k_sin);
+      const float angle = position * frequencies[j];
+      const float c = std::cos(angle);
+      const float s = std::sin(angle);
+      q_cos[j] = round_to(q.dtype, c);
+      q_sin[j] = round_to(q.dtype, s);
+      k_cos[j] = round_to(k.dtype, c);
+      k_sin[j] = round_to(k.dtype, s);
     }
-  }
+    char* q_row = static_cast<char*>(q.data) + m * q.strides[0] * static_cast<int64_t>(dtype_size(q.dtype));
+    char* k_row = static_cast<char*>(k.data) + m * k.strides[0] * static_cast<int64_t>(dtype_size(k.dtype));
+    rotate_row(q_row, q.dtype, q_heads, head_dim, q_cos, q_sin);
+    rotate_row(k_row, k.dtype, k_heads, head_dim, k_cos, k_sin);
+  });
 }
 
 }  // namespace decodelab::cpu

@@ -71,6 +71,8 @@ std::string read_text_file(const std::filesystem::path& file) {
   return text.str();
 }
 
+nlohmann::json read_json(const std::filesystem::path& file) { return nlohmann::json::parse(read_text_file(file)); }
+
 CommandResult run_decodelab(const std::vector<std::string>& arguments, const std::string& environment) {
   std::vector<std::string> command = {DECODELAB_BINARY};
   command.insert(command.end(), arguments.begin(), arguments.end());

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@ struct CommandResult {
 };
 
 std::string read_text_file(const std::filesystem::path& file);
+nlohmann::json read_json(const std::filesystem::path& file);
 
 // `environment decodelab arguments...` through the shell, waiting for it to end.
 CommandResult run_decodelab(const std::vector<std::string>& arguments, const std::string& environment = "");

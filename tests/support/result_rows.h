@@ -16,10 +16,6 @@
 
 namespace decodelab::testing {
 
-inline nlohmann::json read_json(const std::filesystem::path& file) {
-  return nlohmann::json::parse(read_text_file(file));
-}
-
 // This machine's short host name: the node a row run here names in its placement.
 inline std::string short_hostname() {
   char host[256] = {};
