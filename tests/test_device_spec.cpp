@@ -223,6 +223,9 @@ TEST_CASE("bad fixed costs and caches: errors name the file, the line and the ke
   CHECK_THAT(problem("fixed_costs:\n  source: s\n  host_launch_us: 3\n  op_overhead_us: 1\n  sync_round_trip_us: 2\n"),
              Catch::Contains("bad.yaml:8") && Catch::Contains("sync_round_trip_us") &&
                  Catch::Contains("at least host_launch_us + op_overhead_us"));
+  CHECK_THAT(problem("fixed_costs:\n" + good + "  parallel_region_us: -2\n"),
+             Catch::Contains("bad.yaml:9") && Catch::Contains("fixed_costs.parallel_region_us") &&
+                 Catch::Contains("expected a number >= 0"));
   CHECK_THAT(problem("cache:\n  source: s\n  size_mib: 32\n"), Catch::Contains("cache.bandwidth_gb_s"));
   CHECK_THAT(problem("cache:\n  source: s\n  size_mib: big\n  bandwidth_gb_s: 100\n"),
              Catch::Contains("bad.yaml:6") && Catch::Contains("cache.size_mib"));
@@ -236,17 +239,19 @@ TEST_CASE("fixed costs and a cache save and load back, measured over published",
   measured.bandwidth = 50e9;
   measured.source = "m";
   spec.measured = measured;
-  spec.measured_fixed_costs = FixedCosts{0.05e-6, 1.1e-6, 2.5e-6, 0, "stream costs"};
+  spec.measured_fixed_costs = FixedCosts{0.05e-6, 1.1e-6, 2.5e-6, 0, "stream costs", 3.2e-6};
   spec.measured_cache = CacheLevel{32.0 * 1024 * 1024, 180e9, "matvec in cache"};
   const DeviceSpec loaded = parse_device_spec(device_spec_to_yaml(spec), "round-trip.yaml");
   REQUIRE(loaded.measured_fixed_costs);
   CHECK(loaded.measured_fixed_costs->op_overhead == Approx(1.1e-6));
   CHECK(loaded.measured_fixed_costs->sync_round_trip == Approx(2.5e-6));
+  CHECK(loaded.measured_fixed_costs->parallel_region == Approx(3.2e-6));
   REQUIRE(loaded.measured_cache);
   CHECK(loaded.measured_cache->bytes == Approx(32.0 * 1024 * 1024));
   CHECK(loaded.measured_cache->bandwidth == Approx(180e9));
   REQUIRE(loaded.fixed_costs);
   CHECK(loaded.fixed_costs->host_link_bandwidth == Approx(32e9));
+  CHECK(loaded.fixed_costs->parallel_region == 0);  // a GPU's published costs: none
   CHECK(loaded.effective_fixed_costs()->source == "stream costs");
   CHECK(loaded.effective_cache()->source == "matvec in cache");
   CHECK(device_spec_from_json(to_json(spec), "test") == spec);
