@@ -11,23 +11,18 @@
 
 #include "engine/cpu/fan_out.h"
 #include "engine/cpu/parallel_for.h"
+#include "tests/support/profiling_fixtures.h"
 
 using namespace decodelab;
 using namespace decodelab::cpu;
 
+using testing::tensor;
+
 namespace {
 
-TensorInfo matrix(DType dtype, int64_t rows, int64_t columns) {
-  TensorInfo info;
-  info.dtype = dtype;
-  info.rank = 2;
-  info.shape = {rows, columns, 0, 0};
-  info.strides = {columns, 1, 0, 0};
-  return info;
-}
-
-OpDesc op(const char* name, std::vector<TensorInfo> inputs, std::vector<TensorInfo> outputs) {
-  return OpDesc{0, name, "", OpCategory::Other, std::move(inputs), std::move(outputs), {}};
+// An op as the engine records it, by name and shapes (the category does not matter here).
+OpDesc kernel_op(const char* name, std::vector<TensorInfo> inputs, std::vector<TensorInfo> outputs) {
+  return testing::op(0, name, "", OpCategory::Other, std::move(inputs), std::move(outputs));
 }
 
 }  // namespace
@@ -57,8 +52,8 @@ TEST_CASE("parallel_regions counts each kernel's fan-outs at its threshold", "[c
   const DType f16 = DType::F16;
   // matmul x[M, K] · W[N, K]ᵀ: the product fans out above 2^16 multiply-adds, the widening of
   // x above 2^16 elements.
-  const auto matmul = [&](int64_t rows, int64_t n, int64_t k) {
-    return parallel_regions(op("matmul", {matrix(f16, rows, k), matrix(f16, n, k)}, {matrix(f16, rows, n)}));
+  const auto matmul = [](int64_t rows, int64_t n, int64_t k) {
+    return parallel_regions(testing::matmul(0, rows, n, k, DType::F16));
   };
   CHECK(matmul(1, 64, 1024) == 0);      // 65536 multiply-adds: one thread
   CHECK(matmul(1, 65, 1024) == 1);
@@ -66,30 +61,32 @@ TEST_CASE("parallel_regions counts each kernel's fan-outs at its threshold", "[c
   CHECK(matmul(65, 4096, 1024) == 2);
   CHECK(matmul(0, 4096, 1024) == 0);    // nothing to do
   // Elementwise ops by their output's elements (2^15).
-  CHECK(parallel_regions(op("add", {matrix(f16, 1, 1024), matrix(f16, 1, 1024)}, {matrix(f16, 32, 1024)})) == 0);
-  CHECK(parallel_regions(op("swiglu", {}, {matrix(f16, 33, 1024)})) == 1);
-  CHECK(parallel_regions(op("cast", {}, {matrix(DType::F32, 16, 2816)})) == 1);
-  CHECK(parallel_regions(op("copy", {}, {matrix(f16, 8, 1024)})) == 0);
+  const TensorInfo rows32 = tensor(f16, {32, 1024});
+  CHECK(parallel_regions(kernel_op("add", {rows32, rows32}, {rows32})) == 0);
+  CHECK(parallel_regions(kernel_op("swiglu", {}, {tensor(f16, {33, 1024})})) == 1);
+  CHECK(parallel_regions(kernel_op("cast", {}, {tensor(DType::F32, {16, 2816})})) == 1);
+  CHECK(parallel_regions(kernel_op("copy", {}, {tensor(f16, {8, 1024})})) == 0);
   // rmsnorm by rows × hidden (2^15), rope by rows × (q + k width) (2^14).
-  CHECK(parallel_regions(op("rmsnorm", {matrix(f16, 32, 1024), matrix(f16, 1, 1024)}, {})) == 0);
-  CHECK(parallel_regions(op("rmsnorm", {matrix(f16, 33, 1024), matrix(f16, 1, 1024)}, {})) == 1);
-  CHECK(parallel_regions(op("rope", {matrix(f16, 8, 1024), matrix(f16, 8, 1024)}, {})) == 0);
-  CHECK(parallel_regions(op("rope", {matrix(f16, 9, 1024), matrix(f16, 8, 1024)}, {})) == 1);
+  CHECK(parallel_regions(kernel_op("rmsnorm", {tensor(f16, {32, 1024}), tensor(f16, {1, 1024})}, {})) == 0);
+  CHECK(parallel_regions(kernel_op("rmsnorm", {tensor(f16, {33, 1024}), tensor(f16, {1, 1024})}, {})) == 1);
+  CHECK(parallel_regions(kernel_op("rope", {tensor(f16, {8, 1024}), tensor(f16, {8, 1024})}, {})) == 0);
+  CHECK(parallel_regions(kernel_op("rope", {tensor(f16, {9, 1024}), tensor(f16, {8, 1024})}, {})) == 1);
   // kv_store by the K and V elements written (2 × k_new, 2^15).
-  CHECK(parallel_regions(op("kv_store", {matrix(f16, 16, 1024)}, {})) == 0);
-  CHECK(parallel_regions(op("kv_store", {matrix(f16, 17, 1024)}, {})) == 1);
+  CHECK(parallel_regions(kernel_op("kv_store", {tensor(f16, {16, 1024})}, {})) == 0);
+  CHECK(parallel_regions(kernel_op("kv_store", {tensor(f16, {17, 1024})}, {})) == 1);
   // embedding by its output (2^16), argmax by its logits (2^16).
-  CHECK(parallel_regions(op("embedding", {}, {matrix(f16, 64, 1024)})) == 0);
-  CHECK(parallel_regions(op("embedding", {}, {matrix(f16, 65, 1024)})) == 1);
-  CHECK(parallel_regions(op("argmax", {matrix(f16, 2, 32000)}, {})) == 0);
-  CHECK(parallel_regions(op("argmax", {matrix(f16, 3, 32000)}, {})) == 1);
+  CHECK(parallel_regions(kernel_op("embedding", {}, {tensor(f16, {64, 1024})})) == 0);
+  CHECK(parallel_regions(kernel_op("embedding", {}, {tensor(f16, {65, 1024})})) == 1);
+  CHECK(parallel_regions(kernel_op("argmax", {tensor(f16, {2, 32000})}, {})) == 0);
+  CHECK(parallel_regions(kernel_op("argmax", {tensor(f16, {3, 32000})}, {})) == 1);
   // attention by its multiply-adds: 2 × query-key pairs × query width (2^15).
-  OpDesc attention = op("attention", {matrix(f16, 1, 1024)}, {matrix(f16, 1, 1024)});
+  OpDesc attention = kernel_op("attention", {tensor(f16, {1, 1024})}, {tensor(f16, {1, 1024})});
   attention.attention.query_key_pairs = 16;  // one row at position 15: 2·16·1024 = 32768
   CHECK(parallel_regions(attention) == 0);
   attention.attention.query_key_pairs = 17;
   CHECK(parallel_regions(attention) == 1);
   // Ops that never fan out.
-  CHECK(parallel_regions(op("marker", {}, {})) == 0);
-  CHECK(parallel_regions(op("advance_positions", {matrix(DType::I32, 1, 1)}, {matrix(DType::I32, 1, 1)})) == 0);
+  CHECK(parallel_regions(kernel_op("marker", {}, {})) == 0);
+  const TensorInfo positions = tensor(DType::I32, {1, 1});
+  CHECK(parallel_regions(kernel_op("advance_positions", {positions}, {positions})) == 0);
 }
