@@ -45,6 +45,13 @@ struct TensorInfo {
   static TensorInfo of(const Tensor& tensor) {
     return TensorInfo{tensor.dtype, tensor.rank, tensor.shape, tensor.strides};
   }
+  // Its elements, whatever its strides (0 for a description without a shape).
+  int64_t numel() const {
+    if (rank <= 0) return 0;
+    int64_t count = 1;
+    for (int axis = 0; axis < rank; ++axis) count *= shape[static_cast<size_t>(axis)];
+    return count;
+  }
 };
 
 // The extent of an attention op's work, known to the host (the device holds positions).

@@ -6,12 +6,7 @@
 
 namespace decodelab {
 
-int64_t tensor_elements(const TensorInfo& tensor) {
-  if (tensor.rank <= 0) return 0;
-  int64_t count = 1;
-  for (int axis = 0; axis < tensor.rank; ++axis) count *= tensor.shape[static_cast<size_t>(axis)];
-  return count;
-}
+int64_t tensor_elements(const TensorInfo& tensor) { return tensor.numel(); }
 
 double tensor_bytes(const TensorInfo& tensor) {
   return static_cast<double>(tensor_elements(tensor)) * static_cast<double>(dtype_size(tensor.dtype));

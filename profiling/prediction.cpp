@@ -151,12 +151,6 @@ TimeSplit price(const StreamOp& op, const OpCost& cost, const Residency& residen
   const bool measured_depth = measured > 0 && op.desc.inputs[1].rank >= 2 &&
                               op.desc.inputs[1].shape[static_cast<size_t>(op.desc.inputs[1].rank - 1)] >=
                                   kDecodeStepWidth;
-  // Each parallel region the op's CPU kernel opens (its threads' fan-out and join) costs a
-  // fixed time beyond its work. A time read off a rate measured with the same kernel at a
-  // like shape (a measured-depth decode matmul, decode attention) holds its regions already.
-  const auto fan_out = [&] {
-    return inputs.costs.parallel_region > 0 ? inputs.costs.parallel_region * cpu::parallel_regions(op.desc) : 0.0;
-  };
   if (measured_depth) {
     const double dram = (cost.bytes() - cache_bytes) / measured;
     const double time = dram + std::max(compute * resident_fraction, cached);
@@ -187,7 +181,11 @@ TimeSplit price(const StreamOp& op, const OpCost& cost, const Residency& residen
   // positions on a VM whose DRAM copy ran at 50-80 GB/s), so a KV cache resident in the
   // cache (the non_contiguous bug's fresh copies) reads no faster than one from DRAM.
   const double memory = attention > 0 ? std::max(dram + cached, (cost.bytes() + allocated) / stream_bandwidth) : dram + cached;
-  if (attention <= 0) busy.overhead += fan_out();
+  // Each parallel region the op's CPU kernel opens (its threads' fan-out and join) costs a
+  // fixed time beyond its work. A time read off a rate measured with the same kernel at a
+  // like shape (a measured-depth decode matmul above, decode attention) holds its regions.
+  if (attention <= 0 && inputs.costs.parallel_region > 0)
+    busy.overhead += inputs.costs.parallel_region * cpu::parallel_regions(op.desc);
   if (compute >= memory) {
     busy.compute = compute;
   } else if (cached > dram) {

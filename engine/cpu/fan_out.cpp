@@ -8,12 +8,6 @@ namespace decodelab::cpu {
 
 namespace {
 
-int64_t elements(const TensorInfo& tensor) {
-  int64_t count = 1;
-  for (int axis = 0; axis < tensor.rank; ++axis) count *= tensor.shape[static_cast<size_t>(axis)];
-  return count;
-}
-
 int64_t dimension(const TensorInfo& tensor, int axis) {
   return axis < tensor.rank ? tensor.shape[static_cast<size_t>(axis)] : 1;
 }
@@ -32,11 +26,11 @@ int parallel_regions(const OpDesc& op) {
   if (named("attention") && !in.empty())
     return attention_fans_out(2 * op.attention.query_key_pairs * dimension(in[0], 1)) ? 1 : 0;
   if ((named("add") || named("swiglu") || named("cast") || named("copy")) && !out.empty())
-    return elementwise_fans_out(elements(out[0])) ? 1 : 0;
+    return elementwise_fans_out(out[0].numel()) ? 1 : 0;
   if (named("rmsnorm") && !in.empty()) return rmsnorm_fans_out(dimension(in[0], 0), dimension(in[0], 1)) ? 1 : 0;
   if (named("rope") && in.size() >= 2)
     return rope_fans_out(dimension(in[0], 0), dimension(in[0], 1), dimension(in[1], 1)) ? 1 : 0;
-  if (named("kv_store") && !in.empty()) return kv_store_fans_out(2 * elements(in[0])) ? 1 : 0;
+  if (named("kv_store") && !in.empty()) return kv_store_fans_out(2 * in[0].numel()) ? 1 : 0;
   if (named("embedding") && !out.empty()) return embedding_fans_out(dimension(out[0], 0), dimension(out[0], 1)) ? 1 : 0;
   if (named("argmax") && !in.empty()) return argmax_fans_out(dimension(in[0], 0), dimension(in[0], 1)) ? 1 : 0;
   return 0;
