@@ -268,6 +268,8 @@ MachineState check_machine(Backend& backend, int threads, const RoofsMachine& ro
   const CopyMeasurement copy = measure_copy(backend, std::max<size_t>(bytes, size_t{1} << 20), probe);
   state.probe_bandwidth = copy.bandwidth;
   state.probe_spread = probe_spread_of(copy.timing.seconds);
+  state.probe_warmup_copies = copy.timing.warmups;
+  state.probe_warmup_seconds = copy.timing.warmup_seconds;
   state.quiet_probe_bandwidth = roofs.quiet_probe_bandwidth;
   // Only where ops run on several cores: a GPU's host thread, or one kernel thread, has
   // no hand-offs between cores to pay.
@@ -291,6 +293,8 @@ nlohmann::json to_json(const MachineState& state) {
           {"load_average", state.load_average},
           {"probe_bandwidth_bytes_per_s", state.probe_bandwidth},
           {"probe_spread", state.probe_spread},
+          {"probe_warmup_copies", state.probe_warmup_copies},
+          {"probe_warmup_seconds", state.probe_warmup_seconds},
           {"quiet_probe_bandwidth_bytes_per_s", state.quiet_probe_bandwidth},
           {"core_round_trip_ns", state.core_round_trip_ns},
           {"roofs_core_round_trip_ns", state.roofs_core_round_trip_ns},

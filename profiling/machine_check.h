@@ -56,6 +56,8 @@ struct MachineState {
   double probe_bandwidth = 0;      // bytes/s, the probe's best copy (bytes read + written)
   double probe_spread = 0;         // (second slowest - second fastest) / median of its copies
   double quiet_probe_bandwidth = 0;  // the same probe when the roofs were measured quietly; 0 = none
+  int probe_warmup_copies = 0;     // copies before the probe's held steady (the first one on fresh buffers)
+  double probe_warmup_seconds = 0; // their time together
   double core_round_trip_ns = 0;   // a cache line's round trip between two cores; 0 = not probed (one kernel thread)
   double roofs_core_round_trip_ns = 0;  // the same when the cached roofs were measured; 0 = none
   int own_nice = 0;                // this process's nice level

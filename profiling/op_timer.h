@@ -1,10 +1,14 @@
 // Timing ops by the device's own op timings, as every roof measurement does
-// (profiling/roof_measure.h): warm-up runs, then timed repeats, each on its own sync. The
-// one non-obvious choice: a repeat of several ops is the sum of their device times, the
-// gaps between them left out — what the ops themselves cost, like the ops they price.
+// (profiling/roof_measure.h): warm-up runs, then timed repeats, each on its own sync.
+// Non-obvious choices: a repeat of several ops is the sum of their device times, the gaps
+// between them left out — what the ops themselves cost, like the ops they price; and the
+// warm-ups go on past their count until they have kept the device busy for
+// RoofMeasureOptions::min_warmup_seconds, because a memory path that ramps up under
+// continuous traffic would otherwise read as a noisy, contended machine.
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <stdexcept>
@@ -31,26 +35,38 @@ class OpTimer {
 
   // Warm-up runs, then the timed repeats of a sequence of ops enqueued together, each repeat
   // on its own sync (`enqueue` takes an id from `next` for each op): a repeat's time is the
-  // sum of its ops' device times, the gaps between them left out.
+  // sum of its ops' device times, the gaps between them left out. `repeats` of them, more
+  // until they have taken min_timed_seconds (at most ten times as many).
   TimedSamples sample_sequence(const Sequence& enqueue) {
-    for (int i = 0; i < options_.warmups; ++i) time_sequence(enqueue);
+    const Warmup warmup = warm_up([&] { return time_sequence(enqueue); });
     std::vector<double> seconds;
-    for (int i = 0; i < std::max(1, options_.repeats); ++i) seconds.push_back(time_sequence(enqueue));
-    return TimedSamples::of(std::move(seconds), options_.noisy_spread);
+    double timed = 0;
+    const int least = std::max(1, options_.repeats);
+    while (static_cast<int>(seconds.size()) < least ||
+           (timed < options_.min_timed_seconds && static_cast<int>(seconds.size()) < 10 * least)) {
+      seconds.push_back(time_sequence(enqueue));
+      timed += seconds.back();
+    }
+    return warmup.annotate(TimedSamples::of(std::move(seconds), options_.noisy_spread));
   }
 
   // Several sequences timed in turn: the warm-ups of each, then round after round, each
   // sequence timed once per round, so that a machine whose speed moves from period to period
   // moves every sequence's samples alike (what a ratio of their rates needs). One summary
   // per sequence, in order.
+  // The warm-ups are whole rounds, held to steady by the round's total.
   std::vector<TimedSamples> sample_interleaved(const std::vector<Sequence>& sequences) {
-    for (int i = 0; i < options_.warmups; ++i)
-      for (const Sequence& sequence : sequences) time_sequence(sequence);
+    const Warmup warmup = warm_up([&] {
+      double round = 0;
+      for (const Sequence& sequence : sequences) round += time_sequence(sequence);
+      return round;
+    });
     std::vector<std::vector<double>> seconds(sequences.size());
     for (int round = 0; round < std::max(1, options_.repeats); ++round)
       for (size_t i = 0; i < sequences.size(); ++i) seconds[i].push_back(time_sequence(sequences[i]));
     std::vector<TimedSamples> samples;
-    for (std::vector<double>& each : seconds) samples.push_back(TimedSamples::of(std::move(each), options_.noisy_spread));
+    for (std::vector<double>& each : seconds)
+      samples.push_back(warmup.annotate(TimedSamples::of(std::move(each), options_.noisy_spread)));
     return samples;
   }
 
@@ -60,6 +76,38 @@ class OpTimer {
   }
 
  private:
+  struct Warmup {
+    int count = 0;
+    double first = 0;
+    double total = 0;
+    TimedSamples annotate(TimedSamples samples) const {
+      samples.warmups = count;
+      samples.first_warmup = first;
+      samples.warmup_seconds = total;
+      return samples;
+    }
+  };
+
+  // options_.warmups runs of `once` (at least one), then more until those after the first
+  // have taken min_warmup_seconds of device time — or four times that on the wall clock, for
+  // ops so short that their syncs take most of the time.
+  Warmup warm_up(const std::function<double()>& once) {
+    Warmup warmup;
+    double after_first = 0;
+    const auto start = std::chrono::steady_clock::now();
+    const auto wall_cap = std::chrono::duration<double>(4 * options_.min_warmup_seconds);
+    for (int i = 0; i < std::max(1, options_.warmups) ||
+                    (after_first < options_.min_warmup_seconds && std::chrono::steady_clock::now() - start < wall_cap);
+         ++i) {
+      const double seconds = once();
+      if (i == 0) warmup.first = seconds;
+      else after_first += seconds;
+      warmup.total += seconds;
+      ++warmup.count;
+    }
+    return warmup;
+  }
+
   double time_sequence(const Sequence& enqueue) {
     const OpId first = next_id_;
     enqueue([this] { return next_id_++; });

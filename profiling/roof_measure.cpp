@@ -36,7 +36,9 @@ TimedSamples TimedSamples::of(std::vector<double> seconds, double noisy_spread) 
   std::sort(sorted.begin(), sorted.end());
   samples.median = median_of(sorted);
   samples.best = sorted.front();
-  samples.spread = samples.median > 0 ? (sorted.back() - sorted.front()) / samples.median : 0.0;
+  // Five samples or more: a fifth of them left out at either end.
+  const size_t trim = sorted.size() >= 5 ? sorted.size() / 5 : 0;
+  samples.spread = samples.median > 0 ? (sorted[sorted.size() - 1 - trim] - sorted[trim]) / samples.median : 0.0;
   samples.noisy = samples.spread > noisy_spread;
   return samples;
 }

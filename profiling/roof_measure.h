@@ -48,9 +48,11 @@ namespace decodelab {
 // DRAM product's, not 1.5x, and the core round trip is recorded with the roofs; 12: the
 // decode matmuls' shapes timed row count by row count within a round, not dtype by dtype;
 // 13: small CPU ops no longer enter OpenMP (a tiny op's turn fell from ~1.4 to ~0.15 µs),
-// and the parallel region a kernel opens is measured as a fixed cost of its own).
+// and the parallel region a kernel opens is measured as a fixed cost of its own; 14: every
+// figure timed after 60 ms of warm-ups, and its spread, from five repeats, without the
+// fastest and the slowest).
 // Caches are keyed by it.
-constexpr int kRoofMethodVersion = 13;
+constexpr int kRoofMethodVersion = 14;
 
 // fp32, fp16, bf16: the dtypes whose matmul a measurement times (out of line: GCC 12 warns
 // about an inlined initializer list here as possibly uninitialised).
@@ -65,6 +67,16 @@ struct RoofMeasureOptions {
   int matmul_size = 0;    // M = N = K; 0 = 1024 on CPU, 8192 on CUDA
   int warmups = 1;
   int repeats = 5;
+  // After the first warm-up (which may fault its buffers in), more of them until they have
+  // kept the device busy this long: a memory path ramps up under continuous traffic (on a
+  // 2-vCPU Zen 5 VM, 128 MiB copies after a second's idle went 35, 48, 59, 61, 69 ... 80
+  // GB/s over 40 ms), and timed cold, the ramp reads as a noisy, contended machine (the
+  // machine check's probe: 14 of 20 probes over its 15% spread cold, 0 of 20 after 60 ms of
+  // copies). 0: only `warmups`.
+  double min_warmup_seconds = 0.06;
+  // More repeats than `repeats` until they have taken this much device time, at most ten
+  // times as many: five repeats of a 100 µs op are too few to say how it varies.
+  double min_timed_seconds = 0.02;
   std::vector<DType> matmul_dtypes = default_matmul_dtypes();  // also the decode attention's cache dtypes
   // CPU: the decode-shaped matmuls timed per dtype — these rows of activations against a
   // decode step's projections (decode_step_projections), layer after layer, streamed from
@@ -80,7 +92,7 @@ struct RoofMeasureOptions {
   // (Roofs::decode_attention_bandwidth). Empty: none.
   std::vector<int> decode_attention_contexts = {32, 128, 512, 2048};
   int decode_attention_sequences = 4;  // the context-length sweep's batch
-  double noisy_spread = 0.10;  // (max - min) / median above this flags a figure as noisy
+  double noisy_spread = 0.10;  // a TimedSamples::spread above this flags a figure as noisy
   double fma_probe_flops = 2e10;  // FLOPs per FMA-probe repeat (about 0.05 s on a 2-core CPU)
 };
 
@@ -89,8 +101,16 @@ struct TimedSamples {
   std::vector<double> seconds;
   double median = 0;
   double best = 0;    // the fastest sample
-  double spread = 0;  // (max - min) / median
+  // (max - min) / median below five samples; from five on, the range of the middle ones over
+  // the median, a fifth of the samples left out at either end (of five: the second slowest
+  // less the second fastest, as the machine check's probe, profiling/machine_check.h): one
+  // repeat held up by a hypervisor tick moves neither the best nor the median, the figures
+  // taken from them.
+  double spread = 0;
   bool noisy = false;
+  int warmups = 0;              // warm-ups run before the samples (OpTimer: min_warmup_seconds after the first)
+  double first_warmup = 0;      // the first warm-up's seconds (a cold start, page faults included)
+  double warmup_seconds = 0;    // all warm-ups together
 
   static TimedSamples of(std::vector<double> seconds, double noisy_spread);
 };
@@ -185,7 +205,7 @@ struct RoofMeasurement {
   double probe_bandwidth = 0;   // that check's bandwidth probe (bytes/s)
   double core_round_trip_ns = 0;  // that check's core round trip (0 = not probed)
 
-  double largest_spread() const;  // (max - min) / median of the least steady figure
+  double largest_spread() const;  // TimedSamples::spread of the least steady figure
   bool noisy() const;             // any figure noisy, or the machine contended
   // With a source line saying how they were measured, and when, how steady (measured_at,
   // spread, noisy, probe_bandwidth, core_round_trip_ns).

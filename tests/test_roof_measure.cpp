@@ -31,6 +31,7 @@ class ScriptedBackend : public Backend {
   double output_seconds = 0;  // a matmul's cost per output element beside its FLOPs
   size_t memory = size_t{8} << 30;
   bool every_third_copy_slow = false;
+  int ramp_copies = 0;  // > 0: the first this many copies ramp from 40% of `bandwidth` to all of it
   int slow_every_nth_sync = 0;  // > 0: ops enqueued after every nth synchronize run 1.5x as long
   bool drop_timings = false;
   int ops_run = 0;
@@ -72,8 +73,10 @@ class ScriptedBackend : public Backend {
   void argmax(const Tensor&, const Tensor&, const Tensor&, OpId) override {}
   void cast(const Tensor&, const Tensor&, OpId) override {}
   void copy(const Tensor& source, const Tensor&, OpId id) override {
-    const double slow = every_third_copy_slow && ++copies_ % 3 == 0 ? 1.5 : 1.0;
-    run(id, 2.0 * static_cast<double>(source.bytes()) / bandwidth * slow);
+    ++copies_;
+    const double slow = every_third_copy_slow && copies_ % 3 == 0 ? 1.5 : 1.0;
+    const double ramp = copies_ <= ramp_copies ? 0.4 + 0.6 * (copies_ - 1) / ramp_copies : 1.0;
+    run(id, 2.0 * static_cast<double>(source.bytes()) / (bandwidth * ramp) * slow);
   }
   void fill_positions(const Tensor&, int, int, OpId) override {}
   void advance_positions(const Tensor&, OpId) override {}
@@ -104,6 +107,8 @@ RoofMeasureOptions small_options() {
   options.copy_bytes = size_t{4} << 20;
   options.matmul_size = 128;
   options.repeats = 3;
+  options.min_warmup_seconds = 0;  // one warm-up: the scripted device does not ramp
+  options.min_timed_seconds = 0;   // and `repeats` repeats
   options.decode_step_width = 256;  // layers of 1.7 MB (16-bit) to 3.4 MB (fp32) in the copy's 4 MiB
   return options;
 }
@@ -128,6 +133,55 @@ TEST_CASE("median and spread of repeated timings", "[roof_measure]") {
   CHECK(even.median == Approx(1.03));
   CHECK_FALSE(even.noisy);
   CHECK(TimedSamples::of({}, 0.1).median == 0);
+  // From five samples on, one held-up repeat at either end is not noise (the best and the
+  // median stand); a spread through the middle is.
+  const TimedSamples held_up = TimedSamples::of({1.0, 1.01, 3.0, 1.02, 1.03}, 0.1);
+  CHECK(held_up.spread == Approx(0.02 / 1.02));
+  CHECK_FALSE(held_up.noisy);
+  const TimedSamples spread = TimedSamples::of({1.0, 1.1, 1.2, 1.3, 1.4}, 0.1);
+  CHECK(spread.spread == Approx(0.2 / 1.2));
+  CHECK(spread.noisy);
+  // Of ten, two at either end.
+  const TimedSamples ten = TimedSamples::of({5.0, 1.0, 1.01, 1.02, 1.03, 1.04, 1.05, 1.06, 0.5, 1.07}, 0.1);
+  CHECK(ten.spread == Approx((1.06 - 1.01) / 1.035));
+  CHECK(ten.best == 0.5);
+}
+
+TEST_CASE("a short op is repeated until its repeats have taken 20 ms", "[roof_measure]") {
+  ScriptedBackend backend;
+  RoofMeasureOptions options;
+  options.repeats = 5;
+  options.min_warmup_seconds = 0;
+  const size_t bytes = size_t{1} << 20;  // 0.21 ms a copy at 10 GB/s
+  CHECK(measure_copy(backend, bytes, options).timing.seconds.size() == 50);  // ten times five: 10.5 ms
+  CHECK(measure_copy(backend, 4 * bytes, options).timing.seconds.size() == 24);  // 0.84 ms each: 20.1 ms
+  CHECK(measure_copy(backend, 64 * bytes, options).timing.seconds.size() == 5);
+}
+
+TEST_CASE("a memory path that ramps up is warmed up before it is timed", "[roof_measure]") {
+  // 4 MiB copies (0.84 ms at 10 GB/s) ramping over their first 10: timed after one warm-up,
+  // the ramp reads as noise; after 60 ms of warm-ups, the repeats find the steady rate.
+  const size_t bytes = size_t{4} << 20;
+  RoofMeasureOptions options;
+  options.repeats = 5;
+  options.min_warmup_seconds = 0;
+  options.min_timed_seconds = 0;
+  ScriptedBackend cold;
+  cold.ramp_copies = 10;
+  const CopyMeasurement cold_copy = measure_copy(cold, bytes, options);
+  CHECK(cold_copy.timing.warmups == 1);
+  CHECK(cold_copy.timing.noisy);
+  CHECK(cold_copy.bandwidth < 0.75 * 10e9);
+
+  options.min_warmup_seconds = 0.06;
+  ScriptedBackend warmed;
+  warmed.ramp_copies = 10;
+  const CopyMeasurement warm_copy = measure_copy(warmed, bytes, options);
+  CHECK(warm_copy.timing.warmups > 10);
+  CHECK(warm_copy.timing.warmup_seconds >= 0.06);
+  CHECK(warm_copy.timing.first_warmup == Approx(2.0 * bytes / 4e9).epsilon(1e-3));  // the ramp's 40%
+  CHECK_FALSE(warm_copy.timing.noisy);
+  CHECK(warm_copy.bandwidth == Approx(10e9).epsilon(1e-3));
 }
 
 TEST_CASE("measurement recovers the device's roofs from its own op timings", "[roof_measure]") {
@@ -286,6 +340,7 @@ TEST_CASE("sequences timed together are timed in turn, round after round", "[roo
   RoofMeasureOptions options;
   options.warmups = 1;
   options.repeats = 3;
+  options.min_warmup_seconds = 0;
   OpTimer timer(backend, options);
   std::vector<char> small(1 << 16), large(1 << 20);
   const Tensor small_view = Tensor::contiguous(small.data(), DType::F32, {static_cast<int64_t>(small.size() / 4)});
