@@ -188,7 +188,7 @@ struct RoofMeasurement {
     double bytes = 0;      // weight + vector + output
     TimedSamples timing;
     double bandwidth = 0;  // bytes/s, the fastest repeat
-    double dram_bandwidth = 0;  // the same product over a weight no cache holds, timed just before
+    double dram_bandwidth = 0;  // the same product over a weight no cache holds, timed just before and after, the faster
   };
   std::vector<CacheRead> cache_reads;  // in the order tried; the last decided
   double cache_bytes = 0;  // the checked capacity; 0 = no cache found or measured
