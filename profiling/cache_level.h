@@ -1,7 +1,7 @@
 // The last-level cache a CPU measurement prices (RoofMeasurement's cache_* fields): the
 // capacity the OS reports (sysfs, else CPUID), kept only where an fp16 matrix-vector product
 // over a quarter of it reads at cache speed — 2x the same product over a weight no cache
-// holds, timed just before and after it (the faster), since a VM's memory bandwidth moves from period to period and
+// holds, timed just before it, since a VM's memory bandwidth moves from period to period and
 // its CPUID can report the host's whole socket; otherwise the weight is halved until a read
 // is that fast, and the capacity is that weight. Its bandwidth: that read, again and again
 // while the weight stays resident.

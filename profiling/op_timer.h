@@ -35,18 +35,11 @@ class OpTimer {
 
   // Warm-up runs, then the timed repeats of a sequence of ops enqueued together, each repeat
   // on its own sync (`enqueue` takes an id from `next` for each op): a repeat's time is the
-  // sum of its ops' device times, the gaps between them left out. `repeats` of them, more
-  // until they have taken min_timed_seconds (at most ten times as many).
+  // sum of its ops' device times, the gaps between them left out.
   TimedSamples sample_sequence(const Sequence& enqueue) {
     const Warmup warmup = warm_up([&] { return time_sequence(enqueue); });
     std::vector<double> seconds;
-    double timed = 0;
-    const int least = std::max(1, options_.repeats);
-    while (static_cast<int>(seconds.size()) < least ||
-           (timed < options_.min_timed_seconds && static_cast<int>(seconds.size()) < 10 * least)) {
-      seconds.push_back(time_sequence(enqueue));
-      timed += seconds.back();
-    }
+    for (int i = 0; i < std::max(1, options_.repeats); ++i) seconds.push_back(time_sequence(enqueue));
     return warmup.annotate(TimedSamples::of(std::move(seconds), options_.noisy_spread));
   }
 

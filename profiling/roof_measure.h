@@ -49,8 +49,8 @@ namespace decodelab {
 // decode matmuls' shapes timed row count by row count within a round, not dtype by dtype;
 // 13: small CPU ops no longer enter OpenMP (a tiny op's turn fell from ~1.4 to ~0.15 µs),
 // and the parallel region a kernel opens is measured as a fixed cost of its own; 14: every
-// figure timed after 60 ms of warm-ups, and its spread, from five repeats, without the
-// fastest and the slowest).
+// figure but the cache level's timed after 60 ms of warm-ups, and its spread from five
+// repeats on without a fifth of them at either end).
 // Caches are keyed by it.
 constexpr int kRoofMethodVersion = 14;
 
@@ -74,9 +74,6 @@ struct RoofMeasureOptions {
   // machine check's probe: 14 of 20 probes over its 15% spread cold, 0 of 20 after 60 ms of
   // copies). 0: only `warmups`.
   double min_warmup_seconds = 0.06;
-  // More repeats than `repeats` until they have taken this much device time, at most ten
-  // times as many: five repeats of a 100 µs op are too few to say how it varies.
-  double min_timed_seconds = 0.02;
   std::vector<DType> matmul_dtypes = default_matmul_dtypes();  // also the decode attention's cache dtypes
   // CPU: the decode-shaped matmuls timed per dtype — these rows of activations against a
   // decode step's projections (decode_step_projections), layer after layer, streamed from
@@ -188,7 +185,7 @@ struct RoofMeasurement {
     double bytes = 0;      // weight + vector + output
     TimedSamples timing;
     double bandwidth = 0;  // bytes/s, the fastest repeat
-    double dram_bandwidth = 0;  // the same product over a weight no cache holds, timed just before and after, the faster
+    double dram_bandwidth = 0;  // the same product over a weight no cache holds, timed just before
   };
   std::vector<CacheRead> cache_reads;  // in the order tried; the last decided
   double cache_bytes = 0;  // the checked capacity; 0 = no cache found or measured

@@ -108,7 +108,6 @@ RoofMeasureOptions small_options() {
   options.matmul_size = 128;
   options.repeats = 3;
   options.min_warmup_seconds = 0;  // one warm-up: the scripted device does not ramp
-  options.min_timed_seconds = 0;   // and `repeats` repeats
   options.decode_step_width = 256;  // layers of 1.7 MB (16-bit) to 3.4 MB (fp32) in the copy's 4 MiB
   return options;
 }
@@ -147,17 +146,6 @@ TEST_CASE("median and spread of repeated timings", "[roof_measure]") {
   CHECK(ten.best == 0.5);
 }
 
-TEST_CASE("a short op is repeated until its repeats have taken 20 ms", "[roof_measure]") {
-  ScriptedBackend backend;
-  RoofMeasureOptions options;
-  options.repeats = 5;
-  options.min_warmup_seconds = 0;
-  const size_t bytes = size_t{1} << 20;  // 0.21 ms a copy at 10 GB/s
-  CHECK(measure_copy(backend, bytes, options).timing.seconds.size() == 50);  // ten times five: 10.5 ms
-  CHECK(measure_copy(backend, 4 * bytes, options).timing.seconds.size() == 24);  // 0.84 ms each: 20.1 ms
-  CHECK(measure_copy(backend, 64 * bytes, options).timing.seconds.size() == 5);
-}
-
 TEST_CASE("a memory path that ramps up is warmed up before it is timed", "[roof_measure]") {
   // 4 MiB copies (0.84 ms at 10 GB/s) ramping over their first 10: timed after one warm-up,
   // the ramp reads as noise; after 60 ms of warm-ups, the repeats find the steady rate.
@@ -165,7 +153,6 @@ TEST_CASE("a memory path that ramps up is warmed up before it is timed", "[roof_
   RoofMeasureOptions options;
   options.repeats = 5;
   options.min_warmup_seconds = 0;
-  options.min_timed_seconds = 0;
   ScriptedBackend cold;
   cold.ramp_copies = 10;
   const CopyMeasurement cold_copy = measure_copy(cold, bytes, options);
