@@ -223,10 +223,7 @@ std::string MachineState::warning(bool with_notes) const {
 }
 
 double probe_spread_of(std::vector<double> seconds) {
-  if (seconds.size() < 3) return 0.0;
-  std::sort(seconds.begin(), seconds.end());
-  const double median = median_of(seconds);
-  return median > 0 ? (seconds[seconds.size() - 2] - seconds[1]) / median : 0.0;
+  return seconds.size() < 3 ? 0.0 : TimedSamples::of(std::move(seconds), 0.0).spread;
 }
 
 MachineState check_machine(Backend& backend, int threads, const RoofsMachine& roofs,

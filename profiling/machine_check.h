@@ -56,7 +56,7 @@ struct MachineState {
   double probe_bandwidth = 0;      // bytes/s, the probe's best copy (bytes read + written)
   double probe_spread = 0;         // (second slowest - second fastest) / median of its copies
   double quiet_probe_bandwidth = 0;  // the same probe when the roofs were measured quietly; 0 = none
-  int probe_warmup_copies = 0;     // copies before the probe's held steady (the first one on fresh buffers)
+  int probe_warmup_copies = 0;     // warm-up copies before the probe's timed ones (the first on fresh buffers)
   double probe_warmup_seconds = 0; // their time together
   double core_round_trip_ns = 0;   // a cache line's round trip between two cores; 0 = not probed (one kernel thread)
   double roofs_core_round_trip_ns = 0;  // the same when the cached roofs were measured; 0 = none
@@ -77,8 +77,9 @@ struct MachineState {
 // so that the rules can be tested on figures of any machine.
 void judge_machine(MachineState& state, const MachineThresholds& thresholds = {});
 
-// The bandwidth probe's spread: (second slowest - second fastest) / median of the copies'
-// times (a single held-up copy at either end does not count); 0 below 3 copies.
+// The bandwidth probe's spread: a timed figure's spread (TimedSamples::spread) of the copies'
+// times — of its nine, (second slowest - second fastest) / median, a single held-up copy at
+// either end not counting; 0 below 3 copies.
 double probe_spread_of(std::vector<double> seconds);
 
 // What the roof cache remembers of the machine when the roofs were measured (0 = none).

@@ -47,7 +47,7 @@ class OpTimer {
   // sequence timed once per round, so that a machine whose speed moves from period to period
   // moves every sequence's samples alike (what a ratio of their rates needs). One summary
   // per sequence, in order.
-  // The warm-ups are whole rounds, held to steady by the round's total.
+  // The warm-ups are whole rounds, each counted at the round's total time.
   std::vector<TimedSamples> sample_interleaved(const std::vector<Sequence>& sequences) {
     const Warmup warmup = warm_up([&] {
       double round = 0;

@@ -99,8 +99,8 @@ struct TimedSamples {
   double median = 0;
   double best = 0;    // the fastest sample
   // (max - min) / median below five samples; from five on, the range of the middle ones over
-  // the median, a fifth of the samples left out at either end (of five: the second slowest
-  // less the second fastest, as the machine check's probe, profiling/machine_check.h): one
+  // the median, a fifth of the samples left out at either end (of five to nine: the second
+  // slowest less the second fastest; the machine check's probe takes its spread so): one
   // repeat held up by a hypervisor tick moves neither the best nor the median, the figures
   // taken from them.
   double spread = 0;
