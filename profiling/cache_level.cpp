@@ -19,86 +19,91 @@ namespace decodelab {
 
 namespace {
 
-// A read runs at cache speed when it is at least this much faster than the same product over
-// a weight streamed from DRAM, timed just before it: a VM's memory bandwidth moves by 2x from
-// period to period, so a DRAM reading taken earlier is no yardstick. A weight that fits only
-// in part reads between the two. Not 1.5x: on a 2-vCPU Zen 5 VM a 133 MB weight, far beyond
-// its 32 MB L3, read 1.52-1.60x as fast as the 512 MB DRAM product in 7 of 10 measurements
-// with its vCPUs on different dies (60-69 against 41-44 GB/s), and a 66.6 MB one 1.70-1.92x,
-// while the 33.3 MB weight the L3 holds read 2.67x (114 against 42.7 GB/s).
-constexpr double kCacheSpeedup = 2.0;
 // The smallest weight tried when the OS's capacity does not hold.
 constexpr double kSmallestCacheWeightBytes = 256.0 * 1024;
 
 }  // namespace
 
-void find_cache_level(double reported_bytes, double largest_weight_bytes,
+void find_cache_level(double reported_bytes, double largest_weight_bytes, double dram_bandwidth,
                       const std::function<RoofMeasurement::CacheRead(double weight_bytes)>& read,
                       RoofMeasurement& measurement) {
   measurement.cache_reported_bytes = reported_bytes;
+  measurement.cache_dram_bandwidth = dram_bandwidth;
   if (reported_bytes <= 0) return;
-  for (double weight = std::min(reported_bytes / 4, largest_weight_bytes); weight >= kSmallestCacheWeightBytes; weight /= 2) {
-    const bool first = measurement.cache_reads.empty();
-    measurement.cache_reads.push_back(read(weight));
-    const RoofMeasurement::CacheRead& tried = measurement.cache_reads.back();
-    if (tried.bandwidth >= kCacheSpeedup * tried.dram_bandwidth) {
-      measurement.cache_bytes = first ? reported_bytes : tried.weight_bytes;
-      measurement.cache_read = tried.timing;
-      measurement.cache_read_bytes = tried.bytes;
-      measurement.cache_bandwidth = tried.bandwidth;
-      return;
+  std::vector<RoofMeasurement::CacheRead>& reads = measurement.cache_reads;
+  // Reads the weights down to index `last` (those at least the smallest); false when `last`
+  // is below it.
+  double next_weight = std::min(reported_bytes / 4, largest_weight_bytes);
+  auto read_through = [&](size_t last) {
+    while (reads.size() <= last) {
+      if (next_weight < kSmallestCacheWeightBytes) return false;
+      reads.push_back(read(next_weight));
+      next_weight /= 2;
     }
+    return true;
+  };
+  for (size_t tried = 0; read_through(tried + 1); ++tried) {
+    read_through(tried + kCachePlateauReads);  // those not below the smallest
+    const RoofMeasurement::CacheRead& weight = reads[tried];
+    const RoofMeasurement::CacheRead* fastest = &reads[tried + 1];
+    for (size_t below = tried + 2; below < reads.size() && below <= tried + kCachePlateauReads; ++below)
+      if (reads[below].bandwidth > fastest->bandwidth) fastest = &reads[below];
+    if (weight.bandwidth < kCachePlateau * fastest->bandwidth || weight.bandwidth < kCacheAboveDram * dram_bandwidth) continue;
+    if (weight.bandwidth > fastest->bandwidth) fastest = &weight;
+    measurement.cache_bytes = tried == 0 ? reported_bytes : weight.weight_bytes;
+    measurement.cache_read = fastest->timing;
+    measurement.cache_read_bytes = fastest->bytes;
+    measurement.cache_bandwidth = fastest->bandwidth;
+    return;
   }
 }
 
-// The cache level (RoofMeasurement's cache_* fields): a quarter of the capacity the OS
-// reports, checked by find_cache_level, each read against the same product over a weight no
-// cache holds (twice the reported capacity, which a VM's CPUID overstates and never
-// understates; 64 MiB at least, 512 MiB at most), timed just before it.
+// The cache level (RoofMeasurement's cache_* fields): the DRAM yardstick (the same product
+// over twice the reported capacity, which a VM's CPUID overstates and never understates;
+// 64 MiB at least, 512 MiB at most), then the search of find_cache_level, every read timed
+// after the same warm-ups as the other figures, one after the other, so that a memory path
+// ramped up by the yardstick stays so.
 void measure_cache_level(Backend& backend, const RoofMeasureOptions& options, RoofMeasurement& measurement,
                          std::ostream* progress) {
   const double reported = host_cache_bytes();
   if (reported <= 0) return;
-  // One warm-up, as when kCacheSpeedup was set (roof method 11); warmed for 60 ms like the
-  // other figures since method 14, the DRAM yardstick of a Zen 5 VM with its vCPUs on
-  // different dies read 50-60 GB/s against the L3's 110-130, under 2x, and the search found
-  // no level in four of five measurements (docs/prediction.md, "Roof method 14").
-  RoofMeasureOptions one_warmup = options;
-  one_warmup.min_warmup_seconds = 0;
-  OpTimer timer(backend, one_warmup);
+  OpTimer timer(backend, options);
   const double available = static_cast<double>(backend.available_memory());
-  const MatvecProduct from_dram(backend, std::min({std::max(2 * reported, 64.0 * 1024 * 1024), 512.0 * 1024 * 1024, available / 4}), 6);
+  double dram_weight_bytes = 0, dram_bandwidth = 0;
+  {
+    const MatvecProduct from_dram(backend, std::min({std::max(2 * reported, 64.0 * 1024 * 1024), 512.0 * 1024 * 1024, available / 4}), 6);
+    dram_weight_bytes = static_cast<double>(from_dram.weight.bytes());
+    if (progress) *progress << "measuring the cache: matrix-vector product over " << format_bytes(dram_weight_bytes) << " (from DRAM)\n";
+    measurement.cache_dram_read = timer.sample([&](OpId id) { from_dram.enqueue(backend, id); });
+    dram_bandwidth = from_dram.bytes() / measurement.cache_dram_read.best;
+  }
   auto read = [&](double weight_bytes) {
     const MatvecProduct resident(backend, weight_bytes, 6);
     if (progress) *progress << "measuring the cache: matrix-vector product over " << format_bytes(static_cast<double>(resident.weight.bytes())) << "\n";
     RoofMeasurement::CacheRead result;
-    result.dram_bandwidth = from_dram.bytes() / timer.sample([&](OpId id) { from_dram.enqueue(backend, id); }).best;
     result.weight_bytes = static_cast<double>(resident.weight.bytes());
     result.bytes = resident.bytes();
     result.timing = timer.sample([&](OpId id) { resident.enqueue(backend, id); });
     result.bandwidth = result.bytes / result.timing.best;
     return result;
   };
-  find_cache_level(reported, std::min(available, static_cast<double>(from_dram.weight.bytes())) / 4, read, measurement);
+  find_cache_level(reported, std::min(available, dram_weight_bytes) / 4, dram_bandwidth, read, measurement);
 }
 
 std::string RoofMeasurement::cache_capacity_note() const {
   if (cache_reads.empty()) return "";
-  auto read_text = [](const CacheRead& read) {
-    return format_bytes(read.weight_bytes) + " at " + format_bandwidth(read.bandwidth) + " (from DRAM " +
-           format_bandwidth(read.dram_bandwidth) + ")";
-  };
-  const std::string speed = format_number(kCacheSpeedup) + "x as fast as the same product from DRAM, timed just before";
-  if (cache_bytes > 0 && cache_reads.size() == 1) {
-    return "capacity " + format_bytes(cache_bytes) + " as the OS reports it: a quarter of it read " + read_text(cache_reads[0]) +
-           ", at least " + speed;
-  }
-  std::string note = "the OS reports " + format_bytes(cache_reported_bytes) + ", but its products read ";
-  for (size_t i = 0; i + (cache_bytes > 0 ? 1 : 0) < cache_reads.size(); ++i) note += (i ? ", " : "") + read_text(cache_reads[i]);
-  note += ", not " + speed;
-  if (cache_bytes <= 0) return note + ": no cache level found";
-  return note + "; capacity " + format_bytes(cache_bytes) + ": the largest weight read at cache speed, " +
-         read_text(cache_reads.back());
+  std::string reads = "products over ";
+  for (size_t i = 0; i < cache_reads.size(); ++i)
+    reads += (i ? ", " : "") + format_bytes(cache_reads[i].weight_bytes) + " read " + format_bandwidth(cache_reads[i].bandwidth);
+  reads += " (from DRAM " + format_bandwidth(cache_dram_bandwidth) + ")";
+  const std::string rule = "at least " + format_number(kCachePlateau) + "x as fast as the faster of the two below it and " +
+                           format_number(kCacheAboveDram) + "x DRAM";
+  if (cache_bytes <= 0)
+    return "the OS reports " + format_bytes(cache_reported_bytes) + "; " + reads + ": none reads " + rule + ": no cache level found";
+  if (cache_bytes == cache_reported_bytes)
+    return "capacity " + format_bytes(cache_bytes) + " as the OS reports it: " + reads + ", a quarter of it " + rule;
+  return "the OS reports " + format_bytes(cache_reported_bytes) + "; " + reads + ": capacity " + format_bytes(cache_bytes) +
+         ", the largest weight that reads " + rule;
 }
 
 // The highest data-cache level cpu0 sees in sysfs (what lscpu reads: a VM's own view), else

@@ -1,12 +1,16 @@
 // The last-level cache a CPU measurement prices (RoofMeasurement's cache_* fields): the
-// capacity the OS reports (sysfs, else CPUID), kept only where an fp16 matrix-vector product
-// over a quarter of it reads at cache speed — 2x the same product over a weight no cache
-// holds, timed just before it, since a VM's memory bandwidth moves from period to period and
-// its CPUID can report the host's whole socket; otherwise the weight is halved until a read
-// is that fast, and the capacity is that weight. Its bandwidth: that read, again and again
-// while the weight stays resident.
+// capacity the OS reports (sysfs, else CPUID), checked by reads, since a VM's CPUID can
+// report its host's whole socket. fp16 matrix-vector products over weights halving from a
+// quarter of the reported capacity are timed in turn (after the same product over a weight
+// no cache holds): the capacity is the largest weight that reads on the cache's plateau — as
+// fast, within kCachePlateau, as the faster of the weights half and a quarter its size — and
+// well above DRAM speed; the reported capacity itself where that is the first weight. Its
+// bandwidth: the fastest of those three reads. Where the weights below the last level read
+// much faster from a level nearer the core (an L2 twice as fast as the L3), the search finds
+// that level: the one a small working set is priced at.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <iosfwd>
 
@@ -15,17 +19,35 @@
 
 namespace decodelab {
 
+// A weight reads on the cache's plateau when it reads at least this fraction as fast as the
+// faster of the kCachePlateauReads weights below it (half and a quarter its size). A ratio of
+// reads taken back to back, not one to a DRAM reading: on a 2-vCPU Zen 5 VM (32 MB of L3 per
+// CCD; the OS reports 533 MB) DRAM read 35-100 GB/s as its memory path ramped and its vCPUs
+// moved, and a 133 MB weight read up to 2.2x the DRAM product timed just before it (2x or
+// more in 4 of 234 measurements: the 2x rule of roof methods 11-14 then took the OS's 533 MB),
+// but over 54 searches it read 0.56-0.78 of the faster of the two below it (median 0.70),
+// where 33.3 MB read 0.99 (0.85 or more in 52), and 66.6 MB, held in part (the vCPUs on two
+// CCDs with an L3 each), 0.67-0.90.
+constexpr double kCachePlateau = 0.85;
+constexpr size_t kCachePlateauReads = 2;
+// ... and at least this much faster than the product over a weight no cache holds, timed
+// (warmed) before the search: what tells a plateau of cache reads from one of DRAM reads
+// (every weight beyond the cache reads alike). On the same VM the plateau read 1.47-2.09x
+// DRAM, and the 133 MB weight up to 1.41x.
+constexpr double kCacheAboveDram = 1.25;
+
 // Measures the cache level into `measurement` (a CPU backend; nothing where the OS reports
 // no cache).
 void measure_cache_level(Backend& backend, const RoofMeasureOptions& options, RoofMeasurement& measurement,
                          std::ostream* progress);
 
-// The search itself: `read` times the product over a weight of about the bytes it is given,
-// and just before it the product over a weight streamed from DRAM; first a quarter of
-// `reported_bytes` (at most `largest_weight_bytes`), and while a read is not at cache speed
-// half as much, down to 256 KiB. The first read at cache speed sets the capacity: the
-// reported one when it was the first tried, else its weight; none: no cache level.
-void find_cache_level(double reported_bytes, double largest_weight_bytes,
+// The search itself, over `dram_bandwidth` (the product over a weight no cache holds): `read`
+// times the product over a weight of about the bytes it is given, first a quarter of
+// `reported_bytes` (at most `largest_weight_bytes`), then half as much each time, down to
+// 256 KiB, each weight judged once the two below it are read (the last but one against its
+// half alone). The first weight on the plateau and above DRAM sets the capacity: the reported
+// one when it was the first tried, else its weight; none: no cache level.
+void find_cache_level(double reported_bytes, double largest_weight_bytes, double dram_bandwidth,
                       const std::function<RoofMeasurement::CacheRead(double weight_bytes)>& read,
                       RoofMeasurement& measurement);
 

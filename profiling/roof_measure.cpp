@@ -541,8 +541,10 @@ nlohmann::json to_json(const RoofMeasurement& measurement) {
     nlohmann::json reads = nlohmann::json::array();
     for (const RoofMeasurement::CacheRead& read : measurement.cache_reads)
       reads.push_back({{"weight_bytes", read.weight_bytes}, {"bytes_read", read.bytes}, {"bandwidth_gbps", read.bandwidth / 1e9},
-                       {"dram_bandwidth_gbps", read.dram_bandwidth / 1e9}, {"timing", samples_json(read.timing)}});
+                       {"timing", samples_json(read.timing)}});
     json["cache"] = {{"reported_bytes", measurement.cache_reported_bytes}, {"bytes", measurement.cache_bytes},
+                     {"dram_bandwidth_gbps", measurement.cache_dram_bandwidth / 1e9},
+                     {"dram_timing", samples_json(measurement.cache_dram_read)},
                      {"reads", reads}, {"capacity", measurement.cache_capacity_note()}};
     if (measurement.cache_bandwidth > 0) {
       json["cache"]["bandwidth_gbps"] = measurement.cache_bandwidth / 1e9;

@@ -50,9 +50,10 @@ namespace decodelab {
 // 13: small CPU ops no longer enter OpenMP (a tiny op's turn fell from ~1.4 to ~0.15 µs),
 // and the parallel region a kernel opens is measured as a fixed cost of its own; 14: every
 // figure but the cache level's timed after 60 ms of warm-ups, and its spread from five
-// repeats on without a fifth of them at either end).
+// repeats on without a fifth of them at either end; 15: the cache's capacity is the largest
+// weight on a plateau with the two below it, not one read 2x the DRAM product's).
 // Caches are keyed by it.
-constexpr int kRoofMethodVersion = 14;
+constexpr int kRoofMethodVersion = 15;
 
 // fp32, fp16, bf16: the dtypes whose matmul a measurement times (out of line: GCC 12 warns
 // about an inlined initializer list here as possibly uninitialised).
@@ -185,10 +186,12 @@ struct RoofMeasurement {
     double bytes = 0;      // weight + vector + output
     TimedSamples timing;
     double bandwidth = 0;  // bytes/s, the fastest repeat
-    double dram_bandwidth = 0;  // the same product over a weight no cache holds, timed just before
   };
-  std::vector<CacheRead> cache_reads;  // in the order tried; the last decided
+  TimedSamples cache_dram_read;       // the same product over a weight no cache holds, timed first
+  double cache_dram_bandwidth = 0;    // bytes/s, its fastest repeat
+  std::vector<CacheRead> cache_reads;  // in the order read, halving
   double cache_bytes = 0;  // the checked capacity; 0 = no cache found or measured
+  // The fastest read of the plateau that set the capacity (the weight and the two below it).
   double cache_read_bytes = 0;
   TimedSamples cache_read;
   double cache_bandwidth = 0;
