@@ -199,6 +199,45 @@ TEST_CASE("cpu rope rounds each step to the half dtype", "[cpu][ops]") {
   CHECK(actual[1] == second);
 }
 
+TEST_CASE("cpu rope's tabulated angles are the angles computed row by row, bit for bit", "[cpu][ops]") {
+  // The kernel looks cos/sin up in a per-thread table that grows with the positions and starts
+  // afresh for other frequencies (engine/cpu/rope_angles.h); positions past its cap are
+  // computed directly. Every case must give exactly what one row computed alone gives.
+  CpuFixture fixture;
+  const int head_dim = 8, half = head_dim / 2;
+  auto frequencies_of = [&](float base) {
+    std::vector<float> inv_freq(half);
+    for (int j = 0; j < half; ++j) inv_freq[j] = std::pow(base, -2.0f * j / head_dim);
+    return inv_freq;
+  };
+  auto check_rows = [&](const std::vector<int32_t>& positions, const std::vector<float>& inv_freq) {
+    const auto rows = static_cast<int64_t>(positions.size());
+    const std::vector<float> values = random_values(static_cast<size_t>(rows * head_dim), DType::F16, 43);
+    const Tensor q = fixture.upload(DType::F16, {rows, head_dim}, values);
+    const Tensor k = fixture.upload(DType::F16, {rows, head_dim}, values);
+    fixture.backend->rope(q, k, fixture.upload_i32({rows}, positions), fixture.upload(DType::F32, {half}, inv_freq), head_dim,
+                          fixture.id());
+    const std::vector<float> actual = fixture.read(q);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int j = 0; j < half; ++j) {
+        const float angle = static_cast<float>(positions[static_cast<size_t>(r)]) * inv_freq[static_cast<size_t>(j)];
+        const float c = round_to(DType::F16, std::cos(angle)), s = round_to(DType::F16, std::sin(angle));
+        const float x1 = values[static_cast<size_t>(r * head_dim + j)], x2 = values[static_cast<size_t>(r * head_dim + j + half)];
+        INFO("position " << positions[static_cast<size_t>(r)] << ", frequency " << j);
+        CHECK(actual[static_cast<size_t>(r * head_dim + j)] ==
+              round_to(DType::F16, round_to(DType::F16, x1 * c) + round_to(DType::F16, -x2 * s)));
+        CHECK(actual[static_cast<size_t>(r * head_dim + j + half)] ==
+              round_to(DType::F16, round_to(DType::F16, x2 * c) + round_to(DType::F16, x1 * s)));
+      }
+    }
+  };
+  const std::vector<float> llama = frequencies_of(10000.0f), other = frequencies_of(500000.0f);
+  check_rows({3}, llama);                        // a table of 4 positions
+  check_rows({70000, 3, 1000, 0}, llama);        // grown to 1001; 70000 past the cap
+  check_rows({3, 999}, other);                   // other frequencies: afresh
+  check_rows({1000, 2, 65535, 65536}, llama);    // and back, up to the cap's edge
+}
+
 TEST_CASE("cpu swiglu, add and cast match references", "[cpu][ops]") {
   const DType dtype = GENERATE(DType::F32, DType::F16, DType::BF16);
   const int64_t count = GENERATE(1, 17, 4099);

@@ -11,6 +11,7 @@
 #include "engine/cpu/fan_out.h"
 #include "engine/cpu/kernels.h"
 #include "engine/cpu/parallel_for.h"
+#include "engine/cpu/rope_angles.h"
 #include "engine/cpu/scratch.h"
 #include "engine/cpu/simd.h"
 
@@ -81,27 +82,41 @@ void rope(const Tensor& q, const Tensor& k, const Tensor& positions, const Tenso
   const int64_t k_heads = k.shape[1] / head_dim;
   const float* frequencies = inv_freq.as<const float>();
   const int32_t* position_data = positions.as<const int32_t>();
-  // Each thread's cos/sin table (padding lanes zero: rotate_row loads whole vectors).
+  auto position_of = [&](int64_t m) { return position_data[m * positions.strides[0]]; };
+  // The angles of every position these rows reach, tabulated on the calling (stream) thread.
+  // (The kernel threads read it through `table`: the name of a thread_local would be their own.)
+  thread_local RopeAngles stream_angles;
+  int32_t last = 0;
+  for (int64_t m = 0; m < rows; ++m) last = std::max(last, position_of(m));
+  stream_angles.cover(frequencies, half, padded_half, last);
+  const RopeAngles& table = stream_angles;
+  // Each thread's cos/sin rows rounded to q's and k's dtypes (padding lanes zero: rotate_row
+  // loads whole vectors).
   parallel_for(rope_fans_out(rows, q.shape[1], k.shape[1]), rows, [&](int64_t m) {
-    thread_local ScratchBuffer table_scratch;
-    float* table = table_scratch.floats(static_cast<size_t>(4 * padded_half));
-    float* q_cos = table;
-    float* q_sin = table + padded_half;
-    float* k_cos = table + 2 * padded_half;
-    float* k_sin = table + 3 * padded_half;
-    const float position = static_cast<float>(position_data[m * positions.strides[0]]);
-    for (int64_t j = 0; j < padded_half; ++j) {
-      if (j >= half) {
-        q_cos[j] = q_sin[j] = k_cos[j] = k_sin[j] = 0.0f;
-        continue;
+    thread_local ScratchBuffer row_scratch;
+    float* row_angles = row_scratch.floats(static_cast<size_t>(6 * padded_half));
+    float* q_cos = row_angles;
+    float* q_sin = row_angles + padded_half;
+    float* k_cos = row_angles + 2 * padded_half;
+    float* k_sin = row_angles + 3 * padded_half;
+    const int32_t position = position_of(m);
+    const float *cosines = nullptr, *sines = nullptr;
+    if (!table.row(position, cosines, sines)) {  // past the table's cap: computed here
+      float* direct = row_angles + 4 * padded_half;
+      for (int64_t j = 0; j < padded_half; ++j) {
+        const float angle = static_cast<float>(position) * (j < half ? frequencies[j] : 0.0f);
+        direct[j] = j < half ? std::cos(angle) : 0.0f;
+        direct[padded_half + j] = j < half ? std::sin(angle) : 0.0f;
       }
-      const float angle = position * frequencies[j];
-      const float c = std::cos(angle);
-      const float s = std::sin(angle);
-      q_cos[j] = round_to(q.dtype, c);
-      q_sin[j] = round_to(q.dtype, s);
-      k_cos[j] = round_to(k.dtype, c);
-      k_sin[j] = round_to(k.dtype, s);
+      cosines = direct;
+      sines = direct + padded_half;
+    }
+    for (int64_t j = 0; j < padded_half; j += kLanes) {
+      const VFloat c = vload(cosines + j), s = vload(sines + j);
+      vstore(q_cos + j, vround_to(q.dtype, c));
+      vstore(q_sin + j, vround_to(q.dtype, s));
+      vstore(k_cos + j, vround_to(k.dtype, c));
+      vstore(k_sin + j, vround_to(k.dtype, s));
     }
     char* q_row = static_cast<char*>(q.data) + m * q.strides[0] * static_cast<int64_t>(dtype_size(q.dtype));
     char* k_row = static_cast<char*>(k.data) + m * k.strides[0] * static_cast<int64_t>(dtype_size(k.dtype));
