@@ -51,7 +51,8 @@ namespace decodelab {
 // and the parallel region a kernel opens is measured as a fixed cost of its own; 14: every
 // figure but the cache level's timed after 60 ms of warm-ups, and its spread from five
 // repeats on without a fifth of them at either end; 15: the cache's capacity is the largest
-// weight on a plateau with the two below it, not one read 2x the DRAM product's).
+// weight on a plateau with the two below it, not one read 2x the DRAM product's, and its reads
+// warmed like every other figure).
 // Caches are keyed by it.
 constexpr int kRoofMethodVersion = 15;
 

@@ -103,11 +103,7 @@ void rope(const Tensor& q, const Tensor& k, const Tensor& positions, const Tenso
     const float *cosines = nullptr, *sines = nullptr;
     if (!table.row(position, cosines, sines)) {  // past the table's cap: computed here
       float* direct = row_angles + 4 * padded_half;
-      for (int64_t j = 0; j < padded_half; ++j) {
-        const float angle = static_cast<float>(position) * (j < half ? frequencies[j] : 0.0f);
-        direct[j] = j < half ? std::cos(angle) : 0.0f;
-        direct[padded_half + j] = j < half ? std::sin(angle) : 0.0f;
-      }
+      table.compute(position, direct, direct + padded_half);
       cosines = direct;
       sines = direct + padded_half;
     }

@@ -33,20 +33,27 @@ class RopeAngles {
     }
     const int64_t wanted = std::min(last + 1, kMaxTabulatedPositions);
     if (wanted <= positions_) return;
-    cosines_.resize(static_cast<size_t>(wanted * stride), 0.0f);
-    sines_.resize(static_cast<size_t>(wanted * stride), 0.0f);
+    cosines_.resize(static_cast<size_t>(wanted * stride));
+    sines_.resize(static_cast<size_t>(wanted * stride));
     for (int64_t position = positions_; position < wanted; ++position) {
-      for (int64_t j = 0; j < half; ++j) {
-        const float angle = static_cast<float>(position) * frequencies_[static_cast<size_t>(j)];
-        cosines_[static_cast<size_t>(position * stride + j)] = std::cos(angle);
-        sines_[static_cast<size_t>(position * stride + j)] = std::sin(angle);
-      }
+      compute(static_cast<int32_t>(position), cosines_.data() + position * stride, sines_.data() + position * stride);
     }
     positions_ = wanted;
   }
 
+  // The `stride` cosines and sines at `position` (zeros past `half`), computed.
+  void compute(int32_t position, float* cosines, float* sines) const {
+    for (int64_t j = 0; j < half_; ++j) {
+      const float angle = static_cast<float>(position) * frequencies_[static_cast<size_t>(j)];
+      cosines[j] = std::cos(angle);
+      sines[j] = std::sin(angle);
+    }
+    std::fill(cosines + half_, cosines + stride_, 0.0f);
+    std::fill(sines + half_, sines + stride_, 0.0f);
+  }
+
   // The cosines and sines at `position` (rows of `stride`), or false where the table does not
-  // hold it.
+  // hold it (then compute() gives them).
   bool row(int32_t position, const float*& cosines, const float*& sines) const {
     if (position < 0 || position >= positions_) return false;
     cosines = cosines_.data() + static_cast<size_t>(position) * static_cast<size_t>(stride_);
