@@ -234,6 +234,13 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
   comparison.timed_seconds = (now_ns() - timed_begin) / 1e9;
   comparison.budget_seconds = budget.max_seconds;
 
+  // A starved host, over all the traced repeats: the larger of the sides' median shares.
+  auto median_stall_fraction = [](const Side& side) {
+    std::vector<double> fractions;
+    for (const RunAnalysis& analysis : side.analyses) fractions.push_back(analysis.host_stall_fraction());
+    return fractions.empty() ? 0.0 : median_of(fractions);
+  };
+  const double host_stall_fraction = std::max(median_stall_fraction(fixed_side), median_stall_fraction(buggy_side));
   // Each side's report shows its most typical traced repeat.
   const std::vector<double> fixed_times = per_token_times(fixed_side.runs, metric, workload);
   const std::vector<double> buggy_times = per_token_times(buggy_side.runs, metric, workload);
@@ -265,7 +272,7 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
   comparison.prediction =
       predict_row(buggy_scenario, spec, comparison.decode_slowdown, comparison.end_to_end_slowdown,
                   comparison.headline.metric, options.predict_on);
-  comparison.prediction.noise = machine_noise(comparison.machine.contended, roofs_noisy(spec));
+  comparison.prediction.noise = machine_noise(comparison.machine.contended, roofs_noisy(spec), host_stall_fraction);
   return comparison;
 }
 

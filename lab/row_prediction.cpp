@@ -9,6 +9,7 @@
 #include "lab/predict.h"
 #include "lab/slowdown.h"
 #include "profiling/report.h"
+#include "profiling/roofline.h"
 #include "profiling/units.h"
 
 namespace decodelab {
@@ -196,10 +197,14 @@ double RowPrediction::error() const {
   return of == SlowdownMetric::Decode ? decode_slowdown_error : end_to_end_slowdown_error;
 }
 
-std::string machine_noise(bool machine_contended, bool roofs_noisy) {
-  if (machine_contended && roofs_noisy) return "busy, roofs noisy";
-  if (machine_contended) return "busy";
-  return roofs_noisy ? "roofs noisy" : "";
+std::string machine_noise(bool machine_contended, bool roofs_noisy, double host_stall_fraction) {
+  std::string noise;
+  auto add = [&](const std::string& part) { noise += (noise.empty() ? "" : ", ") + part; };
+  if (machine_contended) add("busy");
+  if (roofs_noisy) add("roofs noisy");
+  if (host_stall_fraction >= LimiterThresholds{}.host_starved_fraction)
+    add("host starved " + format_percent(host_stall_fraction));
+  return noise;
 }
 
 bool roofs_noisy(const DeviceSpec& device) { return device.measured && device.measured->noisy; }

@@ -55,12 +55,15 @@ constexpr double kPredictionTolerance = 0.20;
 // measured / predicted - 1 (0 when nothing was predicted).
 double prediction_error(double measured, double predicted);
 
-// Was the machine quiet for a check of the model? "" when it was; else "busy" (the machine
-// check before the runs found contention), "roofs noisy" (the measured roofs the prediction
-// is priced with came from a noisy or contended machine) or "busy, roofs noisy". An error
-// taken on a noisy machine holds the machine's noise as well as the model's misses, so
-// every verdict against a prediction carries it (`predict --check` rows, compare, lab).
-std::string machine_noise(bool machine_contended, bool roofs_noisy);
+// Was the machine quiet for a check of the model? "" when it was; else what was not, joined
+// by ", ": "busy" (the machine check before the runs found contention), "roofs noisy" (the
+// measured roofs the prediction is priced with came from a noisy or contended machine),
+// "host starved 23%" (the larger of the two sides' decode device time spent idle for a
+// stalled host, from LimiterThresholds::host_starved_fraction up: the model assumes a host
+// with a core of its own). An error taken on a noisy machine holds the machine's noise as
+// well as the model's misses, so every verdict against a prediction carries it
+// (`predict --check` rows, compare, lab).
+std::string machine_noise(bool machine_contended, bool roofs_noisy, double host_stall_fraction = 0);
 // The roofs' half of it for a device: its measured roofs were noisy (false for a GPU spec).
 bool roofs_noisy(const DeviceSpec& device);
 

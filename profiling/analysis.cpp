@@ -10,6 +10,7 @@
 
 #include "engine/errors.h"
 #include "profiling/cost_model.h"
+#include "profiling/host_stalls.h"
 #include "profiling/units.h"
 
 namespace decodelab {
@@ -30,6 +31,8 @@ void TimelineStats::add(const TimelineStats& other) {
   gaps += other.gaps;
   largest_gap_seconds = std::max(largest_gap_seconds, other.largest_gap_seconds);
   syncs += other.syncs;
+  host_stall_seconds += other.host_stall_seconds;
+  host_stalls += other.host_stalls;
   ops += other.ops;
 }
 
@@ -185,6 +188,11 @@ void explain_points_above_roof(RunAnalysis& analysis, const std::array<double, 3
 
 }  // namespace
 
+double RunAnalysis::host_stall_fraction() const {
+  const PhaseStats* decode = phase(Phase::Decode);
+  return (decode && decode->timeline.device_seconds() > 0 ? decode->timeline : timeline).host_stall_fraction();
+}
+
 bool RunAnalysis::roofs_suspect() const {
   return std::any_of(above_roof.begin(), above_roof.end(), [](const AboveRoof& above) { return !above.cache_resident; });
 }
@@ -255,15 +263,19 @@ RunAnalysis analyze(const Trace& trace, const DeviceSpec* device, const Analysis
   }
   std::stable_sort(device_order.begin(), device_order.end(),
                    [&](size_t a, size_t b) { return ops[a].device_begin_ns < ops[b].device_begin_ns; });
+  const HostStalls host_stalls(trace, thresholds.host_stall_seconds);
   int64_t device_free_ns = device_order.empty() ? 0 : ops[device_order.front()].device_begin_ns;
   for (size_t i : device_order) {
     const TraceOp& op = ops[i];
     const double idle = std::max<int64_t>(0, op.device_begin_ns - device_free_ns) * kNs;
     const double busy = std::max<int64_t>(0, op.device_end_ns - std::max(op.device_begin_ns, device_free_ns)) * kNs;
+    const double stalled = idle > 0 ? host_stalls.overlap_seconds(device_free_ns, op.device_begin_ns) : 0.0;
     device_free_ns = std::max(device_free_ns, op.device_end_ns);
     for_each_timeline(placements[i], [&](TimelineStats& timeline) {
       timeline.busy_seconds += busy;
       timeline.idle_seconds += idle;
+      timeline.host_stall_seconds += stalled;
+      if (stalled > 0) ++timeline.host_stalls;
       if (idle >= gap_line) ++timeline.gaps;
       timeline.largest_gap_seconds = std::max(timeline.largest_gap_seconds, idle);
     });

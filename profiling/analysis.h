@@ -38,11 +38,16 @@ struct TimelineStats {
   int64_t gaps = 0;           // idle intervals at least LimiterThresholds::gap_seconds long
   double largest_gap_seconds = 0;
   int64_t syncs = 0;          // Synchronize and DeviceToHost host calls in the span
+  // Device idle time while the host thread was stalled (profiling/host_stalls.h: it had
+  // lost its core), and the idle intervals that held some.
+  double host_stall_seconds = 0;
+  int64_t host_stalls = 0;
   int64_t ops = 0;            // ops enqueued in the span (markers excluded)
 
   double device_seconds() const { return busy_seconds + idle_seconds; }
   double idle_fraction() const { return device_seconds() > 0 ? idle_seconds / device_seconds() : 0.0; }
   double busy_fraction() const { return device_seconds() > 0 ? busy_seconds / device_seconds() : 0.0; }
+  double host_stall_fraction() const { return device_seconds() > 0 ? host_stall_seconds / device_seconds() : 0.0; }
   void add(const TimelineStats& other);
 };
 
@@ -127,6 +132,9 @@ struct RunAnalysis {
   std::vector<std::string> notes;     // caveats about the reading itself (roofs too low, untimed ops)
 
   const PhaseStats* phase(Phase which) const;
+  // The share of the decode phase's device time (the whole run's, without decode steps)
+  // idle for a stalled host (TimelineStats::host_stall_seconds).
+  double host_stall_fraction() const;
   // A group ran above its roof with a working set larger than the cache (or an unknown
   // cache): the measured roofs are suspect and worth measuring again.
   bool roofs_suspect() const;

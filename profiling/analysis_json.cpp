@@ -31,6 +31,8 @@ nlohmann::json timeline_json(const TimelineStats& timeline) {
           {"gaps", timeline.gaps},
           {"largest_gap_seconds", timeline.largest_gap_seconds},
           {"syncs", timeline.syncs},
+          {"host_stall_seconds", timeline.host_stall_seconds},
+          {"host_stalls", timeline.host_stalls},
           {"ops", timeline.ops}};
 }
 

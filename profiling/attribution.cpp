@@ -65,6 +65,16 @@ std::string in_parentheses(const std::string& text) { return text.empty() ? "" :
 std::string per_token_time(double ms) { return ms == 0 ? "0 µs/token" : with_sign(ms, format_seconds(ms / 1e3)) + "/token"; }
 std::string per_token_time_unsigned(double ms) { return ms == 0 ? "0 µs/token" : format_seconds(ms / 1e3) + "/token"; }
 
+// "; of it with the host stalled (it had lost its core): 12.0 µs/token vs 0 µs/token" where
+// either side's idle time holds host stalls (profiling/host_stalls.h), else "".
+std::string host_stall_text(const TimelineStats& buggy, const TimelineStats& fixed, double per_token) {
+  if (buggy.host_stalls == 0 && fixed.host_stalls == 0) return "";
+  return "; of it while the host was stalled (it had lost its core): " +
+         per_token_time_unsigned(buggy.host_stall_seconds * 1e3 * per_token) + " vs " +
+         per_token_time_unsigned(fixed.host_stall_seconds * 1e3 * per_token) + " (" + std::to_string(buggy.host_stalls) +
+         " vs " + std::to_string(fixed.host_stalls) + " stalls)";
+}
+
 // What a negative part means, per cause.
 std::string negative_note(const std::string& cause) {
   if (cause == "extra work") return "negative: the buggy run did fewer FLOPs here than the fixed run";
@@ -162,7 +172,8 @@ Attribution attribute_slowdown(const RunAnalysis& fixed, const RunAnalysis& bugg
                per_token_time_unsigned(fixed_time.idle_seconds * 1e3 * per_token) +
                "; syncs and device-to-host reads: " + format_number(static_cast<double>(buggy_time.syncs) * per_token, 2) +
                " vs " + format_number(static_cast<double>(fixed_time.syncs) * per_token, 2) + " per token; gaps: " +
-               std::to_string(buggy_time.gaps) + " vs " + std::to_string(fixed_time.gaps));
+               std::to_string(buggy_time.gaps) + " vs " + std::to_string(fixed_time.gaps) +
+               host_stall_text(buggy_time, fixed_time, per_token));
   add_part("lost efficiency", efficiency_s,
            efficiency_by_group.empty()
                ? std::string("no kind of op ran further from its roof")

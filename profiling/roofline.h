@@ -43,6 +43,13 @@ struct LimiterThresholds {
   // 6.2 µs on 2 cores; GPUs: 1-2 µs between queued kernels).
   double gap_seconds_gpu = 5e-6;
   double gap_seconds_cpu = 10e-6;
+  // A host stall (profiling/host_stalls.h): an enqueue this much longer than the trace's
+  // median one, or this long a gap between two host events in a run — 50 times a whole
+  // enqueue on the CPU backend, and above a GPU launch's few microseconds.
+  double host_stall_seconds = 50e-6;
+  // A side whose decode device time is idle for a stalled host this share of it or more
+  // ran with its host thread starved: the machine was not quiet for a check of the model.
+  double host_starved_fraction = 0.05;
   // Work running this far above its roof means the roofs are wrong (measured under load,
   // or on another access pattern), not that the op beats physics: the reading says so.
   double above_roof_fraction = 1.10;

@@ -188,6 +188,10 @@ TEST_CASE("row prediction: a verdict taken on a noisy machine says so", "[row_pr
   CHECK(machine_noise(true, false) == "busy");
   CHECK(machine_noise(false, true) == "roofs noisy");
   CHECK(machine_noise(true, true) == "busy, roofs noisy");
+  // A starved host counts from 5% of a side's decode device time idle for it.
+  CHECK(machine_noise(false, false, 0.049).empty());
+  CHECK(machine_noise(false, false, 0.23) == "host starved 23%");
+  CHECK(machine_noise(true, true, 0.05) == "busy, roofs noisy, host starved 5%");
   DeviceSpec here = round_device();
   CHECK_FALSE(roofs_noisy(here));
   here.measured = Roofs{};

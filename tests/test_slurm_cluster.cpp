@@ -117,9 +117,9 @@ TEST_CASE("slurm: a 16-point sweep submitted and collected gives the local sweep
     CHECK(std::filesystem::is_regular_file(placement["log"].get<std::string>()));
   }
   // Collecting again is harmless and gives the same file.
-  const std::string first = read_text_file(collected);
+  const std::string first = testing::read_text_file(collected);
   CHECK(run_decodelab({"collect", run.string(), "--json", collected.string(), "-q"}).exit_code == 0);
-  CHECK(read_text_file(collected) == first);
+  CHECK(testing::read_text_file(collected) == first);
 }
 
 TEST_CASE("slurm: a task cancelled mid-run shows as failed and comes back with --resubmit", "[.slurm]") {
@@ -146,7 +146,7 @@ TEST_CASE("slurm: a task cancelled mid-run shows as failed and comes back with -
   const auto record = run / "tasks" / "default" / "00001.json";
   REQUIRE(wait_until(
       [&] {
-        const nlohmann::json json = nlohmann::json::parse(read_text_file(record), nullptr, false);
+        const nlohmann::json json = nlohmann::json::parse(testing::read_text_file(record), nullptr, false);
         return !json.is_discarded() && json.value("state", "") == "running";
       },
       120.0));
