@@ -13,18 +13,6 @@ namespace {
 
 constexpr int64_t kUs = 1000;  // ns per µs
 
-DeviceSpec test_device() {
-  DeviceSpec spec;
-  spec.name = "test";
-  Roofs roofs;
-  roofs.bandwidth = 100e9;
-  roofs.fp32_flops = 1e12;
-  roofs.fp16_flops = 4e12;
-  roofs.source = "test";
-  spec.measured = roofs;
-  return spec;
-}
-
 OpDesc add(OpId id) { return decodelab::testing::elementwise_add(id, 64, DType::F32); }
 
 // One run [0, 2000 µs], every enqueue 1 µs long but one:
@@ -66,7 +54,7 @@ TEST_CASE("host stalls: long enqueues and long host gaps in a run, not syncs or 
   CHECK(stalls.overlap_seconds(600 * kUs, 3000 * kUs) == 0);
   CHECK(stalls.overlap_seconds(50 * kUs, 50 * kUs) == 0);
 
-  const DeviceSpec device = test_device();
+  const DeviceSpec device = decodelab::testing::synthetic_cpu_device();
   const RunAnalysis analysis = analyze(trace, &device);
   // Device idle 50-335 µs (all of it stalled) and 345-505 µs (stalled until 500): 285 + 155
   // µs. The idle across the sync (515-910) and before op 8 (920-955) held no stall; the 2 ms
@@ -87,6 +75,6 @@ TEST_CASE("host stalls: a trace whose host keeps up has none", "[analysis][host_
   trace.range_end(RangeKind::Run, -1, 200 * kUs);
   const HostStalls stalls(trace, 50e-6);
   CHECK(stalls.intervals().empty());
-  const DeviceSpec device = test_device();
+  const DeviceSpec device = decodelab::testing::synthetic_cpu_device();
   CHECK(analyze(trace, &device).timeline.host_stall_seconds == 0);
 }
