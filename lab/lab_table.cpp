@@ -110,8 +110,8 @@ std::string lab_table(const std::vector<LabRow>& rows) {
          "measured / predicted - 1 (\"in 95% CI\": the prediction lies inside the measured interval); vs prediction: "
          "within ±"
       << kPredictionTolerance * 100
-      << "% of it or not, \"(busy)\" or \"(roofs noisy)\" where the machine was not quiet (the error then holds its "
-         "noise as well as the model's misses).\n";
+      << "% of it or not, \"(busy)\", \"(roofs noisy)\" or \"(host starved N%)\" where the machine was not quiet (the "
+         "error then holds its noise as well as the model's misses).\n";
   return out.str();
 }
 
