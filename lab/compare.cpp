@@ -82,12 +82,13 @@ Estimate paired_slowdown(const std::vector<GenerationTiming>& fixed, const std::
 
 namespace {
 
-// One side's timed repeats, each traced and analysed; the traces of all but the most typical
-// are dropped as the pairs run (keep_typical_traces).
+// One side's timed repeats, each traced and analysed; the trace of only the most typical is
+// kept as the pairs run (keep_typical_trace).
 struct Side {
   std::vector<GenerationResult> runs;
-  std::vector<std::unique_ptr<Trace>> traces;
+  std::vector<std::unique_ptr<Trace>> traces;  // null where dropped
   std::vector<RunAnalysis> analyses;
+  size_t typical = 0;  // the repeat whose trace is kept
 };
 
 std::vector<double> per_token_times(const std::vector<GenerationResult>& runs, SlowdownMetric metric,
@@ -97,37 +98,19 @@ std::vector<double> per_token_times(const std::vector<GenerationResult>& runs, S
   return times;
 }
 
-// How many traced repeats a side keeps while its pairs run: the one whose time lies closest
-// to the side's running median, which the report shows at the end. Keeping
-// every repeat's trace made each new one record into fresh memory, a page fault every few
-// ops: Trace::op_enqueued took ~1050 ns an op against 31 ns into the memory a dropped
-// trace leaves (a VM, 2026-12-03), which doubled the host's time per op on lab-tiny and
-// slowed the very run it recorded (its sequential decode 29.6k tok/s untraced, 15.2k traced).
-constexpr size_t kKeptTraces = 1;
-
-// Drops the traces of all but the kKeptTraces repeats whose times are closest to the median
-// of `times` (one per repeat so far, as side.traces).
-void keep_typical_traces(Side& side, const std::vector<double>& times) {
+// Keeps the trace of the repeat whose time (one per repeat so far, as side.traces) is closest
+// to their median — the one the report shows — and drops the others. Keeping every repeat's
+// trace until the end made each new one record into fresh memory, a page fault every few
+// ops: Trace::op_enqueued took ~1050 ns an op against 31 ns into the memory a dropped trace
+// leaves (a VM, 2026-12-03), which doubled the host's time per op on lab-tiny and slowed the
+// very run it recorded (its sequential decode 29.6k tok/s untraced, 15.2k traced).
+void keep_typical_trace(Side& side, const std::vector<double>& times) {
   const double median = median_of(times);
-  std::vector<size_t> kept;
-  for (size_t i = 0; i < side.traces.size(); ++i)
-    if (side.traces[i]) kept.push_back(i);
-  if (kept.size() <= kKeptTraces) return;
-  std::stable_sort(kept.begin(), kept.end(),
-                   [&](size_t a, size_t b) { return std::abs(times[a] - median) < std::abs(times[b] - median); });
-  for (size_t k = kKeptTraces; k < kept.size(); ++k) side.traces[kept[k]].reset();
-}
-
-// Of the repeats whose traces were kept, the one whose time is closest to the side's
-// median (the kept one, with kKeptTraces = 1): the one the report shows.
-size_t representative(const Side& side, const std::vector<double>& times) {
-  const double median = median_of(times);
-  size_t best = side.traces.size();
-  for (size_t i = 0; i < times.size() && i < side.traces.size(); ++i) {
-    if (!side.traces[i]) continue;
-    if (best == side.traces.size() || std::abs(times[i] - median) < std::abs(times[best] - median)) best = i;
+  for (size_t i = 0; i < side.traces.size(); ++i) {
+    if (side.traces[i] && std::abs(times[i] - median) < std::abs(times[side.typical] - median)) side.typical = i;
   }
-  return best;
+  for (size_t i = 0; i < side.traces.size(); ++i)
+    if (i != side.typical) side.traces[i].reset();
 }
 
 }  // namespace
@@ -252,8 +235,8 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
                                     per_token_times(fixed_side.runs, other, workload), policy.target_ci);
     }
     judged = slowdown_to_watch(slowdown, other_slowdown ? &*other_slowdown : nullptr);
-    keep_typical_traces(fixed_side, per_token_times(fixed_side.runs, metric, workload));
-    keep_typical_traces(buggy_side, per_token_times(buggy_side.runs, metric, workload));
+    keep_typical_trace(fixed_side, per_token_times(fixed_side.runs, metric, workload));
+    keep_typical_trace(buggy_side, per_token_times(buggy_side.runs, metric, workload));
     progress.finished(progress_text(options, pair_label(pair) + " done: " + to_string(metric) + " slowdown " +
                                                  format_slowdown(slowdown) + " so far"));
   }
@@ -270,14 +253,12 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
     return fractions.empty() ? 0.0 : median_of(fractions);
   };
   const double host_stall_fraction = std::max(median_stall_fraction(fixed_side), median_stall_fraction(buggy_side));
-  // Each side's report shows its most typical traced repeat.
+  // Each side's report shows its most typical traced repeat, the one whose trace was kept.
   const std::vector<double> fixed_times = per_token_times(fixed_side.runs, metric, workload);
   const std::vector<double> buggy_times = per_token_times(buggy_side.runs, metric, workload);
-  for (auto [side, run, times] : {std::tuple{&fixed_side, &comparison.fixed, &fixed_times},
-                                  std::tuple{&buggy_side, &comparison.buggy, &buggy_times}}) {
-    const size_t shown = representative(*side, *times);
-    run->trace = std::move(side->traces[shown]);
-    run->analysis = std::move(side->analyses[shown]);
+  for (auto [side, run] : {std::pair{&fixed_side, &comparison.fixed}, std::pair{&buggy_side, &comparison.buggy}}) {
+    run->trace = std::move(side->traces[side->typical]);
+    run->analysis = std::move(side->analyses[side->typical]);
     side->traces.clear();
   }
   comparison.fixed.result = summarize_run(comparison.fixed.scenario, *backend, fixed.memory(), std::move(fixed_side.runs));

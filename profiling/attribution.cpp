@@ -65,7 +65,8 @@ std::string in_parentheses(const std::string& text) { return text.empty() ? "" :
 std::string per_token_time(double ms) { return ms == 0 ? "0 µs/token" : with_sign(ms, format_seconds(ms / 1e3)) + "/token"; }
 std::string per_token_time_unsigned(double ms) { return ms == 0 ? "0 µs/token" : format_seconds(ms / 1e3) + "/token"; }
 
-// "; of it with the host stalled (it had lost its core): 12.0 µs/token vs 0 µs/token" where
+// "; of it while the host was stalled (it had lost its core): 12.0 µs/token vs 0 µs/token
+// (41 vs 0 stalls)" where
 // either side's idle time holds host stalls (profiling/host_stalls.h), else "".
 std::string host_stall_text(const TimelineStats& buggy, const TimelineStats& fixed, double per_token) {
   if (buggy.host_stalls == 0 && fixed.host_stalls == 0) return "";

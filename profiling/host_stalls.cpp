@@ -47,9 +47,10 @@ HostStalls::HostStalls(const Trace& trace, double threshold_seconds) {
   int64_t busy_until = events.front().second;
   for (size_t i = 1; i < events.size(); ++i) {
     const int64_t next = events[i].first;
-    const int run = run_holding(runs, busy_until);
-    if (next - busy_until > threshold_ns && run >= 0 && run == run_holding(runs, next))
-      stalls.emplace_back(busy_until, next);
+    if (next - busy_until > threshold_ns) {
+      const int run = run_holding(runs, busy_until);
+      if (run >= 0 && run == run_holding(runs, next)) stalls.emplace_back(busy_until, next);
+    }
     busy_until = std::max(busy_until, events[i].second);
   }
 
