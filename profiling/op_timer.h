@@ -47,7 +47,12 @@ class OpTimer {
   // sequence timed once per round, so that a machine whose speed moves from period to period
   // moves every sequence's samples alike (what a ratio of their rates needs). One summary
   // per sequence, in order.
-  // The warm-ups are whole rounds, each counted at the round's total time.
+  // The warm-ups are whole rounds, each counted at the round's total time. Every timed round
+  // opens with its first sequence once more, untimed (the lead-in), so that the first timed
+  // sequence follows one of its own kind rather than the previous round's last: the decode
+  // matmuls' rounds end on a compute-bound 64-row step that leaves the memory path idle, and
+  // fp32's one row timed right after it read about 4% slower than behind fp16's one row
+  // (docs/prediction.md, "Long weights").
   std::vector<TimedSamples> sample_interleaved(const std::vector<Sequence>& sequences) {
     const Warmup warmup = warm_up([&] {
       double round = 0;
@@ -55,8 +60,10 @@ class OpTimer {
       return round;
     });
     std::vector<std::vector<double>> seconds(sequences.size());
-    for (int round = 0; round < std::max(1, options_.repeats); ++round)
+    for (int round = 0; round < std::max(1, options_.repeats); ++round) {
+      if (!sequences.empty()) time_sequence(sequences.front());  // the lead-in
       for (size_t i = 0; i < sequences.size(); ++i) seconds[i].push_back(time_sequence(sequences[i]));
+    }
     std::vector<TimedSamples> samples;
     for (std::vector<double>& each : seconds)
       samples.push_back(warmup.annotate(TimedSamples::of(std::move(each), options_.noisy_spread)));
