@@ -121,6 +121,9 @@ class EventSink {
   // index: the group, step or layer number (-1 where it has none).
   virtual void range_begin(RangeKind kind, int index, int64_t ns) = 0;
   virtual void range_end(RangeKind kind, int index, int64_t ns) = 0;
+  // Before each run the sink sees, outside its timing: a sink may make room there for what
+  // the run will report (Trace writes its memory for the next run's records ahead).
+  virtual void before_run() {}
 };
 
 }  // namespace decodelab

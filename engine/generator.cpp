@@ -125,6 +125,7 @@ GenerationResult Engine::generate(const Workload& workload, EventSink* sink, boo
   };
   std::vector<GroupMarkers> markers;
 
+  if (sink) sink->before_run();  // before the run's clock starts
   const int64_t run_begin = now_ns();
   ops.range_begin(RangeKind::Run);
   for (int first = 0, group = 0; first < requests; first += group_size, ++group) {

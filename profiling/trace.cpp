@@ -49,17 +49,59 @@ const char* StringPool::intern(const char* text) {
   return entry.interned;
 }
 
-Trace::Trace(size_t expected_ops) {
+Trace::Trace(size_t expected_ops) : expected_ops_(expected_ops) {
   ops_.reserve(expected_ops);
   host_calls_.reserve(256);
   ranges_.reserve(1024);
   open_ranges_.reserve(8);
 }
 
+namespace {
+
+// A typical op's tensors: the lists written ahead hold this many (a matmul's two inputs and
+// one output, attention's three inputs); an op with more allocates its own.
+constexpr size_t kSpareTensors = 3;
+
+// Grows `records` to hold `room` more than it does and writes that memory (the elements
+// constructed, then dropped again: the capacity stays).
+template <typename Record>
+void write_room_ahead(std::vector<Record>& records, size_t room) {
+  const size_t size = records.size();
+  records.resize(size + room);
+  records.resize(size);
+}
+
+// As many as were recorded since `start` and a quarter more, at least `floor`.
+size_t room_for_next_run(size_t recorded, size_t start, size_t floor) {
+  const size_t last_run = recorded - start;
+  return std::max(floor, last_run + last_run / 4);
+}
+
+}  // namespace
+
+void Trace::before_run() {
+  const size_t op_room = room_for_next_run(ops_.size(), ops_at_run_start_, expected_ops_);
+  write_room_ahead(ops_, op_room);
+  write_room_ahead(ranges_, room_for_next_run(ranges_.size(), ranges_at_run_start_, 1024));
+  write_room_ahead(host_calls_, room_for_next_run(host_calls_.size(), host_calls_at_run_start_, 256));
+  ops_at_run_start_ = ops_.size();
+  ranges_at_run_start_ = ranges_.size();
+  host_calls_at_run_start_ = host_calls_.size();
+  // Two lists an op (inputs and outputs), allocated one after another now: each allocation
+  // writes its heap chunk's header, so the pages they take are written before the run.
+  spare_tensor_lists_.reserve(2 * op_room);
+  while (spare_tensor_lists_.size() < 2 * op_room) spare_tensor_lists_.emplace_back().reserve(kSpareTensors);
+}
+
 void Trace::op_enqueued(const OpDesc& op, int64_t host_begin_ns, int64_t host_end_ns) {
   if (ops_.empty() || op.id <= ops_.back().desc.id) epoch_starts_.push_back(ops_.size());
   TraceOp& record = ops_.emplace_back();
-  record.desc = op;
+  for (std::vector<TensorInfo>* list : {&record.desc.inputs, &record.desc.outputs}) {
+    if (spare_tensor_lists_.empty()) break;
+    *list = std::move(spare_tensor_lists_.back());
+    spare_tensor_lists_.pop_back();
+  }
+  record.desc = op;  // the lists' copies reuse the spare lists' memory
   record.desc.name = strings_.intern(op.name);
   record.desc.label = strings_.intern(op.label);
   record.host_begin_ns = host_begin_ns;

@@ -144,3 +144,41 @@ TEST_CASE("metadata for a run: backend, device, model shape, dtype and roofs", "
   REQUIRE(meta.device_spec);
   CHECK(meta.device_spec->name == "test");
 }
+
+TEST_CASE("a run like the last records into memory written before it", "[trace]") {
+  // One run of 40 matmuls with ranges and a host call, as the engine reports them.
+  const auto record_run = [](Trace& trace) {
+    trace.before_run();
+    trace.range_begin(RangeKind::Run, -1, 0);
+    for (OpId id = 1; id <= 40; ++id) {
+      trace.op_enqueued(decodelab::testing::matmul(id, 2, 8, 4, DType::F16, "q_proj"), id * 10, id * 10 + 5);
+    }
+    trace.host_call({HostCallKind::Synchronize, "synchronize", 500, 600, 0});
+    trace.range_end(RangeKind::Run, -1, 700);
+  };
+  Trace trace(8);  // room for 8 ops before the first run
+  record_run(trace);
+  trace.before_run();
+  const TraceOp* storage = trace.ops().data();
+  CHECK(trace.ops().capacity() >= 40 + 50);  // the 40 recorded, and room for the last run's 40 and a quarter more
+  for (OpId id = 1; id <= 40; ++id) {
+    trace.op_enqueued(decodelab::testing::matmul(id, 2, 8, 4, DType::F16, "q_proj"), 1000 + id, 1001 + id);
+  }
+  CHECK(trace.ops().data() == storage);  // no op moved the records
+  // Each op's tensor lists were written ahead: larger than its two inputs and one output.
+  CHECK(trace.ops().back().desc.inputs.capacity() >= 3);
+  CHECK(trace.ops().back().desc.outputs.capacity() >= 3);
+  CHECK(trace.ops().back().desc.inputs.size() == 2);
+  CHECK(trace.ops().back().desc.inputs[1].shape[0] == 8);
+
+  // Writing ahead changes nothing a reader sees.
+  Trace written_ahead, plain;
+  record_run(written_ahead);
+  plain.range_begin(RangeKind::Run, -1, 0);
+  for (OpId id = 1; id <= 40; ++id) {
+    plain.op_enqueued(decodelab::testing::matmul(id, 2, 8, 4, DType::F16, "q_proj"), id * 10, id * 10 + 5);
+  }
+  plain.host_call({HostCallKind::Synchronize, "synchronize", 500, 600, 0});
+  plain.range_end(RangeKind::Run, -1, 700);
+  CHECK(written_ahead == plain);
+}
