@@ -53,7 +53,8 @@ namespace decodelab {
 // repeats on without a fifth of them at either end; 15: the cache's capacity is the largest
 // weight on a plateau with the two below it, not one read 2x the DRAM product's, and its reads
 // warmed like every other figure; 16: each round of the interleaved decode kernels opens with
-// an untimed lead-in, so fp32's one row no longer follows the 64-row compute-bound step).
+// an untimed lead-in, so fp32's one row no longer follows the 64-row compute-bound step, and
+// the OS's cache capacity is claimed only above a second DRAM reading).
 // Caches are keyed by it.
 constexpr int kRoofMethodVersion = 16;
 
@@ -191,6 +192,7 @@ struct RoofMeasurement {
   };
   TimedSamples cache_dram_read;       // the same product over a weight no cache holds, timed first
   double cache_dram_bandwidth = 0;    // bytes/s, its fastest repeat
+  bool cache_dram_read_again = false;  // timed again to check the OS's capacity: the faster reading kept
   std::vector<CacheRead> cache_reads;  // in the order read, halving
   double cache_bytes = 0;  // the checked capacity; 0 = no cache found or measured
   // The fastest read of the plateau that set the capacity (the weight and the two below it).
