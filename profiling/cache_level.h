@@ -48,11 +48,12 @@ void measure_cache_level(Backend& backend, const RoofMeasureOptions& options, Ro
 // half alone). The first weight on the plateau and above DRAM sets the capacity: the reported
 // one when it was the first tried, else its weight; none: no cache level. Before the first
 // weight claims the reported capacity (four times anything read), `dram_again`, when given,
-// times the DRAM product once more (returning its bandwidth), back to back with the reads, and the weight must also
-// read kCacheAboveDram above the faster of the two: a first DRAM reading held up (a memory
-// path still ramping, a neighbour) let a 133 MB weight, itself read from DRAM, pass at 1.29x
-// in an accuracy run (2026-12-03 20:29 UTC), and priced lab-small's 321 MB of fp16 weights
-// as resident in a "533 MB" cache (fp32_ops predicted 2.73x, measured 1.54x).
+// times the DRAM product once more, back to back with the reads, and returns its bandwidth;
+// the weight must also read kCacheAboveDram above the faster of the two readings. A first
+// DRAM reading held up (a memory path still ramping, a neighbour) let a 133 MB weight, itself
+// read from DRAM, pass at 1.29x in an accuracy run (2026-12-03 20:29 UTC), and priced
+// lab-small's 321 MB of fp16 weights as resident in a "533 MB" cache (fp32_ops predicted
+// 2.73x, measured 1.54x).
 void find_cache_level(double reported_bytes, double largest_weight_bytes, double dram_bandwidth,
                       const std::function<RoofMeasurement::CacheRead(double weight_bytes)>& read,
                       RoofMeasurement& measurement,

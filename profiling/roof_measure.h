@@ -192,7 +192,8 @@ struct RoofMeasurement {
   };
   TimedSamples cache_dram_read;       // the same product over a weight no cache holds, timed first
   double cache_dram_bandwidth = 0;    // bytes/s, its fastest repeat
-  bool cache_dram_read_again = false;  // timed again to check the OS's capacity: the faster reading kept
+  // Timed again to check the OS's capacity: the faster of the two readings is the one above.
+  bool cache_dram_read_again = false;
   std::vector<CacheRead> cache_reads;  // in the order read, halving
   double cache_bytes = 0;  // the checked capacity; 0 = no cache found or measured
   // The fastest read of the plateau that set the capacity (the weight and the two below it).

@@ -453,7 +453,10 @@ RoofMeasurement search_cache(double reported, double dram_rate, const std::funct
                              double dram_again_rate = 0) {
   RoofMeasurement measurement;
   int dram_reads = 0;
-  const std::function<double()> dram_again = [&] { return ++dram_reads, dram_again_rate; };
+  const std::function<double()> dram_again = [&] {
+    ++dram_reads;
+    return dram_again_rate;
+  };
   find_cache_level(reported, 1e12, dram_rate, [&](double weight) {
     RoofMeasurement::CacheRead read;
     read.weight_bytes = weight;
