@@ -100,6 +100,8 @@ nlohmann::json figure_json(const CheckedFigure& figure) {
                          {"error", figure.error()}};
   if (figure.measured_interval) {
     json["measured_relative_ci"] = figure.measured_interval->relative_ci();
+    json["measured_low"] = figure.measured_interval->low;  // the interval's ends, as ratios
+    json["measured_high"] = figure.measured_interval->high;
     json["measured_noisy"] = figure.measured_interval->noisy;
   }
   return json;

@@ -8,7 +8,10 @@
 # round trip: a VM's vCPUs move between near and far cores, and small parallel ops with
 # them), and whether the machine was quiet ("busy": the machine check before the row found
 # contention; "roofs noisy": the roofs it was priced with were measured on a noisy machine). Then the decode-batch and context-length
-# sweeps, one row per point: decode tok/s measured (± its 95% interval), predicted, the error. Take it on a QUIET machine (nothing else
+# sweeps, one row per point: decode tok/s measured (± its 95% interval), predicted, the error. Every
+# row and sweep also gets its prediction priced again with the roofs measured just after its runs,
+# and a verdict that weighs both sides' uncertainty (scripts/accuracy-bracket.py: holds, holds
+# within the noise, misses). Take it on a QUIET machine (nothing else
 # running): ~16 minutes on 2 cores. Before each row and each sweep this machine's roofs and
 # fixed costs are measured again into a cache of their own (`roofline --measure`, ~17 s), so
 # that each prediction is priced with figures from the same minutes as the runs it is checked
@@ -46,15 +49,33 @@ fresh_roofs() {
 }
 roof_measurements=0
 
+# Each row waits for the roofs measured after its runs (the next row's, or the sweeps'):
+# accuracy-bracket.py prices the same prediction with them and weighs both sides'
+# uncertainty in a verdict (holds / holds within the noise / misses).
+rows=0
+pending=()  # the previous row: its number, scenario, then its --set arguments
+finish_pending() {
+  ((${#pending[@]})) || return 0
+  local number="${pending[0]}" scenario="${pending[1]}" after=()
+  if [[ "$roofs" == per-row ]]; then
+    "$decodelab" predict "$scenario" "${pending[@]:2}" "${extra[@]}" --json "$scratch/after-$number.json" -q
+    after=("$scratch/after-$number.json")
+  fi
+  python3 "$repo/scripts/accuracy-bracket.py" row "$scratch/row-$number.md" "$scratch/check-$number.json" "${after[@]}"
+  pending=()
+}
 row() {  # scenario variant [--set ...]
-  local scenario="$1" variant="$2"
+  local scenario="$1" variant="$2" header=()
   shift 2
   fresh_roofs
-  "$decodelab" predict "$scenario" --check --row "$variant" "$@" "${extra[@]}"
+  finish_pending
+  ((++rows == 1)) && header=(--row-header)
+  "$decodelab" predict "$scenario" --check --row "$variant" "${header[@]}" "$@" "${extra[@]}" \
+    --json "$scratch/check-$rows.json" > "$scratch/row-$rows.md"
+  pending=("$rows" "$scenario" "$@")
 }
 
-fresh_roofs
-"$decodelab" predict fp32_ops --check --row "as shipped" --row-header "${extra[@]}"
+row fp32_ops "as shipped"
 row host_sync "as shipped"
 row no_kv_cache "as shipped"
 row non_contiguous "as shipped"
@@ -79,27 +100,33 @@ row sequential_generation "llama-1b, 4 requests, 12 new" --set model=llama-1b --
   --set workload.batch_size=4 --set workload.new_tokens=12
 row host_sync "lab-small, per token" --set model=lab-small --set bugs.host_sync.per=token --set workload.new_tokens=32
 row host_sync "per layer" --set bugs.host_sync.per=layer
-# The sweeps' points: decode tok/s measured against predicted (sweep --json's fields).
+# The sweeps' points: decode tok/s measured against predicted (sweep --json's fields), each
+# sweep bracketed by the roofs measured after it as the rows are (one more measurement at the
+# end, for the last).
 sweeps_dir="$scratch/sweeps"
 mkdir -p "$sweeps_dir"
-echo
-echo "| sweep | point | decode tok/s measured | predicted | error | predicted bound |"
-echo "| --- | --- | ---: | ---: | ---: | --- |"
+sweep_rows=""
+previous_sweep=""
+bracket_sweep() {  # priced again with the roofs just measured, printed
+  [[ -n "$previous_sweep" ]] || return 0
+  local after=()
+  if [[ "$roofs" == per-row ]]; then
+    "$decodelab" predict "sweeps/$previous_sweep" "${extra[@]}" --json "$sweeps_dir/after-$previous_sweep.json" -q
+    after=("$sweeps_dir/after-$previous_sweep.json")
+  fi
+  sweep_rows+="$(python3 "$repo/scripts/accuracy-bracket.py" sweep "$previous_sweep" "$sweeps_dir/$previous_sweep.json" "${after[@]}")"$'\n'
+}
 for sweep in decode-batch context-length; do
   fresh_roofs
+  finish_pending
+  bracket_sweep
   "$decodelab" sweep "$sweep" --json "$sweeps_dir/$sweep.json" "${extra[@]}" >/dev/null
-  python3 - "$sweep" "$sweeps_dir/$sweep.json" <<'PY'
-import json, sys
-name, path = sys.argv[1], sys.argv[2]
-for row in json.load(open(path)):
-    point = ", ".join(f"{key} {value}" for key, value in row["swept"].items())
-    interval = row["intervals"]["decode_tokens_per_s"]
-    measured = f"{interval['median']:.1f} ±{100 * interval['relative_ci']:.1f}%" + (" noisy" if interval["noisy"] else "")
-    predicted = row.get("predicted_decode_tokens_per_s")
-    if predicted is None:
-        print(f"| {name} | {point} | {measured} | - | - | {row.get('prediction', {}).get('unavailable', '-')} |")
-        continue
-    error = row["decode_tokens_per_s_prediction_error"]
-    print(f"| {name} | {point} | {measured} | {predicted:.1f} | {100 * error:+.0f}% | {row['prediction']['decode_bound']} |")
-PY
+  previous_sweep="$sweep"
 done
+fresh_roofs
+finish_pending
+bracket_sweep
+echo
+echo "| sweep | point | decode tok/s measured | predicted | error | predicted bound | predicted with the roofs after | verdict |"
+echo "| --- | --- | ---: | ---: | ---: | --- | ---: | --- |"
+printf '%s' "$sweep_rows"

@@ -212,6 +212,8 @@ TEST_CASE("predict --check rows: both slowdowns, the cores' distance and the mac
     CHECK(json.at("roofs_noisy") == true);
     CHECK(json.at("roofs_spread") == Approx(0.5));
     CHECK(json.at("end_to_end_slowdown").at("measured_relative_ci") == Approx(0.31));
+    CHECK(json.at("end_to_end_slowdown").at("measured_low") == Approx(3.03 * 0.69));
+    CHECK(json.at("end_to_end_slowdown").at("measured_high") == Approx(3.03 * 1.31));
     CHECK(json.at("end_to_end_slowdown").at("measured_noisy") == true);
   }
 }
