@@ -145,8 +145,9 @@ void measure_narrow_matmul(Backend& backend, OpTimer& timer, RoofMeasurement::Ma
 // dtype by dtype, 15 alternated measurements on the Zen 5 VM read fp32's four rows over its
 // one row at 0.94-1.50 and fp16's at 0.91-1.15, row by row 0.90-1.12 and 0.86-1.12, where
 // the runs read 0.93-1.0 (docs/prediction.md). Each rate is the median round, not the
-// fastest: it prices a run's kernels, whose figures are medians too (in one measurement the fastest one-row fp16 round read 53 GB/s, the median 41, and the
-// runs that followed streamed at about 41).
+// fastest: it prices a run's kernels, whose figures are medians too (in one measurement the
+// fastest one-row fp16 round read 53 GB/s, the median 41, and the runs that followed
+// streamed at about 41).
 void measure_decode_matmuls(Backend& backend, OpTimer& timer, size_t memory_bytes, const RoofMeasureOptions& options,
                             RoofMeasurement& measurement, std::ostream* progress) {
   const std::vector<StepWeightShape> layer = decode_step_projections(options.decode_step_width);

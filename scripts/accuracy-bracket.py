@@ -36,10 +36,11 @@ def verdict(measured, low, high, before, after):
     return "misses"
 
 
-def after_cell(measured, after):
+def after_cell(measured, after, number_format, unit=""):
+    """The prediction with the roofs after and the error against it: "1.30x (+15%)", or "-"."""
     if not after:
         return "-"
-    return f"{after:.2f}x ({100 * (measured / after - 1):+.0f}%)"
+    return f"{after:{number_format}}{unit} ({100 * (measured / after - 1):+.0f}%)"
 
 
 def load(path):
@@ -59,7 +60,7 @@ def row(row_path, check_path, after_path=None):
     measured = figure["measured"]
     low = figure.get("measured_low", measured)
     high = figure.get("measured_high", measured)
-    cells = f" {after_cell(measured, predicted_after)} | {verdict(measured, low, high, figure['predicted'], predicted_after)} |"
+    cells = f" {after_cell(measured, predicted_after, '.2f', 'x')} | {verdict(measured, low, high, figure['predicted'], predicted_after)} |"
     with open(row_path) as file:
         for line in file.read().splitlines():
             if line.startswith("| scenario"):
@@ -91,10 +92,9 @@ def sweep(name, sweep_path, after_path=None):
             if all(f"{key}={value}" in after[index]["point"] for key, value in point["swept"].items()):
                 predicted_after = after[index]["prediction"]["decode_tokens_per_s"]
         error = point["decode_tokens_per_s_prediction_error"]
-        after_text = "-" if not predicted_after else f"{predicted_after:.1f} ({100 * (measured / predicted_after - 1):+.0f}%)"
         judged = verdict(measured, interval.get("low", measured), interval.get("high", measured), predicted, predicted_after)
         print(f"| {name} | {swept} | {text} | {predicted:.1f} | {100 * error:+.0f}% | "
-              f"{point['prediction']['decode_bound']} | {after_text} | {judged} |")
+              f"{point['prediction']['decode_bound']} | {after_cell(measured, predicted_after, '.1f')} | {judged} |")
 
 
 if __name__ == "__main__":

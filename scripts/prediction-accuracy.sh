@@ -49,19 +49,24 @@ fresh_roofs() {
 }
 roof_measurements=0
 
-# Each row waits for the roofs measured after its runs (the next row's, or the sweeps'):
-# accuracy-bracket.py prices the same prediction with them and weighs both sides'
-# uncertainty in a verdict (holds / holds within the noise / misses).
+# Each row and sweep waits for the roofs measured after its runs (the next one's, or one more
+# measurement at the end): accuracy-bracket.py prices the same prediction with them and weighs
+# both sides' uncertainty in a verdict (holds / holds within the noise / misses).
 rows=0
-pending=()  # the previous row: its number, scenario, then its --set arguments
+sweep_rows=""
+pending=()  # what waits: row or sweep, its name (a row's number), then its `predict` arguments
 finish_pending() {
   ((${#pending[@]})) || return 0
-  local number="${pending[0]}" scenario="${pending[1]}" after=()
+  local kind="${pending[0]}" name="${pending[1]}" after=()
   if [[ "$roofs" == per-row ]]; then
-    "$decodelab" predict "$scenario" "${pending[@]:2}" "${extra[@]}" --json "$scratch/after-$number.json" -q
-    after=("$scratch/after-$number.json")
+    "$decodelab" predict "${pending[@]:2}" "${extra[@]}" --json "$scratch/after-$name.json" -q
+    after=("$scratch/after-$name.json")
   fi
-  python3 "$repo/scripts/accuracy-bracket.py" row "$scratch/row-$number.md" "$scratch/check-$number.json" "${after[@]}"
+  if [[ "$kind" == row ]]; then
+    python3 "$repo/scripts/accuracy-bracket.py" row "$scratch/row-$name.md" "$scratch/check-$name.json" "${after[@]}"
+  else
+    sweep_rows+="$(python3 "$repo/scripts/accuracy-bracket.py" sweep "$name" "$scratch/$name.json" "${after[@]}")"$'\n'
+  fi
   pending=()
 }
 row() {  # scenario variant [--set ...]
@@ -72,7 +77,7 @@ row() {  # scenario variant [--set ...]
   ((++rows == 1)) && header=(--row-header)
   "$decodelab" predict "$scenario" --check --row "$variant" "${header[@]}" "$@" "${extra[@]}" \
     --json "$scratch/check-$rows.json" > "$scratch/row-$rows.md"
-  pending=("$rows" "$scenario" "$@")
+  pending=(row "$rows" "$scenario" "$@")
 }
 
 row fp32_ops "as shipped"
@@ -101,31 +106,15 @@ row sequential_generation "llama-1b, 4 requests, 12 new" --set model=llama-1b --
 row host_sync "lab-small, per token" --set model=lab-small --set bugs.host_sync.per=token --set workload.new_tokens=32
 row host_sync "per layer" --set bugs.host_sync.per=layer
 # The sweeps' points: decode tok/s measured against predicted (sweep --json's fields), each
-# sweep bracketed by the roofs measured after it as the rows are (one more measurement at the
-# end, for the last).
-sweeps_dir="$scratch/sweeps"
-mkdir -p "$sweeps_dir"
-sweep_rows=""
-previous_sweep=""
-bracket_sweep() {  # priced again with the roofs just measured, printed
-  [[ -n "$previous_sweep" ]] || return 0
-  local after=()
-  if [[ "$roofs" == per-row ]]; then
-    "$decodelab" predict "sweeps/$previous_sweep" "${extra[@]}" --json "$sweeps_dir/after-$previous_sweep.json" -q
-    after=("$sweeps_dir/after-$previous_sweep.json")
-  fi
-  sweep_rows+="$(python3 "$repo/scripts/accuracy-bracket.py" sweep "$previous_sweep" "$sweeps_dir/$previous_sweep.json" "${after[@]}")"$'\n'
-}
+# sweep bracketed by the roofs measured after it as the rows are.
 for sweep in decode-batch context-length; do
   fresh_roofs
   finish_pending
-  bracket_sweep
-  "$decodelab" sweep "$sweep" --json "$sweeps_dir/$sweep.json" "${extra[@]}" >/dev/null
-  previous_sweep="$sweep"
+  "$decodelab" sweep "$sweep" --json "$scratch/$sweep.json" "${extra[@]}" >/dev/null
+  pending=(sweep "$sweep" "sweeps/$sweep")
 done
 fresh_roofs
 finish_pending
-bracket_sweep
 echo
 echo "| sweep | point | decode tok/s measured | predicted | error | predicted bound | predicted with the roofs after | verdict |"
 echo "| --- | --- | ---: | ---: | ---: | --- | ---: | --- |"
