@@ -63,7 +63,8 @@ finish_pending() {
     after=("$scratch/after-$name.json")
   fi
   if [[ "$kind" == row ]]; then
-    python3 "$repo/scripts/accuracy-bracket.py" row "$scratch/row-$name.md" "$scratch/check-$name.json" "${after[@]}"
+    python3 "$repo/scripts/accuracy-bracket.py" row "$scratch/row-$name.md" "$scratch/check-$name.json" "${after[@]}" |
+      tee -a "$scratch/table.md"
   else
     sweep_rows+="$(python3 "$repo/scripts/accuracy-bracket.py" sweep "$name" "$scratch/$name.json" "${after[@]}")"$'\n'
   fi
@@ -116,6 +117,10 @@ done
 fresh_roofs
 finish_pending
 echo
-echo "| sweep | point | decode tok/s measured | predicted | error | predicted bound | predicted with the roofs after | verdict |"
-echo "| --- | --- | ---: | ---: | ---: | --- | ---: | --- |"
-printf '%s' "$sweep_rows"
+{
+  echo "| sweep | point | decode tok/s measured | predicted | error | predicted bound | predicted with the roofs after | bracketed | verdict |"
+  echo "| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | --- |"
+  printf '%s' "$sweep_rows"
+} | tee -a "$scratch/table.md"
+echo
+python3 "$repo/scripts/accuracy-bracket.py" summary "$scratch/table.md"
