@@ -142,7 +142,7 @@ def summary(table_path):
     parts = []
     for kind, of_kind in counts.items():
         total = sum(of_kind.values())
-        parts.append(f"{of_kind['holds']} of {total} {kind} within 20% of the bracketed prediction, "
+        parts.append(f"{of_kind['holds']} of {total} {kind} within {LIMIT:.0%} of the bracketed prediction, "
                      f"{of_kind['holds within the noise']} within the noise, {of_kind['misses']} missed")
     print("**" + "; ".join(parts) + ".**")
 
