@@ -65,10 +65,11 @@ void find_cache_level(double reported_bytes, double largest_weight_bytes, double
 }
 
 // The cache level (RoofMeasurement's cache_* fields): the DRAM yardstick (the same product
-// over twice the reported capacity, which a VM's CPUID overstates and never understates;
-// 64 MiB at least, 512 MiB at most), then the search of find_cache_level, every read timed
-// after the same warm-ups as the other figures, one after the other, so that a memory path
-// ramped up by the yardstick stays so.
+// over 512 MiB, a quarter of the available memory at most: over twice the reported capacity,
+// 67 MB on a VM reporting 33.6 MB, a share was still served by the cache and the yardstick read
+// 1.3-2.4x the bandwidth roof's 268 MB product; over 512 MiB, 0.76-1.36x it), then the search of
+// find_cache_level, every read timed after the same warm-ups as the other figures, one after
+// the other, so that a memory path ramped up by the yardstick stays so.
 void measure_cache_level(Backend& backend, const RoofMeasureOptions& options, RoofMeasurement& measurement,
                          std::ostream* progress) {
   const double reported = host_cache_bytes();
@@ -76,7 +77,7 @@ void measure_cache_level(Backend& backend, const RoofMeasureOptions& options, Ro
   OpTimer timer(backend, options);
   const double available = static_cast<double>(backend.available_memory());
   // Kept through the search: find_cache_level may time it again.
-  const MatvecProduct from_dram(backend, std::min({std::max(2 * reported, 64.0 * 1024 * 1024), 512.0 * 1024 * 1024, available / 4}), 6);
+  const MatvecProduct from_dram(backend, std::min(512.0 * 1024 * 1024, available / 4), 6);
   const double dram_weight_bytes = static_cast<double>(from_dram.weight.bytes());
   if (progress) *progress << "measuring the cache: matrix-vector product over " << format_bytes(dram_weight_bytes) << " (from DRAM)\n";
   measurement.cache_dram_read = timer.sample([&](OpId id) { from_dram.enqueue(backend, id); });
