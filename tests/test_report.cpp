@@ -176,7 +176,7 @@ TEST_CASE("report directory: four files, written whole, no temporaries left", "[
   CHECK(result["runs"][1]["result"]["schema_version"] == RunAnalysis::kSchemaVersion);
   CHECK(xml_problem(slurp(directory / "roofline.svg")) == "");
 
-  // Hidden sample: DECODELAB_SAMPLE_REPORT=DIR keeps a copy to look at (tests/browser/check-pages.mjs opens it).
+  // Hidden sample: DECODELAB_SAMPLE_REPORT=DIR keeps a copy to look at (tests/browser/check_pages.py opens it).
   if (const char* keep = std::getenv("DECODELAB_SAMPLE_REPORT")) write_report_directory(keep, runs.labelled(), "sample report");
   std::filesystem::remove_all(directory);
 }
