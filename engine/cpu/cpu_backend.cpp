@@ -20,6 +20,7 @@
 #include "engine/cpu/kernels.h"
 #include "engine/cpu/simd.h"
 #include "engine/cpu/stream.h"
+#include "engine/cpu/weight_stream.h"
 #include "engine/errors.h"
 
 namespace decodelab {
@@ -57,11 +58,14 @@ struct HeapUpload {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(const BackendOptions& options) : stream_(options.threads) {}
+  // The weight-stream variant is read here, on the caller's thread, so that a bad
+  // DECODELAB_WEIGHT_STREAM is an input error before any work starts.
+  explicit CpuBackend(const BackendOptions& options) : stream_(options.threads) { (void)cpu::weight_stream(); }
 
   std::string name() const override { return "cpu"; }
   std::string device_description() const override {
-    return read_cpu_model() + " (" + std::to_string(stream_.kernel_threads()) + " threads, " + cpu::kSimdName + ")";
+    return read_cpu_model() + " (" + std::to_string(stream_.kernel_threads()) + " threads, " + cpu::kSimdName +
+           ", " + cpu::weight_stream_name(cpu::weight_stream()) + " weight stream)";
   }
 
   // --- memory ---

@@ -1,8 +1,8 @@
 // CPU matmul: out[M, N] = x[M, K] · W[N, K]ᵀ with fp32 accumulation.
 // x is widened to fp32 once; W is widened in registers. Register tiles are up to
 // kBatchRows x rows × kWeightRows W rows (24 accumulators, with AVX-512's 32 registers).
-// A single x row (batch-1 decode, AVX2) reads W as kStreams long sequential streams, one
-// accumulator each (see matvec_streams): what batch-1 decode is bound by. Up to
+// A single x row (batch-1 decode) reads W as kStreams long sequential streams, one
+// accumulator each (see matvec_streams; weight_stream.h for the other variant): what batch-1 decode is bound by. Up to
 // kBatchRows rows W is streamed once, in blocks of kWeightRows rows prefetched ahead as
 // one sequential stream. With more rows (batched decode, prefill) threads take W panels
 // that stay in L2 while every group of kPanelXRows x rows passes over them in tiles of
@@ -21,6 +21,7 @@
 #include "engine/cpu/parallel_for.h"
 #include "engine/cpu/scratch.h"
 #include "engine/cpu/simd.h"
+#include "engine/cpu/weight_stream.h"
 
 namespace decodelab::cpu {
 
@@ -71,7 +72,7 @@ constexpr int64_t kPrefetchAheadBytes = 32 * 1024;
 // At 2 threads no other distance (off, 256 B-2 KiB), hint (L2, non-temporal) or schedule
 // (guided, dynamic) did better (medians of 60-80 interleaved rounds within 0.92-1.02x);
 // what did was 2 MiB pages under the weights (engine/cpu/host_memory.h).
-// AVX-512 builds keep the blocked path measured on Zen 5.
+// The non-temporal weight stream (weight_stream.h) reads one x row through the blocks instead.
 constexpr int kStreams = 6;
 constexpr int64_t kStreamPrefetchBytes = 512;
 
@@ -230,15 +231,12 @@ void stream_tile(const float* x, const void* w, int64_t w_stride, int64_t k, flo
   for (int n = 0; n < kStreams; ++n) dots[n] = vsum(acc[n]);
 }
 
-// One x row (AVX2): kStreams streams of q = N / kStreams rows, each thread taking one
-// contiguous range of every stream (static: equal bytes per thread); the last rows
-// (fewer than kStreams) as register tiles. Returns false where the path does not apply.
+// One x row, the hardware weight stream (weight_stream.h): kStreams streams of
+// q = N / kStreams rows, each thread taking one contiguous range of every stream (static:
+// equal bytes per thread); the last rows (fewer than kStreams) as register tiles. Returns
+// false where the path does not apply.
 template <DType WD>
 bool matvec_streams(const float* x, int64_t padded_k, const Tensor& weight, const Tensor& out) {
-#if defined(DECODELAB_SIMD_AVX512)
-  (void)x, (void)padded_k, (void)weight, (void)out;
-  return false;
-#else
   if (out.shape[0] != 1) return false;
   const int64_t n_total = weight.shape[0];
   const int64_t k = weight.shape[1];
@@ -261,7 +259,6 @@ bool matvec_streams(const float* x, int64_t padded_k, const Tensor& weight, cons
     }
   });
   return true;
-#endif
 }
 
 // One group of x rows (decode): W streamed once from memory in blocks of kWeightRows,
@@ -275,12 +272,18 @@ void matmul_streaming(const float* x, int64_t padded_k, const Tensor& weight, co
   const int64_t w_stride = weight.strides[0];
   const int64_t blocks = (n_total + kWeightRows - 1) / kWeightRows;
   const int mr = static_cast<int>(rows);
+  const bool non_temporal = weight_stream() == WeightStream::kNonTemporal;
   parallel_for(matmul_fans_out(rows, n_total, k), blocks, [&](int64_t block) {
     const int64_t n0 = block * kWeightRows;
     const int nr = static_cast<int>(std::min<int64_t>(kWeightRows, n_total - n0));
     const void* w = static_cast<const char*>(weight.data) + n0 * w_stride * static_cast<int64_t>(dtype_size(WD));
     float dots[kBatchRows][kWeightRows];
-    dispatch_tile<kBatchRows, kWeightRows>(mr, nr, [&]<int MR, int NR>() { register_tile<WD, MR, NR, true>(x, padded_k, w, w_stride, k, dots); });
+    dispatch_tile<kBatchRows, kWeightRows>(mr, nr, [&]<int MR, int NR>() {
+      if (non_temporal)
+        register_tile<WD, MR, NR, true>(x, padded_k, w, w_stride, k, dots);
+      else
+        register_tile<WD, MR, NR, false>(x, padded_k, w, w_stride, k, dots);
+    });
     store_tile(out, 0, n0, mr, nr, dots);
   }, LoopSchedule::guided(8));
 }
@@ -300,6 +303,7 @@ void matmul_panels(const float* x, int64_t padded_k, const Tensor& weight, const
   // x rows per pass over a panel: as many as fit the L2 budget, a whole number of groups.
   const int64_t x_block = std::max<int64_t>(
       kPanelXRows, kXBlockBytes / (padded_k * static_cast<int64_t>(sizeof(float))) / kPanelXRows * kPanelXRows);
+  const bool non_temporal = weight_stream() == WeightStream::kNonTemporal;
   parallel_for(matmul_fans_out(rows, n_total, k), panels, [&](int64_t panel) {
     const int64_t n_begin = panel * kPanelRows;
     const int64_t n_end = std::min(n_total, n_begin + kPanelRows);
@@ -314,7 +318,7 @@ void matmul_panels(const float* x, int64_t padded_k, const Tensor& weight, const
           float dots[kPanelXRows][kPanelWeightRows];
           dispatch_tile<kPanelXRows, kPanelWeightRows>(mr, nr, [&]<int MR, int NR>() {
             // Only the panel's first pass reads W from memory; later ones find it in L2.
-            if (m0 == 0)
+            if (m0 == 0 && non_temporal)
               register_tile<WD, MR, NR, true>(x_group, padded_k, w, w_stride, k, dots);
             else
               register_tile<WD, MR, NR, false>(x_group, padded_k, w, w_stride, k, dots);
