@@ -35,28 +35,9 @@
 
 namespace decodelab {
 
-// Bumped whenever the measurement changes meaning (2: CPU compute roofs from the FMA probe;
-// 3: fixed costs and the last-level cache measured beside the roofs; 4: the decode matmuls
-// per dtype and rows, and the one-row ones in the bandwidth roof; 5: the matmul ceilings
-// fitted with a narrow matmul into a kernel rate and a cost per output; 6: the decode matmuls
-// timed over a decode step's sequence of projections instead of one long weight; 7: the decode
-// matmuls also at 16, 32 and 64 rows, the shapes of prefix recomputation and batched decode;
-// 8: the decode attention kernel timed over KV caches of 32 to 2048 positions; 9: the cache's
-// capacity checked by its reads, and the machine check's probe beyond any one CCD's cache;
-// 10: the decode matmuls of every dtype and row count timed in turn, round after round, and
-// the decode matmul and attention rates the median round; 11: a read at cache speed is 2x the
-// DRAM product's, not 1.5x, and the core round trip is recorded with the roofs; 12: the
-// decode matmuls' shapes timed row count by row count within a round, not dtype by dtype;
-// 13: small CPU ops no longer enter OpenMP (a tiny op's turn fell from ~1.4 to ~0.15 µs),
-// and the parallel region a kernel opens is measured as a fixed cost of its own; 14: every
-// figure but the cache level's timed after 60 ms of warm-ups, and its spread from five
-// repeats on without a fifth of them at either end; 15: the cache's capacity is the largest
-// weight on a plateau with the two below it, not one read 2x the DRAM product's, and its reads
-// warmed like every other figure; 16: each round of the interleaved decode kernels opens with
-// an untimed lead-in, so fp32's one row no longer follows the 64-row compute-bound step, and
-// the OS's cache capacity is claimed only above a second DRAM reading; 17: the cache test's
-// DRAM yardstick is a 512 MiB weight, not one twice the reported capacity).
-// Caches are keyed by it.
+// Bumped whenever the measurement changes meaning, so that roofs cached by an earlier method
+// are measured again rather than read (caches are keyed by it). What each method changed is in
+// the history of this line, not here.
 constexpr int kRoofMethodVersion = 17;
 
 // fp32, fp16, bf16: the dtypes whose matmul a measurement times (out of line: GCC 12 warns
