@@ -341,7 +341,7 @@ TEST_CASE("cuda copy moves any strided view bit for bit, i32 included", "[cuda]"
 TEST_CASE("cuda argmax writes the first maximum after each sequence's position", "[cuda]") {
   DECODELAB_CUDA_DEVICES_OR_SKIP(devices);
   for (DType dtype : kFloatTypes) {
-    for (int64_t vocab : {1, 1000, 32001}) {
+    for (int64_t vocab : {1, 1000, 32001, 128256}) {  // 32001 and 128256: the chunked argmax (host/argmax_plan.h)
       INFO(dtype_name(dtype) << " vocab " << vocab);
       std::vector<float> logits = cuda_test::uniform_values(3 * vocab, 91, -4.0f, 4.0f);
       if (vocab > 10) {  // a tie: the maximum appears twice in row 1; the first must win
