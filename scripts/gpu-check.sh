@@ -520,11 +520,13 @@ stage_seconds_left() { echo $(( STAGE_DEADLINE - $(date +%s) )); }
 # The no_kv_cache prompt length at which `decodelab predict` expects the bug to cost at
 # least 1.5x end to end on this device: the lab's own context is tiny, and on a GPU a
 # tiny prefix recomputed costs little more than a step. The smallest candidate that clears
-# it (the largest, said so, when none does).
+# it (the largest, said so, when none does). Candidates stay within lab-tiny's 1024
+# positions with the scenario's 24 new tokens.
 no_kv_cache_prompt() {
   local backend="$1" prompt predicted=""
-  for prompt in 8 64 256 1024; do
-    decodelab predict "$repo/scenarios/bugs/no_kv_cache.yaml" --backend "$backend" --quiet \
+  shift
+  for prompt in 8 64 256 768; do
+    decodelab predict "$repo/scenarios/bugs/no_kv_cache.yaml" --backend "$backend" --quiet "$@" \
       --set "workload.prompt_tokens=$prompt" --json "$work/predict-no_kv_cache-$prompt.json" >/dev/null 2>&1 || continue
     predicted="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["end_to_end_slowdown"])' \
       "$work/predict-no_kv_cache-$prompt.json" 2>/dev/null)" || continue
@@ -534,7 +536,7 @@ no_kv_cache_prompt() {
     fi
   done
   echo "no candidate prompt is predicted to show 1.5x: the largest is used" >&2
-  echo 1024
+  echo 768
 }
 
 stage_lab() {
@@ -544,12 +546,13 @@ stage_lab() {
   # lab runs the others. A dry run needs the plumbing only, from the bug whose cost shows
   # most reliably on a CPU.
   local only="host_sync,non_contiguous,fp32_ops,sequential_generation"
-  local set_args=()
+  local set_args=() kv_model=()
   if [[ $dry_run == 1 ]]; then
     only=host_sync
     set_args=(--set "run={warmup: 1, repeats: 1}")
+    kv_model=(--set model=lab-tiny)  # the plumbing, at a CPU's cost
   fi
-  local prompt; prompt="$(no_kv_cache_prompt "$backend")"
+  local prompt; prompt="$(no_kv_cache_prompt "$backend" "${kv_model[@]}")"
   # The lab's pairs get half of what is left after a share kept for no_kv_cache's compare,
   # the rest covers loading, warm-ups, analysis and reports: the lab then ends inside this
   # stage's limit instead of running to its 160 s default past it.
@@ -562,15 +565,15 @@ stage_lab() {
     --json "$work/lab.json" --report "$work/lab-report" || fail "decodelab lab failed"
   local kv_args=(--set "run.max_seconds=$kv_seconds")
   [[ $dry_run == 1 ]] && kv_args=(--set "run={warmup: 0, repeats: 2}")
-  step decodelab compare "$repo/scenarios/bugs/no_kv_cache.yaml" --backend "$backend" --quiet \
+  step decodelab compare "$repo/scenarios/bugs/no_kv_cache.yaml" --backend "$backend" --quiet "${kv_model[@]}" \
     --set "workload.prompt_tokens=$prompt" "${kv_args[@]}" --json "$work/no_kv_cache.json" ||
     fail "decodelab compare no_kv_cache failed"
   step python3 "$repo/scripts/gpu_check_report.py" lab "$work/lab.json" \
     --compare "no_kv_cache (prompt $prompt)=$work/no_kv_cache.json" --out "$work/lab.figures.json" ||
     fail "a bug was not slower than its fixed twin, or changed the tokens"
   if [[ $dry_run == 1 ]]; then
-    checked "the lab's JSON and a compare's read and checked for host_sync and no_kv_cache (prompt $prompt," \
-      "from decodelab predict on the CPU) on the CPU backend"
+    checked "the lab's JSON and a compare's read and checked for host_sync and no_kv_cache (lab-tiny, prompt" \
+      "$prompt from decodelab predict on the CPU) on the CPU backend"
     not_checked "the five bugs on the GPU; tokens up to a near-tie (exact on a CPU) (no GPU here)"
   else
     checked "all five bugs slower than the fixed twin, tokens kept (up to a near-tie of the fixed run);" \

@@ -260,6 +260,8 @@ def markdown_summary(summary):
         for row in bandwidth["runs"]:
             lines.append(f"| {row['run']} | {row['decode_wall_ms_per_step']:.3f} | {row['decode_bandwidth_gbps']:.1f} | "
                          f"{row['share_of_copy']:.1%} |")
+        if "max_share_judged" in bandwidth and bandwidth["max_share_judged"] is None:
+            lines += ["", "The shares were not judged: no plausible bound holds on this device."]
     lab = summary["figures"].get("lab")
     if lab:
         lines += ["", f"The five-bug lab ({lab.get('backend', '')}):", "",

@@ -171,6 +171,14 @@ TEST_CASE("gpu-check summary: what each stage did and did not check, and a faile
   CHECK(summary["passed"] == true);
   CHECK(summary["stages"][1]["not_checked"] == nlohmann::json::array({"the sanitizer"}));
 
+  // Shares measured where no bound holds are printed, and said to be unjudged.
+  dir.write("work/bandwidth.figures.json", R"({"copy_bandwidth_gbps": 7.0, "copy_spread": 0.1, "max_share_judged": null,
+    "runs": [{"run": "cpu", "decode_wall_ms_per_step": 5.0, "decode_bandwidth_gbps": 9.0, "share_of_copy": 1.29}]})");
+  const CommandResult unjudged = report(dir, "summary --work work --results . --mode dry-run");
+  CHECK(unjudged.out.find("| cpu | 5.000 | 9.0 | 129.0% |") != std::string::npos);
+  CHECK(unjudged.out.find("The shares were not judged") != std::string::npos);
+  std::filesystem::remove(dir.path() / "work" / "bandwidth.figures.json");
+
   // A pass that does not say what it checked proves nothing.
   dir.write("work/stages.tsv", "preflight\tpassed\t1\t1\nlab\tpassed\t3\t1\n");
   CHECK(report(dir, "summary --work work --results . --mode real").exit_code == 1);
