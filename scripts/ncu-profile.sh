@@ -89,10 +89,10 @@ if [[ -z "$listing" ]]; then
   trap 'rm -f "$listing"' EXIT
   ncu --query-metrics >"$listing" 2>&1 || true
 fi
-if grep -q '^gpu__time_duration\b' "$listing" 2>/dev/null; then
+if grep -q '^[[:space:]]*gpu__time_duration\b' "$listing" 2>/dev/null; then
   kept=()
   for metric in "${metrics[@]}"; do
-    if grep -q "^${metric%%.*}\b" "$listing"; then
+    if grep -q "^[[:space:]]*${metric%%.*}\b" "$listing"; then
       kept+=("$metric")
     else
       echo "ncu-profile: $metric is not among this ncu's metrics for this device: not collected" >&2

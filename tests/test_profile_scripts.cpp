@@ -117,11 +117,14 @@ TEST_CASE("ncu-profile.sh: the decode steps' kernels, the reader's metrics, both
 TEST_CASE("ncu-profile.sh: asks only for the metrics ncu lists for the device", "[profile_scripts]") {
   const TempDir dir;
   write_stand_in(dir, "ncu");
-  // A listing in ncu's shape (base names first on a line) without the bare src_fp16.
+  // A listing in ncu's shape (base names first on a line, indented or not) without the
+  // bare src_fp16.
   std::string listing = "Device GH100\nMetric Name   Metric Description\n";
+  bool indent = false;
   for (const std::string& metric : script_metrics()) {
     const std::string base = metric.substr(0, metric.find('.'));
-    if (metric != decodelab::ncu_metric::kTensorFp16) listing += base + "   a counter\n";
+    if (metric != decodelab::ncu_metric::kTensorFp16) listing += (indent ? "  " : "") + base + "   a counter\n";
+    indent = !indent;
   }
   const auto listing_path = dir.write("listing.txt", listing);
   setenv("NCU_AVAILABLE_METRICS", listing_path.c_str(), 1);
