@@ -10,6 +10,7 @@
 #include "engine/clock.h"
 #include "lab/predict.h"
 #include "lab/run_report.h"
+#include "lab/token_agreement.h"
 #include "profiling/roof_cache.h"
 
 namespace decodelab {
@@ -278,7 +279,19 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
   comparison.categories = category_deltas(comparison.fixed.analysis, comparison.buggy.analysis);
   // The attribution explains the difference of the medians the rows show.
   comparison.attribution = median_attribution(pair_attributions, median_of(buggy_times) - median_of(fixed_times));
-  comparison.same_tokens = comparison.fixed.result.tokens == comparison.buggy.result.tokens;
+  // Exact on the CPU; elsewhere up to a near-tie of the fixed run (lab/token_agreement.h),
+  // judged from the fixed run regenerated, untimed, up to the step where they part.
+  const FixedStepSource regenerate_fixed = [&](int step) {
+    Scenario upto = comparison.fixed.scenario;
+    upto.workload.new_tokens = step + 1;
+    LoadedScenario shorter(*backend, upto, options.max_memory_bytes, fixed);
+    GenerationResult generated = shorter.generate(nullptr);
+    return FixedStep{std::move(generated.tokens), std::move(generated.last_logits)};
+  };
+  comparison.tokens = compare_generated_tokens(comparison.fixed.result.tokens, comparison.buggy.result.tokens,
+                                               fixed_scenario.model_config.vocab_size, fixed_scenario.dtype,
+                                               backend->name() == "cpu" ? nullptr : &regenerate_fixed);
+  comparison.same_tokens = comparison.tokens.agree;
   comparison.prediction =
       predict_row(buggy_scenario, spec, comparison.decode_slowdown, comparison.end_to_end_slowdown,
                   comparison.headline.metric, options.predict_on);
@@ -316,7 +329,9 @@ std::string comparison_table(const Comparison& comparison) {
   std::snprintf(line, sizeof line, " pairs of repeats in %.1f s of a %.0f s budget (", comparison.timed_seconds,
                 comparison.budget_seconds);
   out << comparison.pairs << line << comparison.stopped_because << "); "
-      << (comparison.same_tokens ? "same tokens" : "TOKENS DIFFER") << "\n";
+      << (comparison.tokens.identical ? "same tokens" : comparison.same_tokens ? comparison.tokens.detail
+                                                                                : "TOKENS DIFFER: " + comparison.tokens.detail)
+      << "\n";
   out << run_table_legend(comparison.buggy.scenario.repeats.target_ci) << "\n";
   out << prediction_summary(comparison.prediction, comparison.decode_slowdown, comparison.end_to_end_slowdown) << "\n";
   out << "| device time of the median repeat | fixed ms | buggy ms | difference ms |\n| --- | ---: | ---: | ---: |\n";
@@ -345,6 +360,11 @@ nlohmann::json comparison_json(const Comparison& comparison) {
                          {"budget_seconds", comparison.budget_seconds},
                          {"machine", to_json(comparison.machine)},
                          {"same_tokens", comparison.same_tokens},
+                         {"token_agreement",
+                          {{"identical", comparison.tokens.identical},
+                           {"rule", comparison.tokens.near_ties_allowed ? "up to a near-tie of the fixed run" : "exact"},
+                           {"near_ties", comparison.tokens.near_ties},
+                           {"detail", comparison.tokens.detail}}},
                          {"categories", categories},
                          {"attribution", to_json(comparison.attribution)}};
   json["decode_slowdown"] = comparison.decode_slowdown.samples > 0 ? to_json(comparison.decode_slowdown) : nlohmann::json();

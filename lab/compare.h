@@ -22,6 +22,7 @@
 #include "lab/runner.h"
 #include "lab/scenario.h"
 #include "lab/slowdown.h"
+#include "lab/token_agreement.h"
 #include "profiling/analysis.h"
 #include "profiling/attribution.h"
 #include "profiling/report.h"
@@ -69,7 +70,8 @@ struct Comparison {
   SlowdownReading headline;      // the slowdown the scenario's lesson is about, and its verdict
   std::vector<CategoryDelta> categories;
   Attribution attribution;       // of the headline's medians (see above)
-  bool same_tokens = false;      // the bugs changed no generated token
+  bool same_tokens = false;      // the bugs changed no generated token (beyond a near-tie on CUDA: `tokens`)
+  TokenAgreement tokens;
   int pairs = 0;
   std::string stopped_because;
   double timed_seconds = 0;      // wall time of the pairs (warm-up excluded)

@@ -9,7 +9,10 @@ when the claim does not hold (2 when an input is missing or malformed):
   tokens A.json B.json              the two runs generated the same tokens
   bandwidth --roofline R.json --run LABEL=RUN.json ... --out F.json
                                     decode bandwidth as a share of the copy bandwidth
-  lab LAB.json --out F.json         every bug slower than its fixed twin, tokens kept
+  lab LAB.json [--compare LABEL=COMPARE.json ...] --out F.json
+                                    every bug slower than its fixed twin, tokens kept (on
+                                    CUDA up to a near-tie of the fixed run: lab/token_agreement.h);
+                                    a compare's bug judged by its interval: its low end above 1
   summary --work DIR --results DIR --mode real|dry-run
                                     summary.md (to paste into docs/gpu.md) and summary.json
 """
@@ -96,12 +99,15 @@ def command_bandwidth(args):
             "share_of_copy": share,
             "device": run.get("device", ""),
         })
-        if not 0 < share <= args.max_share:
+        if not share > 0 or (args.max_share > 0 and share > args.max_share):
             problems.append(f"{label}: {share:.0%} of the copy bandwidth is implausible (above {args.max_share:.0%})")
     figures = {"copy_bandwidth_gbps": copy, "copy_spread": copy_spread, "runs": rows,
+               "max_share_judged": args.max_share if args.max_share > 0 else None,
                "read_bandwidth_gbps": roofline.get("read", {}).get("bandwidth_gbps")}
     write_json(args.out, figures)
     print(f"device copy bandwidth: {copy:.1f} GB/s (spread {copy_spread:.1%})")
+    if args.max_share <= 0:
+        print("shares not judged: no plausible bound was given (--max-share 0)")
     print("| run | wall ms/step | decode GB/s | share of copy |")
     print("| --- | ---: | ---: | ---: |")
     for row in rows:
@@ -137,6 +143,23 @@ def command_lab(args):
             problems.append(f"{bug}: slowdown {slowdown:.3f}x, not above 1 (the bug should cost time)")
         if not same:
             problems.append(f"{bug}: the bug changed the generated tokens")
+    for item in args.compare or []:
+        label, _, path = item.partition("=")
+        comparison = load_json(path)
+        measured = field(comparison, "headline.measured", path)
+        metric = field(comparison, "headline.metric", path)
+        low, median = float(field(measured, "low", path)), float(field(measured, "median", path))
+        same = bool(field(comparison, "same_tokens", path))
+        tokens = comparison.get("token_agreement", {}).get("detail", "")
+        readings.append({"bug": label, "bugs": label, "end_to_end_slowdown": median if metric == "end_to_end" else
+                         float(field(comparison, "end_to_end_slowdown.median", path)),
+                         "decode_slowdown": median if metric == "decode" else None, "same_tokens": same,
+                         "judged_by": f"{metric} slowdown interval {low:.2f}-{float(measured.get('high', median)):.2f}x",
+                         "token_agreement": tokens, "expected": field(comparison, "headline", path).get("expected")})
+        if not low > 1.0:
+            problems.append(f"{label}: the {metric} slowdown's interval reaches {low:.3f}x, not above 1")
+        if not same:
+            problems.append(f"{label}: the bug changed the generated tokens ({tokens})")
     write_json(args.out, {"rows": readings, "device": rows[0].get("device", ""), "backend": rows[0].get("backend", "")})
     print("| bug | end-to-end slowdown | decode slowdown | expected | same tokens |")
     print("| --- | ---: | ---: | --- | --- |")
@@ -237,6 +260,8 @@ def markdown_summary(summary):
         for row in bandwidth["runs"]:
             lines.append(f"| {row['run']} | {row['decode_wall_ms_per_step']:.3f} | {row['decode_bandwidth_gbps']:.1f} | "
                          f"{row['share_of_copy']:.1%} |")
+        if "max_share_judged" in bandwidth and bandwidth["max_share_judged"] is None:
+            lines += ["", "The shares were not judged: no plausible bound holds on this device."]
     lab = summary["figures"].get("lab")
     if lab:
         lines += ["", f"The five-bug lab ({lab.get('backend', '')}):", "",
@@ -292,10 +317,12 @@ def main():
     bandwidth = commands.add_parser("bandwidth")
     bandwidth.add_argument("--roofline", required=True)
     bandwidth.add_argument("--run", action="append", required=True, help="LABEL=RUN.json")
-    bandwidth.add_argument("--max-share", type=float, default=MAX_PLAUSIBLE_SHARE)
+    bandwidth.add_argument("--max-share", type=float, default=MAX_PLAUSIBLE_SHARE,
+                           help="the largest plausible share of the copy bandwidth; 0: judge none")
     bandwidth.add_argument("--out")
     lab = commands.add_parser("lab")
     lab.add_argument("lab")
+    lab.add_argument("--compare", action="append", help="LABEL=COMPARE.json (decodelab compare --json)")
     lab.add_argument("--out")
     summary = commands.add_parser("summary")
     summary.add_argument("--work", required=True)

@@ -12,7 +12,8 @@
 #   --metrics ...                               duration, DRAM bytes, FLOP counters (CUDA
 #                                                cores and tensor pipe), SM% and memory%,
 #                                                occupancy, global-load sectors and requests,
-#                                                and the device's name (to pick its peaks)
+#                                                and the device's name (to pick its peaks);
+#                                                only those `ncu --query-metrics` lists
 # then `ncu --import` writes REPORT-raw.csv (`--csv --page raw --print-units base`, the wide
 # form) and REPORT-details.csv (`--csv --print-units base --print-metric-name name`, the
 # long form). The run itself is shortened to one repeat without warm-up (ncu flushes the
@@ -25,6 +26,7 @@
 # env:   DECODELAB        the binary (default: build/decodelab, build-gpu/decodelab, then PATH)
 #        NCU_OUT          report base name (default: ncu-<scenario>)
 #        NCU_LAUNCH_COUNT launches to profile (default 60)
+#        NCU_AVAILABLE_METRICS  a file of `ncu --query-metrics` output (default: queried)
 set -euo pipefail
 
 if [[ $# -lt 1 || "$1" == "-h" || "$1" == "--help" ]]; then
@@ -46,7 +48,9 @@ source "$repo/scripts/profile-common.sh"
 find_decodelab ncu-profile "$repo"
 require_on_path ncu-profile ncu "Nsight Compute"
 
-# The metrics profiling/ncu_reader.h reads (ncu_metric::all()).
+# The metrics profiling/ncu_reader.h reads (ncu_metric::all()), and the fp16 tensor-pipe
+# counters by destination that NVIDIA lists (the reader adds them up where the bare
+# src_fp16 is missing): the query below keeps the names this ncu knows.
 metrics=(
   gpu__time_duration.sum
   dram__bytes_read.sum
@@ -66,11 +70,38 @@ metrics=(
   sm__sass_thread_inst_executed_op_dmul_pred_on.sum
   sm__sass_thread_inst_executed_op_dfma_pred_on.sum
   sm__ops_path_tensor_src_fp16.sum
+  sm__ops_path_tensor_src_fp16_dst_fp16.sum
+  sm__ops_path_tensor_src_fp16_dst_fp32.sum
   sm__ops_path_tensor_src_bf16_dst_fp32.sum
   sm__ops_path_tensor_src_tf32_dst_fp32.sum
   sm__ops_path_tensor_src_fp64.sum
   device__attribute_display_name
 )
+# An unknown metric name can make ncu refuse the whole run, and the tensor-pipe names differ
+# between architectures and versions (NVIDIA lists src_fp16_dst_fp16 and _dst_fp32, not a
+# bare src_fp16): ask this ncu and device which exist, and drop the others, saying so. The
+# listing comes from NCU_AVAILABLE_METRICS (a file of `ncu --query-metrics` output, as
+# gpu-check's preflight writes) or is queried here; one that does not even list the
+# duration is not a listing (no device, an old ncu), and the full list is asked for.
+listing="${NCU_AVAILABLE_METRICS:-}"
+if [[ -z "$listing" ]]; then
+  listing="$(mktemp)"
+  trap 'rm -f "$listing"' EXIT
+  ncu --query-metrics >"$listing" 2>&1 || true
+fi
+if grep -q '^[[:space:]]*gpu__time_duration\b' "$listing" 2>/dev/null; then
+  kept=()
+  for metric in "${metrics[@]}"; do
+    if grep -q "^[[:space:]]*${metric%%.*}\b" "$listing"; then
+      kept+=("$metric")
+    else
+      echo "ncu-profile: $metric is not among this ncu's metrics for this device: not collected" >&2
+    fi
+  done
+  metrics=("${kept[@]}")
+else
+  echo "ncu-profile: no usable \`ncu --query-metrics\` listing: every metric asked for" >&2
+fi
 metric_list="$(IFS=,; echo "${metrics[*]}")"
 
 name="$(basename "${scenario%.yaml}")"

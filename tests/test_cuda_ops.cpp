@@ -1,4 +1,5 @@
-// [cuda] The CUDA backend's ops against the CPU backend's, op by op: seeded inputs
+// [cuda] The CUDA backend's ops against the CPU backend's, op by op (and, last, composed into decode
+// steps at a context where attention splits its keys): seeded inputs
 // placed on both, the op run on both, the results compared with dtype-scaled tolerances.
 // Sizes include the edges (1, non-multiples of the vector widths, head_dim not a power
 // of two) and the layouts the lab uses (row views, head_dim-strided caches). Without a
@@ -6,8 +7,13 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <optional>
 
+#include "engine/cuda/host/attention_plan.h"
+#include "engine/generator.h"
+#include "engine/logit_tolerance.h"
 #include "tests/cuda_test_support.h"
+#include "tests/support/engine_fixtures.h"
 
 namespace decodelab {
 namespace {
@@ -341,7 +347,7 @@ TEST_CASE("cuda copy moves any strided view bit for bit, i32 included", "[cuda]"
 TEST_CASE("cuda argmax writes the first maximum after each sequence's position", "[cuda]") {
   DECODELAB_CUDA_DEVICES_OR_SKIP(devices);
   for (DType dtype : kFloatTypes) {
-    for (int64_t vocab : {1, 1000, 32001}) {
+    for (int64_t vocab : {1, 1000, 32001, 128256}) {  // 32001 and 128256: the chunked argmax (host/argmax_plan.h)
       INFO(dtype_name(dtype) << " vocab " << vocab);
       std::vector<float> logits = cuda_test::uniform_values(3 * vocab, 91, -4.0f, 4.0f);
       if (vocab > 10) {  // a tie: the maximum appears twice in row 1; the first must win
@@ -391,6 +397,69 @@ TEST_CASE("cuda ops reject malformed views before launching anything", "[cuda]")
                   std::invalid_argument);
   // The backend still works afterwards.
   devices.cuda->synchronize();
+}
+
+// Decode steps composed of these ops, at a context long enough for the attention to split
+// each row's keys across blocks (engine/cuda/host/attention_plan.h): prefill comparisons
+// and the engine-reference cases (prompts of a few tokens) never reach that path. A greedy
+// choice may part between two correct backends at a near-tie; where the tokens part, both
+// generations are cut to that step and the logits the choice was made from are compared.
+GenerationResult generate_on(Backend& backend, const testing::GenerationCase& test_case) {
+  Engine engine(backend, test_case.config,
+                random_weights(backend, test_case.config, test_case.dtype, test_case.weight_seed),
+                test_case.bugs);
+  return engine.generate(test_case.workload, nullptr);
+}
+
+std::optional<size_t> first_parting(const GenerationResult& a, const GenerationResult& b) {
+  std::optional<size_t> first;
+  for (size_t request = 0; request < a.tokens.size(); ++request) {
+    for (size_t step = 0; step < a.tokens[request].size(); ++step) {
+      if (a.tokens[request][step] != b.tokens[request][step]) {
+        if (!first || step < *first) first = step;
+        break;
+      }
+    }
+  }
+  return first;
+}
+
+TEST_CASE("cuda decode with split attention agrees with the CPU backend", "[cuda]") {
+  testing::GenerationCase test_case;
+  test_case.workload.requests = 2;
+  test_case.workload.batch_size = 2;
+  test_case.workload.prompt_tokens = 160;
+  test_case.workload.new_tokens = 5;
+  // The case must reach the split path on any device of 16 or more multiprocessors.
+  const ModelConfig& config = test_case.config;
+  const cuda::AttentionShape decode_shape{test_case.workload.batch_size, config.num_attention_heads,
+                                          config.num_key_value_heads, config.head_dim,
+                                          test_case.workload.context_length()};
+  REQUIRE(cuda::plan_attention(decode_shape, 16).splits > 1);
+
+  DECODELAB_CUDA_DEVICES_OR_SKIP(devices);
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    test_case.dtype = dtype;
+    INFO(dtype_name(dtype));
+    GenerationResult cpu = generate_on(*devices.cpu, test_case);
+    GenerationResult cuda = generate_on(*devices.cuda, test_case);
+    if (const auto parted = first_parting(cpu, cuda); parted && *parted + 1 < cpu.tokens[0].size()) {
+      // A near-tie: compare the logits the differing choice came from.
+      INFO("tokens part at step " << *parted << ": both cut to it");
+      testing::GenerationCase cut = test_case;
+      cut.workload.new_tokens = static_cast<int>(*parted) + 1;
+      cpu = generate_on(*devices.cpu, cut);
+      cuda = generate_on(*devices.cuda, cut);
+      const auto again = first_parting(cpu, cuda);
+      CHECK((!again || *again == *parted));
+    }
+    const LogitAgreement agreement =
+        compare_logits(cpu.last_logits, cuda.last_logits, test_case.workload.requests, config.vocab_size);
+    INFO("worst relative error " << agreement.worst_relative_error << " at row " << agreement.worst_row
+                                 << ", column " << agreement.worst_column);
+    CHECK_FALSE(agreement.non_finite);
+    CHECK(agreement.worst_relative_error <= logit_tolerance(dtype));
+  }
 }
 
 }  // namespace

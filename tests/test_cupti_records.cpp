@@ -2,7 +2,9 @@
 // and the choice compiles against each toolkit's definitions. Each namespace below stands
 // in for one toolkit's cupti.h: it declares only the record structs that toolkit names
 // (with the fields the timer reads), so a selection naming a struct the toolkit lacks
-// does not compile. Where this build has CUPTI, the installed headers are checked too.
+// does not compile. Where this build has CUPTI, the installed headers are checked too;
+// scripts/cuda12-build.sh compiles this file against a real CUDA 12.x cupti.h, so the
+// table below is not only checked against itself.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -10,12 +12,25 @@
 
 // The stand-ins come before <cupti.h>: were the real structs visible, a wrong name could
 // still resolve to them.
-namespace cuda_12_6 {  // CUPTI_API_VERSION 24: Kernel9, Memcpy5, Memset4
+namespace cuda_12_4 {  // CUPTI_API_VERSION 22: GraphTrace (no 2 yet), no per-API switches
+#define CUPTI_API_VERSION 22
+struct CUpti_ActivityKernel9 { uint64_t start, end; uint32_t correlationId; };
+struct CUpti_ActivityMemcpy5 { uint64_t start, end; uint32_t correlationId; };
+struct CUpti_ActivityMemset4 { uint64_t start, end; uint32_t correlationId; };
+struct CUpti_ActivityGraphTrace { uint64_t start, end; uint32_t correlationId; };
+#include "engine/cuda/cupti_records.inc"
+constexpr bool kPerApiSwitches = DECODELAB_CUPTI_PER_API_SWITCHES;
+#undef CUPTI_API_VERSION
+}  // namespace cuda_12_4
+
+namespace cuda_12_6 {  // CUPTI_API_VERSION 24: Kernel9, Memcpy5, Memset4, GraphTrace2
 #define CUPTI_API_VERSION 24
 struct CUpti_ActivityKernel9 { uint64_t start, end; uint32_t correlationId; };
 struct CUpti_ActivityMemcpy5 { uint64_t start, end; uint32_t correlationId; };
 struct CUpti_ActivityMemset4 { uint64_t start, end; uint32_t correlationId; };
+struct CUpti_ActivityGraphTrace2 { uint64_t start, end; uint32_t correlationId; };
 #include "engine/cuda/cupti_records.inc"
+constexpr bool kPerApiSwitches = DECODELAB_CUPTI_PER_API_SWITCHES;
 #undef CUPTI_API_VERSION
 }  // namespace cuda_12_6
 
@@ -24,7 +39,9 @@ namespace cuda_12_8 {  // 26: Memcpy6 arrives
 struct CUpti_ActivityKernel9 { uint64_t start, end; uint32_t correlationId; };
 struct CUpti_ActivityMemcpy6 { uint64_t start, end; uint32_t correlationId; };
 struct CUpti_ActivityMemset4 { uint64_t start, end; uint32_t correlationId; };
+struct CUpti_ActivityGraphTrace2 { uint64_t start, end; uint32_t correlationId; };
 #include "engine/cuda/cupti_records.inc"
+constexpr bool kPerApiSwitches = DECODELAB_CUPTI_PER_API_SWITCHES;
 #undef CUPTI_API_VERSION
 }  // namespace cuda_12_8
 
@@ -33,7 +50,9 @@ namespace cuda_13_0 {  // 130001 (CUDA 13.0 Update 1): Kernel10
 struct CUpti_ActivityKernel10 { uint64_t start, end; uint32_t correlationId; };
 struct CUpti_ActivityMemcpy6 { uint64_t start, end; uint32_t correlationId; };
 struct CUpti_ActivityMemset4 { uint64_t start, end; uint32_t correlationId; };
+struct CUpti_ActivityGraphTrace2 { uint64_t start, end; uint32_t correlationId; };
 #include "engine/cuda/cupti_records.inc"
+constexpr bool kPerApiSwitches = DECODELAB_CUPTI_PER_API_SWITCHES;
 #undef CUPTI_API_VERSION
 }  // namespace cuda_13_0
 
@@ -42,7 +61,9 @@ namespace cuda_13_1 {  // 130100: Kernel11 (Kernel10 deprecated)
 struct CUpti_ActivityKernel11 { uint64_t start, end; uint32_t correlationId; };
 struct CUpti_ActivityMemcpy6 { uint64_t start, end; uint32_t correlationId; };
 struct CUpti_ActivityMemset4 { uint64_t start, end; uint32_t correlationId; };
+struct CUpti_ActivityGraphTrace2 { uint64_t start, end; uint32_t correlationId; };
 #include "engine/cuda/cupti_records.inc"
+constexpr bool kPerApiSwitches = DECODELAB_CUPTI_PER_API_SWITCHES;
 #undef CUPTI_API_VERSION
 }  // namespace cuda_13_1
 
@@ -54,6 +75,11 @@ static_assert(std::is_same_v<cuda_13_0::CuptiKernelRecord, cuda_13_0::CUpti_Acti
 static_assert(std::is_same_v<cuda_13_0::CuptiMemcpyRecord, cuda_13_0::CUpti_ActivityMemcpy6>);
 static_assert(std::is_same_v<cuda_13_1::CuptiKernelRecord, cuda_13_1::CUpti_ActivityKernel11>);
 static_assert(std::is_same_v<cuda_13_0::CuptiMemsetRecord, cuda_13_0::CUpti_ActivityMemset4>);
+static_assert(std::is_same_v<cuda_12_4::CuptiGraphRecord, cuda_12_4::CUpti_ActivityGraphTrace>);
+static_assert(std::is_same_v<cuda_12_6::CuptiGraphRecord, cuda_12_6::CUpti_ActivityGraphTrace2>);
+static_assert(std::is_same_v<cuda_13_1::CuptiGraphRecord, cuda_13_1::CUpti_ActivityGraphTrace2>);
+// cuptiActivityEnableRuntimeApi/DriverApi are called only where the toolkit has them.
+static_assert(!cuda_12_4::kPerApiSwitches && cuda_12_6::kPerApiSwitches && cuda_13_1::kPerApiSwitches);
 
 #if DECODELAB_HAVE_CUDA
 #include <cupti.h>
@@ -72,6 +98,11 @@ TEST_CASE("cupti records: each toolkit's selection reads correlation id, start a
   const auto read_kernel = cuda_13_0::read_cupti_device_record<cuda_13_0::CuptiKernelRecord>(&kernel);
   CHECK(read_kernel.correlation == 42);
   CHECK(read_kernel.end - read_kernel.start == 4);
+  // A graph launch's record: the launch's correlation id and the whole graph's interval.
+  const cuda_12_4::CUpti_ActivityGraphTrace graph{1000, 5000, 77};
+  const auto read_graph = cuda_12_4::read_cupti_device_record<cuda_12_4::CuptiGraphRecord>(&graph);
+  CHECK(read_graph.correlation == 77);
+  CHECK(read_graph.end - read_graph.start == 4000);
 #if DECODELAB_HAVE_CUDA
   INFO("installed CUPTI_API_VERSION " << CUPTI_API_VERSION);
   installed::CuptiKernelRecord record{};

@@ -77,6 +77,42 @@ TEST_CASE("gpu-check readings: the lab check fails a bug that is not slower or c
   CHECK(report(dir, "lab missing.json").exit_code == 2);
 }
 
+namespace {
+
+// A `decodelab compare --json` document reduced to what the lab reading takes from it.
+std::string compare_json(double low, double median, bool same_tokens) {
+  const nlohmann::json measured = {{"median", median}, {"low", low}, {"high", median * 1.2}};
+  return nlohmann::json{{"headline", {{"metric", "end_to_end"}, {"measured", measured}}},
+                        {"end_to_end_slowdown", measured},
+                        {"same_tokens", same_tokens},
+                        {"token_agreement", {{"detail", same_tokens ? "identical tokens" : "tokens differ: step 3"}}}}
+      .dump();
+}
+
+}  // namespace
+
+TEST_CASE("gpu-check readings: a compared bug is judged by its interval, not its median", "[gpu_check]") {
+  const TempDir dir;
+  dir.write("lab.json", nlohmann::json::array({lab_row("host_sync", 3.0, true)}).dump());
+  dir.write("clear.json", compare_json(1.4, 2.1, true));
+  dir.write("straddles.json", compare_json(0.95, 1.3, true));  // median above 1, interval reaching below
+  dir.write("tokens.json", compare_json(1.4, 2.1, false));
+
+  const CommandResult clear = report(dir, "lab lab.json --compare no_kv_cache=clear.json --out f.json");
+  INFO(clear.out);
+  CHECK(clear.exit_code == 0);
+  const nlohmann::json figures = nlohmann::json::parse(decodelab::testing::read_text_file(dir.path() / "f.json"));
+  CHECK(figures["rows"].size() == 2);
+  CHECK(figures["rows"][1]["judged_by"] == "end_to_end slowdown interval 1.40-2.52x");
+  const CommandResult straddles = report(dir, "lab lab.json --compare no_kv_cache=straddles.json");
+  CHECK(straddles.exit_code == 1);
+  CHECK(straddles.out.find("no_kv_cache: the end_to_end slowdown's interval reaches 0.950x, not above 1") !=
+        std::string::npos);
+  const CommandResult tokens = report(dir, "lab lab.json --compare no_kv_cache=tokens.json");
+  CHECK(tokens.exit_code == 1);
+  CHECK(tokens.out.find("tokens differ: step 3") != std::string::npos);
+}
+
 TEST_CASE("gpu-check readings: bandwidth shares of the copy bandwidth, implausible ones fail", "[gpu_check]") {
   const TempDir dir;
   dir.write("roofline.json", R"({"copy": {"bandwidth_gbps": 4000.0, "timing": {"spread": 0.01}},
@@ -94,6 +130,14 @@ TEST_CASE("gpu-check readings: bandwidth shares of the copy bandwidth, implausib
   const CommandResult fast = report(dir, "bandwidth --roofline roofline.json --run fast=too-fast.json");
   CHECK(fast.exit_code == 1);
   CHECK(fast.out.find("implausible") != std::string::npos);
+  // Where no bound holds (a CPU's copy), none is applied, and the reading says so instead
+  // of passing a loose one.
+  const CommandResult unjudged =
+      report(dir, "bandwidth --roofline roofline.json --run fast=too-fast.json --max-share 0 --out u.json");
+  CHECK(unjudged.exit_code == 0);
+  CHECK(unjudged.out.find("shares not judged") != std::string::npos);
+  const nlohmann::json figures = nlohmann::json::parse(decodelab::testing::read_text_file(dir.path() / "u.json"));
+  CHECK(figures["max_share_judged"].is_null());
 }
 
 TEST_CASE("gpu-check readings: differing tokens fail", "[gpu_check]") {
@@ -126,6 +170,14 @@ TEST_CASE("gpu-check summary: what each stage did and did not check, and a faile
   const nlohmann::json summary = nlohmann::json::parse(decodelab::testing::read_text_file(dir.path() / "summary.json"));
   CHECK(summary["passed"] == true);
   CHECK(summary["stages"][1]["not_checked"] == nlohmann::json::array({"the sanitizer"}));
+
+  // Shares measured where no bound holds are printed, and said to be unjudged.
+  dir.write("work/bandwidth.figures.json", R"({"copy_bandwidth_gbps": 7.0, "copy_spread": 0.1, "max_share_judged": null,
+    "runs": [{"run": "cpu", "decode_wall_ms_per_step": 5.0, "decode_bandwidth_gbps": 9.0, "share_of_copy": 1.29}]})");
+  const CommandResult unjudged = report(dir, "summary --work work --results . --mode dry-run");
+  CHECK(unjudged.out.find("| cpu | 5.000 | 9.0 | 129.0% |") != std::string::npos);
+  CHECK(unjudged.out.find("The shares were not judged") != std::string::npos);
+  std::filesystem::remove(dir.path() / "work" / "bandwidth.figures.json");
 
   // A pass that does not say what it checked proves nothing.
   dir.write("work/stages.tsv", "preflight\tpassed\t1\t1\nlab\tpassed\t3\t1\n");

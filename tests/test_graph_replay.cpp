@@ -2,8 +2,9 @@
 // between begin_capture() and end_capture() and replays them on the CPU backend. Replayed
 // steps must give the tokens and logits of the eager path, and capture must happen once
 // per group, never for steps whose ops change (no KV cache, host syncs, cache copies).
-// The same backend models the CUDA backend's attention workspace with its planning code
-// (engine/cuda/host/attention_plan.h): a captured step must plan attention as an eager
+// The same backend plans attention with the CUDA backend's own planning object
+// (cuda::AttentionWorkspace, engine/cuda/host/attention_plan.h, which CudaBackend::
+// attention and reserve_attention call): a captured step must plan attention as an eager
 // step does, which needs the workspace reserved before the capture.
 #include <catch2/catch.hpp>
 
@@ -33,7 +34,9 @@ class RecordingGraphBackend : public Backend {
     cuda::AttentionShape shape;
     cuda::AttentionPlan plan;
     bool captured = false;
+    bool smaller_than_device_plan = false;  // what CudaBackend warns about
   };
+  bool reserves = true;  // false: reserve_attention is ignored, as a backend that forgot it
   std::vector<PlannedAttention> attention_plans;
 
   std::string name() const override { return "cpu-graphs"; }
@@ -79,18 +82,16 @@ class RecordingGraphBackend : public Backend {
                 OpId id) override {
     run([=, this] { cpu_->kv_store(k, v, kc, vc, p, r, id); });
   }
+  // As CudaBackend::reserve_attention and ::attention, through the same calls.
   void reserve_attention(const AttentionBounds& b) override {
-    const cuda::AttentionShape largest{b.max_rows, b.heads, b.kv_heads, b.head_dim, b.capacity};
-    workspace_floats_ = std::max(workspace_floats_, cuda::attention_workspace_floats_up_to(largest, kMultiprocessors));
+    if (reserves) workspace_.reserve({b.max_rows, b.heads, b.kv_heads, b.head_dim, b.capacity});
   }
   void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& p, int r, float s, const Tensor& o,
                  OpId id) override {
-    // As CudaBackend::attention: the workspace grows only outside a capture.
-    const cuda::AttentionShape shape{q.shape[0], static_cast<int>(q.shape[1] / k.shape[3]), static_cast<int>(k.shape[1]),
-                                     static_cast<int>(k.shape[3]), k.shape[2]};
-    const cuda::AttentionPlan plan = cuda::plan_attention_within(shape, kMultiprocessors, workspace_floats_, !capturing_);
-    if (!capturing_) workspace_floats_ = std::max(workspace_floats_, cuda::attention_workspace_floats(shape, plan));
-    attention_plans.push_back({shape, plan, capturing_});
+    const cuda::AttentionShape shape = cuda::attention_shape_of(q.shape[0], q.shape[1], k.shape.data());
+    const cuda::AttentionWorkspace::Call call = workspace_.plan(shape, capturing_);
+    CHECK(call.floats <= workspace_.reserved_floats());  // the workspace the kernel is handed holds the plan
+    attention_plans.push_back({shape, call.plan, capturing_, call.smaller_than_device_plan()});
     run([=, this] { cpu_->attention(q, k, v, p, r, s, o, id); });
   }
   void swiglu(const Tensor& g, const Tensor& u, const Tensor& o, OpId id) override {
@@ -122,7 +123,7 @@ class RecordingGraphBackend : public Backend {
   bool graphs_;
   std::vector<std::function<void()>> graph_;
   bool capturing_ = false;
-  size_t workspace_floats_ = 0;
+  cuda::AttentionWorkspace workspace_{kMultiprocessors};
 };
 
 GenerationResult generate_with(Backend& backend, const GenerationCase& test_case) {
@@ -208,8 +209,18 @@ TEST_CASE("a captured decode step plans attention as an eager step does", "[gene
                                          [&](const auto& other) { return same_shape(other.shape, call.shape); });
     REQUIRE(eager_call != eager.attention_plans.end());
     CHECK(eager_call->plan == call.plan);
+    CHECK_FALSE(call.smaller_than_device_plan);
   }
   CHECK(captured == 2 * test_case.config.num_hidden_layers);  // one capture per group, one call per layer
+
+  // Without the reservation the same glue shrinks a captured plan, and says so: the check
+  // above can fail.
+  RecordingGraphBackend unreserved;
+  unreserved.reserves = false;
+  CHECK(generate_with(unreserved, test_case).tokens == eager_result.tokens);
+  const bool some_smaller = std::any_of(unreserved.attention_plans.begin(), unreserved.attention_plans.end(),
+                                        [](const auto& call) { return call.captured && call.smaller_than_device_plan; });
+  CHECK(some_smaller);
 }
 
 TEST_CASE("attention planning: the reservation covers every row count up to the largest", "[graphs]") {

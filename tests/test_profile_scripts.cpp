@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <iterator>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -64,6 +65,26 @@ bool contains_pair(const std::vector<std::string>& arguments, const std::string&
   return false;
 }
 
+// The reader's metrics as ncu-profile.sh asks for them.
+std::vector<std::string> script_metrics() {
+  std::vector<std::string> metrics;
+  for (const std::string& metric : decodelab::ncu_metric::all()) {
+    metrics.push_back(metric);
+    if (metric == decodelab::ncu_metric::kTensorFp16) {
+      metrics.push_back(decodelab::ncu_metric::kTensorFp16ToFp16);
+      metrics.push_back(decodelab::ncu_metric::kTensorFp16ToFp32);
+    }
+  }
+  return metrics;
+}
+
+std::string expected_metrics(const std::string& except = "") {
+  std::string expected;
+  for (const std::string& metric : script_metrics())
+    if (metric != except) expected += (expected.empty() ? "" : ",") + metric;
+  return expected;
+}
+
 }  // namespace
 
 TEST_CASE("ncu-profile.sh: the decode steps' kernels, the reader's metrics, both CSV forms", "[profile_scripts]") {
@@ -74,23 +95,50 @@ TEST_CASE("ncu-profile.sh: the decode steps' kernels, the reader's metrics, both
 
   REQUIRE(status == 0);
   const Calls calls = read_calls(dir.path() / "calls.log");
-  REQUIRE(calls.size() == 3);  // profile, then two exports
-  const std::vector<std::string>& profile = calls[0];
+  REQUIRE(calls.size() == 4);  // the metric listing, the profile, then two exports
+  CHECK(calls[0] == std::vector<std::string>{"--query-metrics"});
+  const std::vector<std::string>& profile = calls[1];
   CHECK(contains_pair(profile, "--nvtx-include", "regex:step [0-9]+/"));
   CHECK(contains_pair(profile, "--kernel-name", "regex:attention"));
   CHECK(contains_pair(profile, "--clock-control", "none"));
   CHECK(contains_pair(profile, "--export", "ncu-quickstart"));
   CHECK(contains_pair(profile, "--set", "workload.new_tokens=4"));
-  // The metrics asked for are exactly the ones the reader uses.
-  std::string expected;
-  for (const std::string& metric : decodelab::ncu_metric::all()) expected += (expected.empty() ? "" : ",") + metric;
-  CHECK(contains_pair(profile, "--metrics", expected));
+  // The metrics asked for are exactly the ones the reader uses (with the fp16 tensor
+  // counters by destination, which it adds up), every one when ncu lists none.
+  CHECK(contains_pair(profile, "--metrics", expected_metrics()));
 
-  CHECK(contains_pair(calls[1], "--page", "raw"));
-  CHECK(contains_pair(calls[1], "--print-units", "base"));
-  CHECK(contains_pair(calls[2], "--print-metric-name", "name"));
+  CHECK(contains_pair(calls[2], "--page", "raw"));
+  CHECK(contains_pair(calls[2], "--print-units", "base"));
+  CHECK(contains_pair(calls[3], "--print-metric-name", "name"));
   CHECK(std::filesystem::exists(dir.path() / "ncu-quickstart-raw.csv"));
   CHECK(std::filesystem::exists(dir.path() / "ncu-quickstart-details.csv"));
+}
+
+TEST_CASE("ncu-profile.sh: asks only for the metrics ncu lists for the device", "[profile_scripts]") {
+  const TempDir dir;
+  write_stand_in(dir, "ncu");
+  // A listing in ncu's shape (base names first on a line, indented or not) without the
+  // bare src_fp16.
+  std::string listing = "Device GH100\nMetric Name   Metric Description\n";
+  bool indent = false;
+  for (const std::string& metric : script_metrics()) {
+    const std::string base = metric.substr(0, metric.find('.'));
+    if (metric != decodelab::ncu_metric::kTensorFp16) listing += (indent ? "  " : "") + base + "   a counter\n";
+    indent = !indent;
+  }
+  const auto listing_path = dir.write("listing.txt", listing);
+  setenv("NCU_AVAILABLE_METRICS", listing_path.c_str(), 1);
+  const int status = run_script(dir, "ncu-profile.sh", {"quickstart"});
+  unsetenv("NCU_AVAILABLE_METRICS");
+
+  REQUIRE(status == 0);
+  const Calls calls = read_calls(dir.path() / "calls.log");
+  REQUIRE(calls.size() == 3);  // no query: the listing was given
+  CHECK(contains_pair(calls[0], "--metrics", expected_metrics(decodelab::ncu_metric::kTensorFp16)));
+  std::ifstream out(dir.path() / "out.txt");
+  const std::string printed((std::istreambuf_iterator<char>(out)), std::istreambuf_iterator<char>());
+  CHECK(printed.find(std::string(decodelab::ncu_metric::kTensorFp16) + " is not among this ncu's metrics") !=
+        std::string::npos);
 }
 
 TEST_CASE("nsys-profile.sh: CUDA and NVTX traced, the reports decodelab nsys reads", "[profile_scripts]") {

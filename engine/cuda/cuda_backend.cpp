@@ -15,6 +15,7 @@
 #include "engine/cuda/cuda_backend.h"
 #include "engine/cuda/cuda_backend_impl.h"
 #include "engine/cuda/cuda_check.h"
+#include "engine/cuda/host/argmax_plan.h"
 #include "engine/cuda/nvtx.h"
 #include "engine/errors.h"
 
@@ -116,16 +117,19 @@ CudaBackend::CudaBackend(const BackendOptions& options)
   device_name_ = properties.name;
   total_memory_ = properties.totalGlobalMem;
   CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors_, cudaDevAttrMultiProcessorCount, device_));
+  attention_workspace_ = AttentionWorkspace(multiprocessors_);
 
   try {
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     CUDA_CHECK(cudaMalloc(&cublas_workspace_, kCublasWorkspaceBytes));
+    CUDA_CHECK(cudaMalloc(&argmax_workspace_, argmax_workspace_bytes()));
     matmul_ = std::make_unique<CublasMatmul>(stream_, cublas_workspace_, kCublasWorkspaceBytes);
     choose_timer();
   } catch (...) {
     matmul_.reset();
     timer_.reset();
     cudaFree(cublas_workspace_);
+    cudaFree(argmax_workspace_);
     if (stream_) cudaStreamDestroy(stream_);
     throw;
   }
@@ -142,6 +146,7 @@ CudaBackend::~CudaBackend() {
   matmul_.reset();
   timer_.reset();
   cudaFree(cublas_workspace_);
+  cudaFree(argmax_workspace_);
   cudaStreamDestroy(stream_);
   cudaGetLastError();
 }

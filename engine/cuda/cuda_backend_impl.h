@@ -9,6 +9,7 @@
 #include <string>
 
 #include "engine/backend.h"
+#include "engine/cuda/host/attention_plan.h"
 #include "engine/cuda/matmul.h"
 #include "engine/cuda/op_timer.h"
 #include "engine/cuda/pinned_staging.h"
@@ -98,10 +99,12 @@ class CudaBackend final : public Backend {
   bool graphs_enabled_ = false;
   bool capturing_ = false;
   bool warned_smaller_plan_ = false;  // a capture ran attention with fewer splits than eagerly
+  AttentionWorkspace attention_workspace_{0};  // the attention's plans and reserved workspace (set up with the device)
   std::string timer_note_;  // why CUPTI is not used, when it is not
 
   cudaStream_t stream_ = nullptr;
   void* cublas_workspace_ = nullptr;
+  void* argmax_workspace_ = nullptr;  // argmax_workspace_bytes(): the chunked argmax's partials
   std::unique_ptr<CublasMatmul> matmul_;
   std::unique_ptr<OpTimer> timer_;
   PinnedStaging staging_;

@@ -209,23 +209,20 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
   expect_sequences(q.shape[0], rows_per_sequence, k_cache.shape[0], op);
   expect(std::isfinite(scale), op, "scale must be finite");
 
-  const AttentionShape shape{q.shape[0], static_cast<int>(q.shape[1] / head_dim), static_cast<int>(kv_heads),
-                             static_cast<int>(head_dim), k_cache.shape[2]};
-  const size_t reserved = scratch_.capacity(kAttentionScratchSlot) / sizeof(float);
-  const AttentionPlan plan = plan_attention_within(shape, multiprocessors_, reserved, !capturing_);
-  if (capturing_ && !warned_smaller_plan_ && !(plan == plan_attention(shape, multiprocessors_))) {
+  const AttentionShape shape = attention_shape_of(q.shape[0], q.shape[1], k_cache.shape.data());
+  const AttentionWorkspace::Call call = attention_workspace_.plan(shape, capturing_);
+  if (capturing_ && !warned_smaller_plan_ && call.smaller_than_device_plan()) {
     warned_smaller_plan_ = true;  // reserve_attention() was not called for this shape
     std::fprintf(stderr,
                  "decodelab: a captured attention runs %d key splits instead of %d: its workspace was not "
                  "reserved before the capture (Backend::reserve_attention)\n",
-                 plan.splits, plan_attention(shape, multiprocessors_).splits);
+                 call.plan.splits, call.device_plan.splits);
   }
-  const size_t floats = attention_workspace_floats(shape, plan);
   float* workspace = nullptr;
-  if (floats > 0) workspace = static_cast<float*>(scratch(kAttentionScratchSlot, floats * sizeof(float)));
+  if (call.floats > 0) workspace = static_cast<float*>(scratch(kAttentionScratchSlot, call.floats * sizeof(float)));
   OpScope scope(*this, op, id);
   launch_attention(KernelTensor::of(q), KernelTensor::of(k_cache), KernelTensor::of(v_cache),
-                   KernelTensor::of(positions), rows_per_sequence, scale, KernelTensor::of(out), plan, workspace,
+                   KernelTensor::of(positions), rows_per_sequence, scale, KernelTensor::of(out), call.plan, workspace,
                    stream_);
   scope.finish();
 }
@@ -233,7 +230,7 @@ void CudaBackend::attention(const Tensor& q, const Tensor& k_cache, const Tensor
 void CudaBackend::reserve_attention(const AttentionBounds& bounds) {
   require_not_capturing("reserve_attention");
   const AttentionShape largest{bounds.max_rows, bounds.heads, bounds.kv_heads, bounds.head_dim, bounds.capacity};
-  const size_t floats = attention_workspace_floats_up_to(largest, multiprocessors_);
+  const size_t floats = attention_workspace_.reserve(largest);
   if (floats > 0) scratch(kAttentionScratchSlot, floats * sizeof(float));
 }
 
@@ -271,7 +268,8 @@ void CudaBackend::argmax(const Tensor& logits, const Tensor& tokens, const Tenso
          "logits, tokens and positions need one row per sequence: " + describe("logits", logits) + ", " +
              describe("tokens", tokens) + ", " + describe("positions", positions));
   OpScope scope(*this, op, id);
-  launch_argmax(KernelTensor::of(logits), KernelTensor::of(tokens), KernelTensor::of(positions), stream_);
+  launch_argmax(KernelTensor::of(logits), KernelTensor::of(tokens), KernelTensor::of(positions), argmax_workspace_,
+                stream_);
   scope.finish();
 }
 

@@ -3,9 +3,16 @@
 // Around each op's launches the timer pushes an external correlation id; CUPTI then
 // emits, for every runtime/driver API call made meanwhile, a record tying that call's
 // correlation id to ours, and every kernel, memcpy and memset carries the correlation
-// id of the call that launched it (for a graph replay: of cudaGraphLaunch). After a
-// sync, a forced flush delivers all records; kernels are matched to ops through the
-// two maps and an op's interval is its first start to its last end.
+// id of the call that launched it. A graph replay is traced as one graph record
+// (CUPTI_ACTIVITY_KIND_GRAPH_TRACE, carrying cudaGraphLaunch's correlation id), not node
+// by node: per-node records cost time in the replay they would time. After a sync, a
+// forced flush delivers all records; kernels are matched to ops through the two maps and
+// an op's interval is its first start to its last end.
+//
+// The correlations need API records (CUPTI emits them beside those), but an API record
+// costs host time on every call: where CUPTI can switch single APIs (12.6 on), the calls
+// that launch nothing — the error checks after every launch, event records and queries,
+// capture queries — are switched off, so that what the timer measures is not its own cost.
 //
 // CUPTI is process-wide, so one collector (created once, never destroyed: CUPTI may
 // deliver buffers from its own thread until the process ends) serves every backend;
@@ -99,9 +106,18 @@ class CuptiCollector {
     return result;
   }
 
+  // How records are taken, for the device description.
+  const char* mode() const {
+    if (graph_level_ && quiet_apis_) return "CUPTI (graphs as one record; no API records for error checks or events)";
+    if (graph_level_) return "CUPTI (graphs as one record; every API call recorded)";
+    if (quiet_apis_) return "CUPTI (graphs node by node; no API records for error checks or events)";
+    return "CUPTI (graphs node by node; every API call recorded)";
+  }
+
   void disable() {
     // Used when the self-test finds records missing: stop paying for them.
     for (CUpti_ActivityKind kind : kKinds) cuptiActivityDisable(kind);
+    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
   }
 
  private:
@@ -110,6 +126,22 @@ class CuptiCollector {
       CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
       CUPTI_ACTIVITY_KIND_MEMCPY,            CUPTI_ACTIVITY_KIND_MEMSET,
   };
+
+#if DECODELAB_CUPTI_PER_API_SWITCHES
+  // Calls that launch no device work but run once or more per op: no records for them.
+  static constexpr CUpti_CallbackId kQuietRuntimeApis[] = {
+      CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,      CUPTI_RUNTIME_TRACE_CBID_cudaPeekAtLastError_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020,       CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_ptsz_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_v11010, CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020,       CUPTI_RUNTIME_TRACE_CBID_cudaStreamIsCapturing_v10000,
+  };
+  static constexpr CUpti_CallbackId kQuietDriverApis[] = {
+      CUPTI_DRIVER_TRACE_CBID_cuEventRecord,          CUPTI_DRIVER_TRACE_CBID_cuEventRecord_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags, CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuEventQuery,           CUPTI_DRIVER_TRACE_CBID_cuStreamQuery,
+      CUPTI_DRIVER_TRACE_CBID_cuStreamIsCapturing,    CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent,
+  };
+#endif
 
   struct DeviceRecord {
     uint32_t correlation;
@@ -134,6 +166,15 @@ class CuptiCollector {
         return "cuptiActivityEnable(" + std::to_string(static_cast<int>(kind)) + "): " + cupti_status_text(status);
       }
     }
+    // Graph-level records: a CUPTI that refuses them traces graphs node by node instead,
+    // which the matching handles alike (both carry cudaGraphLaunch's correlation id).
+    graph_level_ = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE) == CUPTI_SUCCESS;
+#if DECODELAB_CUPTI_PER_API_SWITCHES
+    // After the kinds: enabling a kind resets its per-API switches.
+    for (CUpti_CallbackId api : kQuietRuntimeApis) cuptiActivityEnableRuntimeApi(api, 0);
+    for (CUpti_CallbackId api : kQuietDriverApis) cuptiActivityEnableDriverApi(api, 0);
+    quiet_apis_ = true;
+#endif
     return "";
   }
 
@@ -168,6 +209,9 @@ class CuptiCollector {
           break;
         case CUPTI_ACTIVITY_KIND_MEMSET:
           keep(read_cupti_device_record<CuptiMemsetRecord>(record));
+          break;
+        case CUPTI_ACTIVITY_KIND_GRAPH_TRACE:
+          keep(read_cupti_device_record<CuptiGraphRecord>(record));
           break;
         default: break;  // API records: needed only so that CUPTI emits the correlations
       }
@@ -204,6 +248,8 @@ class CuptiCollector {
   static inline std::string failure_;
   static inline CuptiCollector* instance_ = nullptr;  // stays set: CUPTI may still deliver buffers
   std::mutex mutex_;
+  bool graph_level_ = false;  // graphs traced as one record each
+  bool quiet_apis_ = false;   // calls that launch nothing leave no API record
   uint64_t generation_ = 0;
   uint32_t next_client_ = 1;
   std::unordered_map<uint32_t, Correlation> correlations_;
@@ -217,7 +263,7 @@ class CuptiTimer final : public OpTimer {
       : collector_(collector), stream_(stream), client_(collector.add_client()) {}
   ~CuptiTimer() override { collector_.remove_client(client_); }
 
-  const char* source() const override { return "CUPTI"; }
+  const char* source() const override { return collector_.mode(); }
 
   void begin(OpId id) override { CUPTI_CHECK(cuptiActivityPushExternalCorrelationId(kExternalKind, key(id))); }
 

@@ -59,4 +59,24 @@ size_t attention_workspace_floats_up_to(const AttentionShape& largest, int multi
   return most;
 }
 
+AttentionShape attention_shape_of(int64_t q_rows, int64_t q_columns, const int64_t cache_shape[4]) {
+  const int64_t head_dim = std::max<int64_t>(cache_shape[3], 1);
+  return {q_rows, static_cast<int>(q_columns / head_dim), static_cast<int>(cache_shape[1]),
+          static_cast<int>(cache_shape[3]), cache_shape[2]};
+}
+
+size_t AttentionWorkspace::reserve(const AttentionShape& largest) {
+  reserved_ = std::max(reserved_, attention_workspace_floats_up_to(largest, multiprocessors_));
+  return reserved_;
+}
+
+AttentionWorkspace::Call AttentionWorkspace::plan(const AttentionShape& shape, bool capturing) {
+  Call call;
+  call.device_plan = plan_attention(shape, multiprocessors_);
+  call.plan = plan_attention_within(shape, multiprocessors_, reserved_, !capturing);
+  call.floats = attention_workspace_floats(shape, call.plan);
+  if (!capturing) reserved_ = std::max(reserved_, call.floats);
+  return call;
+}
+
 }  // namespace decodelab::cuda

@@ -53,4 +53,35 @@ AttentionPlan plan_attention_within(const AttentionShape& shape, int multiproces
 // splits shrink as rows grow, so the largest need is not always at the most rows).
 size_t attention_workspace_floats_up_to(const AttentionShape& largest, int multiprocessors);
 
+// The shape an attention call plans from: q [rows, heads * head_dim] and a cache
+// [sequences, kv_heads, capacity, head_dim].
+AttentionShape attention_shape_of(int64_t q_rows, int64_t q_columns, const int64_t cache_shape[4]);
+
+// CudaBackend's attention planning, kept free of CUDA so that tests run the very code the
+// backend runs: the fp32 workspace reserved so far (it only grows, as the backend's
+// scratch does), the plan each call runs, and whether a captured call had to run fewer
+// splits than an eager one (its shape was not reserved before the capture).
+class AttentionWorkspace {
+ public:
+  explicit AttentionWorkspace(int multiprocessors) : multiprocessors_(multiprocessors) {}
+
+  struct Call {
+    AttentionPlan plan;          // what runs
+    AttentionPlan device_plan;   // what an eager call of this shape runs
+    size_t floats = 0;           // workspace the plan needs (never more than reserved after it)
+    bool smaller_than_device_plan() const { return !(plan == device_plan); }
+  };
+  // Before a capture: the workspace of every decode call up to `largest` (Backend::
+  // reserve_attention). Returns the floats now reserved.
+  size_t reserve(const AttentionShape& largest);
+  // One call: outside a capture the workspace grows to the device's plan; inside one it
+  // cannot (nothing may be allocated), so the plan shrinks to what is reserved.
+  Call plan(const AttentionShape& shape, bool capturing);
+  size_t reserved_floats() const { return reserved_; }
+
+ private:
+  int multiprocessors_;
+  size_t reserved_ = 0;
+};
+
 }  // namespace decodelab::cuda
