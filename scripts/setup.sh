@@ -14,6 +14,8 @@
 #   aarch64  Debian's crossbuild-essential-arm64, qemu-user-static and the arm64 libraries (the arm64
 #            architecture is added to dpkg; yaml-cpp's arm64 development files are unpacked into
 #            .cross/arm64, since its package cannot sit beside the native one): scripts/aarch64-test.sh
+#   cuda12   Debian's python3-venv, for scripts/cuda12-build.sh (CUDA 12.x's headers and libraries
+#            from PyPI's NVIDIA wheels, pinned in requirements/cuda12.txt, into .venv-cu12/)
 #   torch    a virtual environment .venv/ made with Debian's python3-venv, holding the PyPI packages
 #            pinned in requirements/torch.txt (torch 2.x — a CUDA build of several GB —, transformers,
 #            HolisticTraceAnalysis): the PyTorch programs in examples/pytorch/ that record the traces
@@ -26,8 +28,8 @@ extras="${DECODELAB_SETUP_EXTRAS:-}"
 extras="${extras//,/ }"
 for extra in $extras; do
   case "$extra" in
-    browser|slurm|clang|torch|aarch64) ;;
-    *) echo "setup: unknown extra '$extra' in DECODELAB_SETUP_EXTRAS (expected any of: browser slurm clang torch aarch64)" >&2; exit 2 ;;
+    browser|slurm|clang|torch|aarch64|cuda12) ;;
+    *) echo "setup: unknown extra '$extra' in DECODELAB_SETUP_EXTRAS (expected any of: browser slurm clang torch aarch64 cuda12)" >&2; exit 2 ;;
   esac
 done
 wants() { [[ " $extras " == *" $1 "* ]]; }
@@ -37,7 +39,7 @@ packages=(build-essential cmake ninja-build pkg-config libcli11-dev libyaml-cpp-
 if wants browser; then packages+=(chromium chromium-driver python3-selenium fonts-dejavu-core); fi
 if wants clang; then packages+=(clang libclang-rt-14-dev); fi
 if wants slurm; then packages+=(slurm-wlm munge); fi
-if wants torch; then packages+=(python3-venv); fi
+if wants torch || wants cuda12; then packages+=(python3-venv); fi
 if wants aarch64; then
   packages+=(crossbuild-essential-arm64 qemu-user-static file zlib1g-dev:arm64 libyaml-cpp0.7:arm64 libgomp1:arm64)
   if ! dpkg --print-foreign-architectures | grep -qx arm64; then
