@@ -355,58 +355,11 @@ std::string ncu_collect_command(const std::vector<std::string>& metrics) {
   return "ncu --metrics " + ncu_join(metrics, ",") + " --csv <your program>";
 }
 
-NcuKernelInputs kernel_inputs(const NcuLaunch& launch, std::vector<std::string>* notes) {
-  auto note = [&](const std::string& text) {
-    if (notes) notes->push_back(text);
-  };
-  NcuKernelInputs inputs;
-  inputs.duration_seconds = launch.value(ncu_metric::kDuration);
-  if (inputs.duration_seconds) {
-    inputs.duration_source = ncu_metric::kDuration;
-  } else {
-    const auto cycles = launch.value(ncu_metric::kSmCycles);
-    const auto rate = launch.value(ncu_metric::kSmCycleRate);
-    if (cycles && rate && *rate > 0) {
-      inputs.duration_seconds = *cycles / *rate;
-      inputs.duration_source = "sm__cycles_elapsed.avg ÷ sm__cycles_elapsed.avg.per_second";
-      note("the duration is elapsed SM cycles over their rate (gpu__time_duration.sum was not collected)");
-    }
-  }
+namespace {
 
-  struct Source {
-    std::optional<double> flops;
-    const char* label;
-    std::optional<Precision> roof;  // nullopt: the fp64 roof
-  };
-  const Source sources[] = {
-      {sass_flops(launch, 'f'), "fp32", Precision::Fp32},
-      {sass_flops(launch, 'd'), "fp64", std::nullopt},
-      {sass_flops(launch, 'h'), "fp16", Precision::Fp32},  // CUDA-core fp16: no such roof in device files
-      {tensor_fp16_flops(launch), "fp16 tensor", Precision::Fp16},
-      {launch.value(ncu_metric::kTensorBf16), "bf16 tensor", Precision::Bf16},
-      {launch.value(ncu_metric::kTensorTf32), "tf32 tensor", Precision::Tf32},
-      {launch.value(ncu_metric::kTensorFp64), "fp64 tensor", std::nullopt},
-  };
-  for (const Source& source : sources) {
-    if (!source.flops) continue;
-    inputs.flops = inputs.flops.value_or(0) + *source.flops;
-    inputs.flops_by_label.emplace_back(source.label, *source.flops);
-    if (source.roof) {
-      inputs.flops_by_precision[slot(*source.roof)] += *source.flops;
-    } else {
-      inputs.fp64_flops += *source.flops;
-    }
-  }
-  if (sass_flops(launch, 'h').value_or(0) > 0) {
-    note("CUDA-core fp16 instructions are held to the fp32 roof (device files carry no such peak)");
-  }
-  if (const auto fp8 = launch.value(ncu_metric::kTensorFp8); fp8.value_or(0) > 0) {
-    note("fp8 tensor operations (" + format_flops(*fp8) + ") are not counted: device files carry no fp8 roof");
-  }
-  if (!inputs.flops && launch.value(ncu_metric::kTensorInstructions).value_or(0) > 0) {
-    note("tensor instructions ran but no sm__ops_path_tensor_* counters were collected: FLOPs are unknown");
-  }
-
+// The bytes, unit throughputs, occupancy and coalescing of a launch, after its FLOPs.
+template <typename Note>
+NcuKernelInputs finish_inputs(const NcuLaunch& launch, NcuKernelInputs& inputs, Note& note) {
   auto either = [&](const char* name, const char* other) -> std::pair<std::optional<double>, std::string> {
     if (const auto value = launch.value(name)) return {value, name};
     if (const auto value = launch.value(other)) return {value, other};
@@ -442,6 +395,80 @@ NcuKernelInputs kernel_inputs(const NcuLaunch& launch, std::vector<std::string>*
     if (!value.value) note(metric + " is n/a in the export (not collectable on this GPU)");
   }
   return inputs;
+}
+
+}  // namespace
+
+NcuKernelInputs kernel_inputs(const NcuLaunch& launch, std::vector<std::string>* notes) {
+  auto note = [&](const std::string& text) {
+    if (notes) notes->push_back(text);
+  };
+  NcuKernelInputs inputs;
+  inputs.duration_seconds = launch.value(ncu_metric::kDuration);
+  if (inputs.duration_seconds) {
+    inputs.duration_source = ncu_metric::kDuration;
+  } else {
+    const auto cycles = launch.value(ncu_metric::kSmCycles);
+    const auto rate = launch.value(ncu_metric::kSmCycleRate);
+    if (cycles && rate && *rate > 0) {
+      inputs.duration_seconds = *cycles / *rate;
+      inputs.duration_source = "sm__cycles_elapsed.avg ÷ sm__cycles_elapsed.avg.per_second";
+      note("the duration is elapsed SM cycles over their rate (gpu__time_duration.sum was not collected)");
+    }
+  }
+
+  struct Source {
+    std::optional<double> flops;
+    const char* label;
+    std::optional<Precision> roof;  // nullopt: the fp64 roof
+  };
+  const Source sources[] = {
+      {sass_flops(launch, 'f'), "fp32", Precision::Fp32},
+      {sass_flops(launch, 'd'), "fp64", std::nullopt},
+      {sass_flops(launch, 'h'), "fp16", Precision::Fp32},  // CUDA-core fp16: no such roof in device files
+      {tensor_fp16_flops(launch), "fp16 tensor", Precision::Fp16},
+      {launch.value(ncu_metric::kTensorBf16), "bf16 tensor", Precision::Bf16},
+      {launch.value(ncu_metric::kTensorTf32), "tf32 tensor", Precision::Tf32},
+      {launch.value(ncu_metric::kTensorFp64), "fp64 tensor", std::nullopt},
+  };
+  // Tensor-pipe counters alone say nothing of the CUDA cores' FLOPs (a GEMV's FFMAs): when
+  // they are all that was collected, they count only if they saw work, as a lower bound.
+  const bool cuda_core_counted = sources[0].flops || sources[1].flops || sources[2].flops;
+  double tensor_flops = 0;
+  bool tensor_counted = false;
+  for (size_t i = 3; i < std::size(sources); ++i) {
+    tensor_counted = tensor_counted || sources[i].flops.has_value();
+    tensor_flops += sources[i].flops.value_or(0);
+  }
+  if (!cuda_core_counted && tensor_counted) {
+    if (tensor_flops > 0) {
+      note("CUDA-core FLOPs (sm__sass_thread_inst_executed_op_*) were not collected: the FLOPs are the tensor pipe's, a lower bound");
+    } else {
+      note("only tensor-pipe FLOP counters were collected, and they read 0: the CUDA cores' FLOPs were not collected");
+      return finish_inputs(launch, inputs, note);
+    }
+  }
+  for (const Source& source : sources) {
+    if (!source.flops) continue;
+    inputs.flops = inputs.flops.value_or(0) + *source.flops;
+    inputs.flops_by_label.emplace_back(source.label, *source.flops);
+    if (source.roof) {
+      inputs.flops_by_precision[slot(*source.roof)] += *source.flops;
+    } else {
+      inputs.fp64_flops += *source.flops;
+    }
+  }
+  if (sass_flops(launch, 'h').value_or(0) > 0) {
+    note("CUDA-core fp16 instructions are held to the fp32 roof (device files carry no such peak)");
+  }
+  if (const auto fp8 = launch.value(ncu_metric::kTensorFp8); fp8.value_or(0) > 0) {
+    note("fp8 tensor operations (" + format_flops(*fp8) + ") are not counted: device files carry no fp8 roof");
+  }
+  if (!inputs.flops && launch.value(ncu_metric::kTensorInstructions).value_or(0) > 0) {
+    note("tensor instructions ran but no sm__ops_path_tensor_* counters were collected: FLOPs are unknown");
+  }
+
+  return finish_inputs(launch, inputs, note);
 }
 
 NcuReport read_ncu_report(const NcuExport& exported, const NcuReadingOptions& options) {

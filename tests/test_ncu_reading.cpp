@@ -333,3 +333,27 @@ TEST_CASE("ncu reading: the GPU from device attributes, and never from a bandwid
     CHECK(*report.kernels.at(0).roof_share == Approx(1.0));
   }
 }
+
+TEST_CASE("ncu reading: tensor-pipe counters alone do not stand for all FLOPs", "[ncu_reading]") {
+  NcuReadingOptions options;
+  options.device = find_device_spec("h100-sxm");
+  SECTION("they read 0: the CUDA cores' FLOPs were not collected, so FLOPs are unknown") {
+    const NcuKernelReading reading = read_ncu_report(long_export({{"gpu__time_duration.sum", "usecond", "40"},
+                                                                  {"sm__ops_path_tensor_src_bf16_dst_fp32.sum", "", "0"},
+                                                                  {"dram__bytes.sum", "Mbyte", "80"}}),
+                                                     options)
+                                         .kernels.at(0);
+    CHECK_FALSE(reading.inputs.flops);
+    CHECK_THAT(reading.lines.at(0), Catch::Matchers::EndsWith("FLOPs not collected: intensity unknown"));
+  }
+  SECTION("they saw work: counted, as a lower bound said in a note") {
+    const NcuKernelReading reading = read_ncu_report(long_export({{"gpu__time_duration.sum", "usecond", "40"},
+                                                                  {"sm__ops_path_tensor_src_bf16_dst_fp32.sum", "", "4e9"},
+                                                                  {"dram__bytes.sum", "Mbyte", "80"}}),
+                                                     options)
+                                         .kernels.at(0);
+    REQUIRE(reading.inputs.flops);
+    CHECK(*reading.inputs.flops == Approx(4e9));
+    CHECK_THAT(reading.notes.at(0), Catch::Matchers::Contains("a lower bound"));
+  }
+}
