@@ -93,7 +93,7 @@ TEST_CASE("golden: the seed's five kernels, from ncu CSV in both forms, read as 
   }
 }
 
-TEST_CASE("ncu reading: the device's peaks come from --device, the export, or the default", "[ncu_reading]") {
+TEST_CASE("ncu reading: the device's peaks come from --device or the export, else from none", "[ncu_reading]") {
   const NcuExport exported = read_ncu_csv(ncu_fixture("seed_kernels_raw.csv"));
 
   SECTION("--device overrides the export's name: an H200's measured bandwidth roof") {

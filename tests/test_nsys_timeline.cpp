@@ -210,7 +210,7 @@ TEST_CASE("nsys timeline: printout and JSON", "[nsys_timeline]") {
   CHECK(json["overhead_bound"] == true);
 }
 
-TEST_CASE("nsys timeline: load-time uploads are copies, not the loop's syncs; a launch costs its median", "[nsys_timeline]") {
+TEST_CASE("nsys timeline: load-time uploads are copies, not the loop's syncs, and a launch costs its median", "[nsys_timeline]") {
   // A program that uploads three weights with synchronous cuMemcpyHtoD from pageable memory
   // (as a driver-API loader does), then launches: the first launch takes 23.5 ms (module
   // loading), the others 100, 100 and 140 µs; two stream syncs inside the loop.
