@@ -223,7 +223,7 @@ void add_ncu_command(CLI::App& app) {
       "ncu", "Read an Nsight Compute CSV export (ncu --csv [--page raw]) and name each kernel's limiter");
   command->add_option("file", arguments->file, "the CSV export")->required();
   command->add_option("--device", arguments->device,
-                      "device peaks: a name under configs/devices or a YAML file (default: the export's device, else h100-sxm)");
+                      "device peaks: a name under configs/devices or a YAML file (default: the GPU the export identifies; none when it is unknown)");
   command->add_option("--json", arguments->json_file, "write the readings as JSON");
   command->callback([arguments] { execute_ncu(*arguments); });
 }

@@ -1,7 +1,8 @@
 // `decodelab ncu FILE.csv [--device NAME] [--json F]`: an Nsight Compute CSV export (wide
 // `--page raw` or long details form) read with the seed's discipline, per profiled launch.
-// The device's peaks come from --device, else from the device name in the export when a
-// configs/devices spec matches it, else h100-sxm (said in the output).
+// The device's peaks come from --device, else from the GPU the export identifies (its
+// display name, or its compute capability with its DRAM peak); a GPU still unknown is
+// said to be, and no share of a roof is printed for it.
 #include <cstdio>
 #include <string>
 

@@ -2,6 +2,7 @@
 // elsewhere it is an ordinary character, as spreadsheet tools read it.
 #include "profiling/csv_table.h"
 
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 
@@ -105,9 +106,14 @@ std::string read_text_file(const std::filesystem::path& file) {
   if (std::filesystem::is_directory(file, error)) throw InputError(file.string(), 0, "", "is a directory, expected a CSV file");
   std::ifstream in(file, std::ios::binary);
   if (!in) throw InputError(file.string(), 0, "", "cannot be read (missing or not permitted)");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  // One buffer of the file's size: an export is held once, not once more in a stream's copy.
+  std::string text;
+  const std::uintmax_t size = std::filesystem::file_size(file, error);
+  if (!error) text.reserve(static_cast<size_t>(size));
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) text.append(chunk, static_cast<size_t>(in.gcount()));
+  if (in.bad()) throw InputError(file.string(), 0, "", "cannot be read (an I/O error)");
+  return text;
 }
 
 std::string csv_column_label(size_t index, const std::string& header) {

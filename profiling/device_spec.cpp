@@ -275,10 +275,14 @@ class SpecReader {
     const double scale = tflops.IsDefined() ? 1e12 : 1e9;
     const std::string peaks_key = path(tflops.IsDefined() ? "peak_tflops" : "peak_gflops");
     if (peaks.IsDefined()) {
-      only_keys(peaks, peaks_key, {"fp32", "tf32", "fp16", "bf16"});
+      only_keys(peaks, peaks_key, {"fp32", "tf32", "fp16", "bf16", "fp64"});
       for (const auto& entry : peaks) {
         const std::string key = entry.first.as<std::string>();
         const double value = positive(entry.second, peaks_key + "." + key) * scale;
+        if (key == "fp64") {
+          result.fp64_flops = value;
+          continue;
+        }
         switch (*parse_precision(key)) {
           case Precision::Fp32: result.fp32_flops = value; break;
           case Precision::Tf32: result.tf32_flops = value; break;
@@ -440,13 +444,23 @@ DeviceSpec parse_device_spec(std::string_view yaml_text, const std::string& file
   const SpecReader reader(file_name);
   if (!root.IsMap()) throw InputError(file_name, 0, "", "expected a mapping of device fields");
   reader.only_keys(root, "",
-                   {"name", "description", "source", "sm_count", "match", "memory_bandwidth_tb_s",
+                   {"name", "description", "source", "sm_count", "compute_capability", "match", "memory_bandwidth_tb_s",
                     "memory_bandwidth_gb_s", "peak_tflops", "peak_gflops", "matmul_tflops", "matmul_gflops", "cache_mb",
                     "measured", "machine", "fixed_costs", "cache"});
   DeviceSpec spec;
   spec.name = reader.text(root, "name", "name", true);
   spec.description = reader.text(root, "description", "description", false);
   if (root["sm_count"].IsDefined()) spec.sm_count = reader.count(root["sm_count"], "sm_count");
+  if (root["compute_capability"].IsDefined()) {
+    spec.compute_capability = reader.text(root, "compute_capability", "compute_capability", true);
+    const std::string& cc = spec.compute_capability;
+    const size_t dot = cc.find('.');
+    if (dot == std::string::npos || dot == 0 || dot + 1 == cc.size() ||
+        !std::all_of(cc.begin(), cc.end(), [](char ch) { return ch == '.' || (ch >= '0' && ch <= '9'); }) ||
+        cc.find('.', dot + 1) != std::string::npos) {
+      reader.fail(root["compute_capability"], "compute_capability", "expected MAJOR.MINOR as a string, e.g. \"8.0\"");
+    }
+  }
   if (root["cache_mb"].IsDefined()) spec.cache_bytes = reader.positive(root["cache_mb"], "cache_mb") * 1024 * 1024;
   if (const YAML::Node match = root["match"]; match.IsDefined()) {
     if (!match.IsSequence()) reader.fail(match, "match", "expected a list of device-name substrings");
@@ -544,12 +558,15 @@ std::optional<DeviceSpec> match_device_spec(std::string_view device_name) {
   for (const std::string& name : list_device_specs()) {
     DeviceSpec spec = find_device_spec(name);
     for (const std::string& pattern : spec.match) {
-      // The match must end at a word boundary: "NVIDIA L4" must not select an "NVIDIA L40S".
+      // The match must start and end at word boundaries: "NVIDIA L4" must not select an
+      // "NVIDIA L40S", nor "H200" an "NVIDIA GH200", nor "NVIDIA B200" a "GB200".
       const std::string needle = lower(pattern);
       for (size_t at = wanted.find(needle); !needle.empty() && at != std::string::npos;
            at = wanted.find(needle, at + 1)) {
         const size_t end = at + needle.size();
-        if (end == wanted.size() || !std::isalnum(static_cast<unsigned char>(wanted[end]))) return spec;
+        const bool starts = at == 0 || !std::isalnum(static_cast<unsigned char>(wanted[at - 1]));
+        const bool ends = end == wanted.size() || !std::isalnum(static_cast<unsigned char>(wanted[end]));
+        if (starts && ends) return spec;
       }
     }
   }

@@ -28,6 +28,9 @@ struct Roofs {
   double tf32_flops = 0;
   double fp16_flops = 0;
   double bf16_flops = 0;
+  // CUDA-core fp64 (datasheet "FP64"); 0 = unknown. Only Nsight readings use it: the engine
+  // runs no fp64 op, so no Precision names it.
+  double fp64_flops = 0;
   std::string source;     // where the figures come from
   // What the matmul kernel measurably reaches, where a measurement puts it below the compute
   // roof (the CPU: our matmul against the FMA probe); 0 = the compute roof. The prediction
@@ -144,6 +147,9 @@ struct DeviceSpec {
   std::string description;          // "NVIDIA H100 SXM5 80 GB"
   int sm_count = 0;                 // 0 for CPUs
   std::vector<std::string> match;   // substrings of a CUDA device name that select this spec
+  // "8.0", "9.0": what an Nsight export's "CC" column says; "" for CPUs. With the bandwidth
+  // it tells a GPU from an export that names none (profiling/ncu_reading.h).
+  std::string compute_capability;
   std::optional<Roofs> datasheet;
   std::optional<Roofs> measured;
   std::optional<MachineIdentity> machine;  // for measured roofs of a CPU

@@ -48,6 +48,7 @@ nlohmann::json to_json(const Roofs& roofs) {
                          {"bandwidth_bytes_per_s", roofs.bandwidth},
                          {"flops_per_s", {{"fp32", roofs.fp32_flops}, {"tf32", roofs.tf32_flops},
                                           {"fp16", roofs.fp16_flops}, {"bf16", roofs.bf16_flops}}}};
+  if (roofs.fp64_flops > 0) json["flops_per_s"]["fp64"] = roofs.fp64_flops;
   if (roofs.has_matmul_ceiling()) {
     json["matmul_flops_per_s"] = {
         {"fp32", roofs.matmul_fp32_flops}, {"fp16", roofs.matmul_fp16_flops}, {"bf16", roofs.matmul_bf16_flops}};
@@ -89,6 +90,7 @@ nlohmann::json to_json(const CacheLevel& cache) {
 nlohmann::json to_json(const DeviceSpec& spec) {
   nlohmann::json json = {{"name", spec.name}, {"description", spec.description}, {"sm_count", spec.sm_count},
                          {"match", spec.match}};
+  if (!spec.compute_capability.empty()) json["compute_capability"] = spec.compute_capability;
   if (spec.cache_bytes > 0) json["cache_bytes"] = spec.cache_bytes;
   if (spec.datasheet) json["datasheet"] = to_json(*spec.datasheet);
   if (spec.measured) json["measured"] = to_json(*spec.measured);
@@ -116,6 +118,7 @@ Roofs roofs_from_json(const nlohmann::json& json, const std::string& where) {
     roofs.tf32_flops = flops.at("tf32").get<double>();
     roofs.fp16_flops = flops.at("fp16").get<double>();
     roofs.bf16_flops = flops.at("bf16").get<double>();
+    roofs.fp64_flops = flops.value("fp64", 0.0);
     if (json.contains("matmul_flops_per_s")) {
       const nlohmann::json& ceilings = json["matmul_flops_per_s"];
       roofs.matmul_fp32_flops = ceilings.at("fp32").get<double>();
@@ -168,6 +171,7 @@ DeviceSpec device_spec_from_json(const nlohmann::json& json, const std::string& 
     spec.sm_count = json.at("sm_count").get<int>();
     spec.match = json.at("match").get<std::vector<std::string>>();
     spec.cache_bytes = json.value("cache_bytes", 0.0);
+    spec.compute_capability = json.value("compute_capability", std::string());
     if (json.contains("datasheet")) spec.datasheet = roofs_from_json(json["datasheet"], where + ".datasheet");
     if (json.contains("measured")) spec.measured = roofs_from_json(json["measured"], where + ".measured");
     if (json.contains("fixed_costs")) spec.fixed_costs = fixed_costs_from_json(json["fixed_costs"]);

@@ -70,7 +70,9 @@ void write_roofs(std::ostringstream& out, const Roofs& roofs, const std::string&
   if (!roofs.has_any_flops()) return;
   const double scale = tera ? 1e12 : 1e9;
   const std::string peaks = positive_entries(
-      {{"fp32", roofs.fp32_flops}, {"tf32", roofs.tf32_flops}, {"fp16", roofs.fp16_flops}, {"bf16", roofs.bf16_flops}}, scale);
+      {{"fp32", roofs.fp32_flops}, {"tf32", roofs.tf32_flops}, {"fp16", roofs.fp16_flops}, {"bf16", roofs.bf16_flops},
+       {"fp64", roofs.fp64_flops}},
+      scale);
   out << indent << (tera ? "peak_tflops: {" : "peak_gflops: {") << peaks << "}\n";
   if (roofs.has_matmul_ceiling()) {
     const std::string ceilings = positive_entries(
@@ -127,6 +129,7 @@ std::string device_spec_to_yaml(const DeviceSpec& spec) {
   out << "name: " << quoted(spec.name) << "\n";
   if (!spec.description.empty()) out << "description: " << quoted(spec.description) << "\n";
   if (spec.sm_count > 0) out << "sm_count: " << spec.sm_count << "\n";
+  if (!spec.compute_capability.empty()) out << "compute_capability: " << quoted(spec.compute_capability) << "\n";
   if (!spec.match.empty()) {
     out << "match: [";
     for (size_t i = 0; i < spec.match.size(); ++i) out << (i ? ", " : "") << quoted(spec.match[i]);

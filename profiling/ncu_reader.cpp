@@ -35,8 +35,11 @@ std::optional<Quantity> quantity_of(std::string_view metric) {
     std::map<std::string, Quantity, std::less<>> map = {
         {kDuration, Quantity::Time},           {kDramRead, Quantity::Bytes},
         {kDramWrite, Quantity::Bytes},         {kDramTotal, Quantity::Bytes},
+        {kDramOpRead, Quantity::Bytes},        {kDramOpWrite, Quantity::Bytes},
         {kDramRate, Quantity::ByteRate},       {kSmThroughput, Quantity::Percent},
         {kMemoryThroughput, Quantity::Percent}, {kOccupancy, Quantity::Percent},
+        {kDramThroughput, Quantity::Percent},  {kGpuDramThroughput, Quantity::Percent},
+        {kSmCycles, Quantity::Count},          {kSmCycleRate, Quantity::Frequency},
         {kLoadSectors, Quantity::Count},       {kLoadRequests, Quantity::Count},
         {kTensorInstructions, Quantity::Count}, {kTensorFp16, Quantity::Count},
         {kTensorFp16ToFp16, Quantity::Count},  {kTensorFp16ToFp32, Quantity::Count},
@@ -76,11 +79,12 @@ struct LabelAlias {
   Quantity quantity;
   const char* metric;
 };
-constexpr std::array<LabelAlias, 5> kLabelAliases = {{
+constexpr std::array<LabelAlias, 6> kLabelAliases = {{
     {"Duration", Quantity::Time, ncu_metric::kDuration},
     {"Compute (SM) Throughput", Quantity::Percent, ncu_metric::kSmThroughput},
     {"Memory Throughput", Quantity::Percent, ncu_metric::kMemoryThroughput},  // GPU Speed Of Light section
     {"Memory Throughput", Quantity::ByteRate, ncu_metric::kDramRate},         // Memory Workload Analysis section
+    {"DRAM Throughput", Quantity::Percent, ncu_metric::kGpuDramThroughput},
     {"Achieved Occupancy", Quantity::Percent, ncu_metric::kOccupancy},
 }};
 
@@ -99,61 +103,9 @@ bool numeric(const std::string& text) {
   return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-class ExportBuilder {
- public:
-  ExportBuilder(std::string file, NcuForm form) { export_.file = std::move(file); export_.form = form; }
+bool ncu_starts_with(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
 
-  NcuLaunch& launch(const std::string& id, int line) {
-    auto [found, inserted] = index_.emplace(id, export_.launches.size());
-    if (inserted) {
-      export_.launches.emplace_back();
-      export_.launches.back().id = id;
-      export_.launches.back().line = line;
-    }
-    return export_.launches[found->second];
-  }
-
-  // Parses one value of a known metric; `unit_line` is where its unit was read.
-  void add(NcuLaunch& launch, const std::string& metric, Quantity quantity, const std::string& text,
-           const std::string& unit, int line, int unit_line, const std::string& column) {
-    if (launch.metrics.count(metric)) return;  // a metric shown in two sections: the first wins
-    NcuValue value;
-    value.line = line;
-    const ParsedNumber number = parse_export_number(text);
-    if (number.status == NumberStatus::Malformed) {
-      std::string problem = "expected a number for " + metric + ", got \"" + text + "\"";
-      if (text.find(',') != std::string::npos) problem += " (commas are read as thousands separators only)";
-      throw InputError(export_.file, line, column, problem);
-    }
-    if (number.status == NumberStatus::Value) value.value = number.value * scale(metric, quantity, unit, unit_line, column);
-    launch.metrics.emplace(metric, value);
-  }
-
-  NcuExport finish() {
-    if (export_.launches.empty()) {
-      throw InputError(export_.file, 0, "", "the export holds no kernel launch (nothing was profiled?)");
-    }
-    return std::move(export_);
-  }
-
- private:
-  double scale(const std::string& metric, Quantity quantity, const std::string& unit, int unit_line,
-               const std::string& column) const {
-    if (unit.empty()) {
-      // No unit printed: ncu's base units (nanoseconds for times).
-      return quantity == Quantity::Time ? 1e-9 : 1.0;
-    }
-    const std::optional<UnitScale> parsed = ncu_unit(unit);
-    if (!parsed || parsed->quantity != quantity) {
-      throw InputError(export_.file, unit_line, column,
-                       "unit \"" + unit + "\" for " + metric + ": expected " + quantity_name(quantity));
-    }
-    return parsed->to_base;
-  }
-
-  NcuExport export_;
-  std::map<std::string, size_t> index_;
-};
+constexpr std::string_view kAttributePrefix = "device__attribute_";
 
 // Column positions by header name.
 class Columns {
@@ -172,8 +124,10 @@ class Columns {
   const std::vector<std::string>& header_;
 };
 
-void check_width(const CsvRecord& record, const Columns& columns, const std::string& file) {
-  if (record.fields.size() < columns.size()) {
+// A row must reach `required` cells (the whole header in the wide form; up to "Metric
+// Value" in the long form, whose rule cells ncu leaves off metric rows) and never exceed it.
+void check_width(const CsvRecord& record, const Columns& columns, size_t required, const std::string& file) {
+  if (record.fields.size() < required) {
     const size_t missing = record.fields.size();
     throw InputError(file, record.line, csv_column_label(missing, columns.name(missing)),
                      "the row ends after " + std::to_string(record.fields.size()) + " of " +
@@ -186,133 +140,274 @@ void check_width(const CsvRecord& record, const Columns& columns, const std::str
   }
 }
 
-std::string require_id(const CsvRecord& record, size_t id_column, const Columns& columns, const std::string& file) {
-  const std::string& id = record.fields[id_column];
-  if (id.empty()) throw InputError(file, record.line, csv_column_label(id_column, columns.name(id_column)), "empty launch ID");
-  return id;
+bool has_cell(const std::vector<std::string>& row, std::string_view prefix) {
+  return std::any_of(row.begin(), row.end(), [&](const std::string& cell) { return ncu_starts_with(cell, prefix); });
 }
 
-void set_device_from_column(NcuLaunch& launch, const CsvRecord& record, std::optional<size_t> device_column) {
-  if (!device_column || !launch.device_name.empty()) return;
-  const std::string& device = record.fields[*device_column];
-  if (!device.empty() && !numeric(device)) launch.device_name = device;  // a name, not an ordinal
+// What a file that holds no ncu table is instead, when it is something often handed over
+// by mistake; "" when it is nothing recognised.
+std::string other_export(const std::vector<std::string>& row) {
+  if (has_cell(row, "Invocations") || has_cell(row, "Time(%)") || has_cell(row, "Correlation_ID") ||
+      (has_cell(row, "Grid X") && has_cell(row, "Duration"))) {
+    return "an nvprof CSV (nvprof --csv), not an Nsight Compute export: profile again with `ncu --csv` "
+           "(nvprof does not support GPUs from Volta's successors on)";
+  }
+  if (has_cell(row, "Time (%)") || has_cell(row, "Total Time (") || has_cell(row, "Start (") ||
+      has_cell(row, "CorrId") || has_cell(row, "Med (")) {
+    return "an Nsight Systems report (nsys stats --format csv), not an Nsight Compute export: read it with "
+           "`decodelab nsys FILE`";
+  }
+  return "";
 }
 
-NcuExport read_wide(const std::vector<CsvRecord>& records, size_t header_index, const std::string& file) {
-  const std::vector<std::string>& header = records[header_index].fields;
-  const Columns columns(header);
-  const size_t id_column = *columns.find("ID");
-  const size_t kernel_column = *columns.find("Kernel Name");
-  const std::optional<size_t> device_column = columns.find("Device");
-  const std::optional<size_t> device_name_column = columns.find(ncu_metric::kDeviceName);
+// The export, launch by launch, from records handed over one at a time.
+class NcuTableReader {
+ public:
+  explicit NcuTableReader(std::string file) : file_(std::move(file)) {}
+
+  void visit(const CsvRecord& record) {
+    if (record.blank()) return;
+    if (!header_) {
+      if (first_row_line_ == 0) first_row_line_ = record.line;
+      if (std::find(record.fields.begin(), record.fields.end(), "ID") == record.fields.end() ||
+          std::find(record.fields.begin(), record.fields.end(), "Kernel Name") == record.fields.end()) {
+        // The profiled program's own output, printed to the same stream; or another tool's table.
+        if (other_.empty() && rows_before_header_++ < kRowsToRecognise) {
+          other_ = other_export(record.fields);
+          if (!other_.empty()) other_line_ = record.line;
+        }
+        return;
+      }
+      start_table(record);
+      return;
+    }
+    if (record.fields == header_->fields) {  // a second process's table, concatenated
+      units_.reset();
+      return;
+    }
+    if (form_ == NcuForm::Long) {
+      long_row(record);
+    } else {
+      wide_row(record);
+    }
+  }
+
+  bool has_table() const { return header_.has_value(); }
+  int first_row_line() const { return first_row_line_; }
+  // What the file is instead (see other_export) and the line that says so; "" if unknown.
+  const std::string& other() const { return other_; }
+  int other_line() const { return other_line_; }
+
+  NcuExport finish() {
+    if (launches_.empty()) {
+      throw InputError(file_, 0, "", "the export holds no kernel launch (nothing was profiled?)");
+    }
+    NcuExport result;
+    result.file = file_;
+    result.form = form_;
+    result.launches = std::move(launches_);
+    return result;
+  }
+
+ private:
+  void start_table(const CsvRecord& record) {
+    header_ = record;
+    const Columns columns(header_->fields);
+    id_column_ = *columns.find("ID");
+    kernel_column_ = *columns.find("Kernel Name");
+    device_column_ = columns.find("Device");
+    cc_column_ = columns.find("CC");
+    required_ = header_->fields.size();
+    if (const auto name_column = columns.find("Metric Name")) {
+      form_ = NcuForm::Long;
+      name_column_ = *name_column;
+      unit_column_ = columns.find("Metric Unit");
+      value_column_ = columns.find("Metric Value");
+      if (!value_column_) {
+        throw InputError(file_, record.line, "header", "a \"Metric Name\" column without \"Metric Value\"");
+      }
+      size_t last = std::max({id_column_, kernel_column_, name_column_, *value_column_});
+      for (const auto& column : {device_column_, cc_column_, unit_column_}) {
+        if (column) last = std::max(last, *column);
+      }
+      required_ = last + 1;
+      return;
+    }
+    form_ = NcuForm::Wide;
+    const std::vector<std::string>& header = header_->fields;
+    for (size_t i = 0; i < header.size(); ++i) {
+      const std::string metric = canonical_metric(header[i]);
+      if (const auto quantity = ncu_metric::quantity_of(metric)) {
+        metric_columns_.push_back({i, metric, *quantity});
+      } else if (metric == ncu_metric::kDeviceName) {
+        device_name_column_ = i;
+      } else if (ncu_starts_with(metric, kAttributePrefix)) {
+        attribute_columns_.push_back(i);
+      }
+    }
+  }
+
+  NcuLaunch& launch(const CsvRecord& record) {
+    const std::string& id = record.fields[id_column_];
+    if (id.empty()) {
+      throw InputError(file_, record.line, csv_column_label(id_column_, header_->fields[id_column_]), "empty launch ID");
+    }
+    auto [found, inserted] = index_.emplace(id, launches_.size());
+    if (inserted) {
+      launches_.emplace_back();
+      NcuLaunch& added = launches_.back();
+      added.id = id;
+      added.line = record.line;
+      added.kernel = record.fields[kernel_column_];
+      if (device_column_) {
+        const std::string& device = record.fields[*device_column_];
+        if (numeric(device)) {
+          added.device_ordinal = device;
+        } else {
+          added.device_name = device;  // a name, not an ordinal
+        }
+      }
+      if (cc_column_) added.compute_capability = record.fields[*cc_column_];
+    }
+    return launches_[found->second];
+  }
+
+  // Parses one value of a known metric; `unit_line` is where its unit was read.
+  void add(NcuLaunch& launch, const std::string& metric, Quantity quantity, const std::string& text,
+           const std::string& unit, int line, int unit_line, const std::string& column) {
+    if (launch.metrics.count(metric)) return;  // a metric shown in two sections: the first wins
+    NcuValue value;
+    value.line = line;
+    const ParsedNumber number = parse_export_number(text);
+    if (number.status == NumberStatus::Malformed) {
+      std::string problem = "expected a number for " + metric + ", got \"" + text + "\"";
+      if (text.find(',') != std::string::npos) problem += " (commas are read as thousands separators only)";
+      throw InputError(file_, line, column, problem);
+    }
+    if (number.status == NumberStatus::Value) value.value = number.value * scale(metric, quantity, unit, unit_line, column);
+    launch.metrics.emplace(metric, value);
+  }
+
+  // device__attribute_* values: the display name as text, the rest as numbers when they are.
+  static void add_attribute(NcuLaunch& launch, const std::string& name, const std::string& text) {
+    if (name == ncu_metric::kDeviceName) {
+      if (!text.empty()) launch.device_name = text;
+      return;
+    }
+    const ParsedNumber number = parse_export_number(text);
+    if (number.status == NumberStatus::Value) launch.attributes.emplace(name, number.value);
+  }
+
+  double scale(const std::string& metric, Quantity quantity, const std::string& unit, int unit_line,
+               const std::string& column) const {
+    if (unit.empty()) {
+      // No unit printed: ncu's base units (nanoseconds for times).
+      return quantity == Quantity::Time ? 1e-9 : 1.0;
+    }
+    const std::optional<UnitScale> parsed = ncu_unit(unit);
+    if (!parsed || parsed->quantity != quantity) {
+      throw InputError(file_, unit_line, column, "unit \"" + unit + "\" for " + metric + ": expected " + quantity_name(quantity));
+    }
+    return parsed->to_base;
+  }
+
+  void wide_row(const CsvRecord& record) {
+    const Columns columns(header_->fields);
+    check_width(record, columns, required_, file_);
+    if (!units_ && record.fields[id_column_].empty()) {  // the units row under the header
+      units_ = record;
+      return;
+    }
+    NcuLaunch& launch = this->launch(record);
+    if (device_name_column_) add_attribute(launch, ncu_metric::kDeviceName, record.fields[*device_name_column_]);
+    for (size_t column : attribute_columns_) add_attribute(launch, header_->fields[column], record.fields[column]);
+    for (const MetricColumn& column : metric_columns_) {
+      add(launch, column.metric, column.quantity, record.fields[column.index],
+          units_ ? units_->fields[column.index] : std::string(), record.line, units_ ? units_->line : record.line,
+          csv_column_label(column.index, header_->fields[column.index]));
+    }
+  }
+
+  void long_row(const CsvRecord& record) {
+    const Columns columns(header_->fields);
+    check_width(record, columns, required_, file_);
+    NcuLaunch& launch = this->launch(record);
+    const std::string& name = record.fields[name_column_];
+    if (name.empty()) return;  // a rule's row: no metric
+    const std::string& text = record.fields[*value_column_];
+    const std::string unit = unit_column_ ? record.fields[*unit_column_] : std::string();
+    if (ncu_starts_with(name, kAttributePrefix)) {
+      add_attribute(launch, name, text);
+      return;
+    }
+    const std::string column = csv_column_label(*value_column_, header_->fields[*value_column_]);
+    const std::string metric = canonical_metric(name);
+    if (const auto quantity = ncu_metric::quantity_of(metric)) {
+      add(launch, metric, *quantity, text, unit, record.line, record.line, column);
+      return;
+    }
+    const std::optional<UnitScale> unit_scale = ncu_unit(unit);
+    for (const LabelAlias& alias : kLabelAliases) {
+      if (name == alias.label && unit_scale && unit_scale->quantity == alias.quantity) {
+        add(launch, alias.metric, alias.quantity, text, unit, record.line, record.line, column);
+        break;
+      }
+    }
+  }
+
   struct MetricColumn {
     size_t index;
     std::string metric;
     Quantity quantity;
   };
-  std::vector<MetricColumn> metric_columns;
-  for (size_t i = 0; i < header.size(); ++i) {
-    const std::string metric = canonical_metric(header[i]);
-    if (const auto quantity = ncu_metric::quantity_of(metric)) metric_columns.push_back({i, metric, *quantity});
-  }
 
-  ExportBuilder builder(file, NcuForm::Wide);
-  const CsvRecord* units = nullptr;
-  for (size_t r = header_index + 1; r < records.size(); ++r) {
-    const CsvRecord& record = records[r];
-    if (record.blank()) continue;
-    if (record.fields == header) {  // a second process's table, concatenated
-      units = nullptr;
-      continue;
-    }
-    check_width(record, columns, file);
-    if (!units && record.fields[id_column].empty()) {  // the units row under the header
-      units = &record;
-      continue;
-    }
-    NcuLaunch& launch = builder.launch(require_id(record, id_column, columns, file), record.line);
-    launch.kernel = record.fields[kernel_column];
-    if (device_name_column) launch.device_name = record.fields[*device_name_column];
-    set_device_from_column(launch, record, device_column);
-    for (const MetricColumn& column : metric_columns) {
-      builder.add(launch, column.metric, column.quantity, record.fields[column.index],
-                  units ? units->fields[column.index] : std::string(), record.line, units ? units->line : record.line,
-                  csv_column_label(column.index, header[column.index]));
-    }
-  }
-  return builder.finish();
-}
+  // Another tool's header, if any, shows within the first rows (after its own chatter).
+  static constexpr int kRowsToRecognise = 64;
 
-NcuExport read_long(const std::vector<CsvRecord>& records, size_t header_index, const std::string& file) {
-  const std::vector<std::string>& header = records[header_index].fields;
-  const Columns columns(header);
-  const size_t id_column = *columns.find("ID");
-  const size_t kernel_column = *columns.find("Kernel Name");
-  const std::optional<size_t> device_column = columns.find("Device");
-  const size_t name_column = *columns.find("Metric Name");
-  const std::optional<size_t> unit_column = columns.find("Metric Unit");
-  const std::optional<size_t> value_column = columns.find("Metric Value");
-  if (!value_column) {
-    throw InputError(file, records[header_index].line, "header", "a \"Metric Name\" column without \"Metric Value\"");
-  }
-
-  ExportBuilder builder(file, NcuForm::Long);
-  for (size_t r = header_index + 1; r < records.size(); ++r) {
-    const CsvRecord& record = records[r];
-    if (record.blank() || record.fields == header) continue;
-    check_width(record, columns, file);
-    NcuLaunch& launch = builder.launch(require_id(record, id_column, columns, file), record.line);
-    launch.kernel = record.fields[kernel_column];
-    set_device_from_column(launch, record, device_column);
-    const std::string& name = record.fields[name_column];
-    if (name.empty()) continue;  // a rule's row: no metric
-    const std::string& text = record.fields[*value_column];
-    const std::string unit = unit_column ? record.fields[*unit_column] : std::string();
-    const std::string column = csv_column_label(*value_column, header[*value_column]);
-    if (name == ncu_metric::kDeviceName) {
-      launch.device_name = text;
-      continue;
-    }
-    const std::string metric = canonical_metric(name);
-    if (const auto quantity = ncu_metric::quantity_of(metric)) {
-      builder.add(launch, metric, *quantity, text, unit, record.line, record.line, column);
-      continue;
-    }
-    const std::optional<UnitScale> unit_scale = ncu_unit(unit);
-    for (const LabelAlias& alias : kLabelAliases) {
-      if (name == alias.label && unit_scale && unit_scale->quantity == alias.quantity) {
-        builder.add(launch, alias.metric, alias.quantity, text, unit, record.line, record.line, column);
-        break;
-      }
-    }
-  }
-  return builder.finish();
-}
+  std::string file_;
+  int first_row_line_ = 0;
+  int rows_before_header_ = 0;
+  std::string other_;
+  int other_line_ = 0;
+  std::optional<CsvRecord> header_;
+  NcuForm form_ = NcuForm::Wide;
+  size_t required_ = 0;
+  size_t id_column_ = 0, kernel_column_ = 0, name_column_ = 0;
+  std::optional<size_t> device_column_, cc_column_, unit_column_, value_column_, device_name_column_;
+  std::vector<MetricColumn> metric_columns_;
+  std::vector<size_t> attribute_columns_;
+  std::optional<CsvRecord> units_;
+  std::vector<NcuLaunch> launches_;
+  std::map<std::string, size_t> index_;
+};
 
 }  // namespace
 
 NcuExport parse_ncu_csv(std::string_view text, const std::string& file_name) {
-  std::vector<std::string> tool_messages;
-  const std::vector<CsvRecord> records = parse_csv(text, file_name, [&](std::string_view line) {
-    if (!is_tool_chatter(line)) return false;
-    if (line.find("==WARNING==") != std::string_view::npos || line.find("==ERROR==") != std::string_view::npos) {
-      tool_messages.emplace_back(line);
-    }
-    return true;
-  });
-  // The header is the first row naming "ID" and "Kernel Name"; rows before it are the
-  // profiled program's own output when ncu printed to the same stream.
-  int first_row_line = 0;
-  for (size_t i = 0; i < records.size(); ++i) {
-    if (records[i].blank()) continue;
-    if (first_row_line == 0) first_row_line = records[i].line;
-    const Columns columns(records[i].fields);
-    if (!columns.find("ID") || !columns.find("Kernel Name")) continue;
-    return columns.find("Metric Name") ? read_long(records, i, file_name) : read_wide(records, i, file_name);
+  std::string_view start = text;
+  if (ncu_starts_with(start, "\xEF\xBB\xBF")) start.remove_prefix(3);
+  if (ncu_starts_with(start, "version https://git-lfs.github.com/spec/")) {
+    throw InputError(file_name, 1, "",
+                     "a git-LFS pointer, not the export itself: fetch the file (git lfs pull) and read it again");
   }
+  std::vector<std::string> tool_messages;
+  NcuTableReader reader(file_name);
+  for_each_csv_record(
+      text, file_name,
+      [&](std::string_view line) {
+        if (!is_tool_chatter(line)) return false;
+        if (line.find("==WARNING==") != std::string_view::npos || line.find("==ERROR==") != std::string_view::npos) {
+          tool_messages.emplace_back(line);
+        }
+        return true;
+      },
+      [&](const CsvRecord& record) { reader.visit(record); });
+  if (reader.has_table()) return reader.finish();
+
   const std::string expected = "(expected the output of `ncu --csv --page raw` or `ncu --csv`)";
-  if (first_row_line > 0) {
-    throw InputError(file_name, first_row_line, "header",
+  if (reader.first_row_line() > 0) {
+    if (!reader.other().empty()) throw InputError(file_name, reader.other_line(), "header", reader.other());
+    throw InputError(file_name, reader.first_row_line(), "header",
                      "not an Nsight Compute CSV export: no row has \"ID\" and \"Kernel Name\" columns " + expected);
   }
   std::string problem = "no Nsight Compute table in the file " + expected;

@@ -118,6 +118,7 @@ const char* quantity_name(Quantity quantity) {
     case Quantity::ByteRate: return "a byte rate (byte/second, Gbyte/second, ...)";
     case Quantity::Count: return "a count (inst, sector, request, ...)";
     case Quantity::Percent: return "a percentage (%)";
+    case Quantity::Frequency: return "a frequency (cycle/second, cycle/nsecond, Ghz, ...)";
   }
   return "a value";
 }
@@ -127,7 +128,15 @@ std::optional<UnitScale> ncu_unit(std::string_view unit) {
   if (unit == "%") return UnitScale{Quantity::Percent, 1.0};
   if (const auto scale = time_scale(unit)) return UnitScale{Quantity::Time, *scale};
   if (const auto scale = byte_scale(unit)) return UnitScale{Quantity::Bytes, *scale};
+  static constexpr std::array<NamedScale, 4> hertz = {{{"hz", 1.0}, {"khz", 1e3}, {"mhz", 1e6}, {"ghz", 1e9}}};
+  for (const NamedScale& entry : hertz) {
+    if (equals_ignoring_case(unit, entry.name)) return UnitScale{Quantity::Frequency, entry.scale};
+  }
   if (const size_t slash = unit.find('/'); slash != std::string_view::npos) {
+    if (unit.substr(0, slash) == "cycle") {
+      if (const auto per = time_scale(unit.substr(slash + 1))) return UnitScale{Quantity::Frequency, 1.0 / *per};
+      return std::nullopt;
+    }
     const auto bytes = byte_scale(unit.substr(0, slash));
     const auto per = time_scale(unit.substr(slash + 1));
     if (bytes && per) return UnitScale{Quantity::ByteRate, *bytes / *per};

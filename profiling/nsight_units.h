@@ -24,17 +24,18 @@ struct ParsedNumber {
 ParsedNumber parse_export_number(std::string_view text);
 
 // What a unit measures; values are converted to the base unit of their quantity.
-enum class Quantity : uint8_t { Time, Bytes, ByteRate, Count, Percent };
+enum class Quantity : uint8_t { Time, Bytes, ByteRate, Count, Percent, Frequency };
 const char* quantity_name(Quantity quantity);  // "a time", "a byte count", ...
 
 struct UnitScale {
   Quantity quantity = Quantity::Count;
-  double to_base = 1;  // multiply a value by this: seconds, bytes, bytes/s, counts, percent
+  double to_base = 1;  // multiply a value by this: seconds, bytes, bytes/s, counts, percent, hertz
 };
 
 // ncu units: second, msecond, usecond, nsecond (or s, ms, us, ns); byte, Kbyte, Mbyte,
 // Gbyte, Tbyte (decimal, or KB, MB ..., KiB, MiB ... binary); "<bytes>/second"; %; and counts
-// ("", inst, sector, request, warp, op, cycle ..., each with an optional K, M or G prefix).
+// ("", inst, sector, request, warp, op, cycle ..., each with an optional K, M or G prefix);
+// frequencies: hz, khz, mhz, ghz (any case, as the details page's "Ghz") or "cycle/<time>".
 std::optional<UnitScale> ncu_unit(std::string_view unit);
 
 // "Duration (us)" -> {"Duration", "us"}; "Name" -> {"Name", ""}.

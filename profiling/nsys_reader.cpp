@@ -50,12 +50,13 @@ bool is_tool_message(const std::vector<std::string>& fields) {
 struct Header {
   NsysReport report = NsysReport::GpuTrace;
   std::vector<HeaderUnit> columns;
+  std::vector<std::string> lowered;  // the column names in lower case, made once: find() runs per cell
   int line = 0;
 
   std::optional<size_t> find(std::string_view name) const {
     const std::string wanted = lower(name);
-    for (size_t i = 0; i < columns.size(); ++i) {
-      if (lower(columns[i].name) == wanted) return i;
+    for (size_t i = 0; i < lowered.size(); ++i) {
+      if (lowered[i] == wanted) return i;
     }
     return std::nullopt;
   }
@@ -65,7 +66,10 @@ struct Header {
 std::optional<Header> recognise(const CsvRecord& record) {
   Header header;
   header.line = record.line;
-  for (const std::string& field : record.fields) header.columns.push_back(split_header_unit(field));
+  for (const std::string& field : record.fields) {
+    header.columns.push_back(split_header_unit(field));
+    header.lowered.push_back(lower(header.columns.back().name));
+  }
   const bool times = header.has("Start") && header.has("Name");
   if (times && header.has("End") && (header.has("Lvl") || header.has("RangeId") || header.has("NameTree") || header.has("RangeStack"))) {
     header.report = NsysReport::NvtxTrace;
@@ -180,12 +184,12 @@ void read_row(const RowReader& row, const Header& header, NsysTables& tables) {
       op.duration_ns = *row.time_ns("Duration", true);
       if (op.duration_ns < 0) row.fail(*header.find("Duration"), "expected a duration ≥ 0");
       op.correlation = row.integer("CorrId", false);
-      op.name = row.text("Name");
-      op.device = row.text("Device");
-      op.stream = row.text("Strm");
+      op.name = tables.intern(row.text("Name"));
+      op.device = tables.intern(row.text("Device"));
+      op.stream = tables.intern(row.text("Strm"));
       op.bytes = row.bytes("Bytes");
-      op.source_kind = row.text("SrcMemKd");
-      op.destination_kind = row.text("DstMemKd");
+      op.source_kind = tables.intern(row.text("SrcMemKd"));
+      op.destination_kind = tables.intern(row.text("DstMemKd"));
       op.line = row.line();
       tables.gpu_ops.push_back(std::move(op));
       break;
@@ -195,9 +199,9 @@ void read_row(const RowReader& row, const Header& header, NsysTables& tables) {
       call.start_ns = *row.time_ns("Start", true);
       call.duration_ns = *row.time_ns("Duration", true);
       if (call.duration_ns < 0) row.fail(*header.find("Duration"), "expected a duration ≥ 0");
-      call.name = row.text("Name");
+      call.name = tables.intern(row.text("Name"));
       call.correlation = row.integer("CorrId", false);
-      call.thread = row.text("TID");
+      call.thread = tables.intern(row.text("TID"));
       call.line = row.line();
       tables.api_calls.push_back(std::move(call));
       break;
@@ -218,6 +222,7 @@ void read_row(const RowReader& row, const Header& header, NsysTables& tables) {
       summary.name = row.text("Name");
       summary.total_ns = *row.time_ns("Total Time", true);
       summary.count = *row.integer(header.report == NsysReport::KernelSummary ? "Instances" : "Num Calls", true);
+      if (header.has("Med")) summary.median_ns = row.time_ns("Med", false);
       summary.line = row.line();
       (header.report == NsysReport::KernelSummary ? tables.kernel_summary : tables.api_summary).push_back(std::move(summary));
       break;

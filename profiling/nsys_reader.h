@@ -4,7 +4,10 @@
 // report (`--output BASE` writes BASE_<report>.csv) or several with the tool's chatter
 // between them (`--output -`); each table is recognised by its header, columns are found
 // by name, and the unit in a header ("Duration (us)", "Bytes (MB)") is honoured.
-// Non-obvious choice: inside a table every row must be whole — a row with a cell missing
+// Non-obvious choice: the names of device ops and API calls are views into one pool of
+// distinct strings the tables own (a trace repeats a few hundred kernel names over
+// millions of rows), so NsysTables can be moved but not copied.
+// Inside a table every row must be whole — a row with a cell missing
 // or a bad number is an InputError naming the file, row and column — while lines outside
 // any recognised table (notices, "Processing [...]", other reports) are skipped.
 #pragma once
@@ -14,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 namespace decodelab {
@@ -26,12 +30,12 @@ struct NsysGpuOp {
   double start_ns = 0;
   double duration_ns = 0;
   std::optional<int64_t> correlation;  // CorrId: the API call that launched it
-  std::string name;                    // kernel name, "[CUDA memcpy Device-to-Host]", "[CUDA memset]"
-  std::string device;
-  std::string stream;
+  std::string_view name;               // kernel name, "[CUDA memcpy Device-to-Host]", "[CUDA memset]"
+  std::string_view device;
+  std::string_view stream;
   std::optional<double> bytes;         // copies and memsets
-  std::string source_kind;             // SrcMemKd: "Device", "Pageable", "Pinned" (newer nsys)
-  std::string destination_kind;        // DstMemKd
+  std::string_view source_kind;        // SrcMemKd: "Device", "Pageable", "Pinned" (newer nsys)
+  std::string_view destination_kind;   // DstMemKd
   int line = 0;
 
   double end_ns() const { return start_ns + duration_ns; }
@@ -41,9 +45,9 @@ struct NsysGpuOp {
 struct NsysApiCall {
   double start_ns = 0;
   double duration_ns = 0;
-  std::string name;
+  std::string_view name;
   std::optional<int64_t> correlation;
-  std::string thread;
+  std::string_view thread;
   int line = 0;
 
   double end_ns() const { return start_ns + duration_ns; }
@@ -62,10 +66,17 @@ struct NsysSummaryRow {
   std::string name;
   double total_ns = 0;
   int64_t count = 0;
+  std::optional<double> median_ns;  // "Med": a typical call, where one slow first call drags the mean
   int line = 0;
 };
 
 struct NsysTables {
+  NsysTables() = default;
+  NsysTables(NsysTables&&) = default;
+  NsysTables& operator=(NsysTables&&) = default;
+  NsysTables(const NsysTables&) = delete;  // the ops' names point into `strings`
+  NsysTables& operator=(const NsysTables&) = delete;
+
   std::vector<NsysGpuOp> gpu_ops;
   std::vector<NsysApiCall> api_calls;
   std::vector<NsysRange> ranges;
@@ -73,6 +84,10 @@ struct NsysTables {
   std::vector<NsysSummaryRow> api_summary;
   std::vector<NsysReport> reports;   // which reports were read (may repeat)
   std::vector<std::string> sources;  // "file: report" per table
+
+  // Every distinct name once; the ops and calls hold views into it (nodes never move).
+  std::unordered_set<std::string> strings;
+  std::string_view intern(std::string text) { return *strings.insert(std::move(text)).first; }
 
   bool has(NsysReport report) const;
 };

@@ -73,28 +73,42 @@ const char* long_direction(const std::string& direction) {
   return "other copy";
 }
 
-// The label of a host call that waits for the device, or "" when it returns at once.
-std::string sync_label(const NsysApiCall& call, const NsysGpuOp* copy) {
+// A host call that waits: a sync (the host waits for the device's results) or a blocking
+// copy (the host waits for its own upload); None for a call that returns at once.
+struct HostWait {
+  enum Kind : uint8_t { None, Sync, BlockingCopy } kind = None;
+  std::string label;
+};
+
+HostWait classify_host_call(const NsysApiCall& call, const NsysGpuOp* copy) {
   static const std::set<std::string, std::less<>> waits = {
       "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaThreadSynchronize",
       "cuCtxSynchronize",      "cuStreamSynchronize",   "cuEventSynchronize"};
   const std::string base = base_api_name(call.name);
-  if (waits.count(base)) return base;
-  if (!starts_with(base, "cudaMemcpy") && !starts_with(base, "cuMemcpy")) return "";
+  if (waits.count(base)) return {HostWait::Sync, base};
+  if (!starts_with(base, "cudaMemcpy") && !starts_with(base, "cuMemcpy")) return {};
   std::string direction = copy ? short_direction(copy->name) : "";
   if (direction.empty() || direction == "copy") {
     if (base.find("DtoH") != std::string::npos) direction = "D2H";
     else if (base.find("HtoD") != std::string::npos) direction = "H2D";
     else if (base.find("DtoD") != std::string::npos) direction = "D2D";
   }
+  // The host side of the copy: where D2H writes, where H2D reads.
+  std::string host_memory;
+  if (copy && direction == "D2H") host_memory = copy->destination_kind;
+  if (copy && direction == "H2D") host_memory = copy->source_kind;
+  const bool pageable = host_memory == "Pageable";
+  const std::string memory = host_memory.empty() ? "" : " (" + std::string(pageable ? "pageable" : "pinned") + " memory)";
   if (base.find("Async") != std::string::npos) {
     // An async copy to or from pageable memory is staged by the host: it returns when done.
-    const bool pageable = copy && ((direction == "D2H" && copy->destination_kind == "Pageable") ||
-                                   (direction == "H2D" && copy->source_kind == "Pageable"));
-    return pageable ? base + " " + direction + " (pageable memory)" : "";
+    if (!pageable) return {};
+    if (direction == "D2H") return {HostWait::Sync, base + " D2H (pageable memory)"};
+    return {HostWait::BlockingCopy, base + " " + direction + " (pageable memory)"};
   }
-  if (direction == "D2D") return "";  // a device-to-device copy does not wait for the host's view
-  return direction.empty() || direction == "copy" ? base : base + " " + direction;
+  if (direction == "D2D") return {};  // a device-to-device copy does not wait for the host's view
+  if (direction == "D2H") return {HostWait::Sync, base + " D2H" + memory};
+  if (direction.empty() || direction == "copy") return {HostWait::Sync, base};  // direction unknown: it may read back
+  return {HostWait::BlockingCopy, base + " " + direction + memory};
 }
 
 bool is_launch(const std::string& base) {
@@ -147,12 +161,23 @@ std::string range_names_sample(const NsysTables& tables) {
 }
 
 void add_sync(std::map<std::string, NsysSyncStats>& syncs, const std::string& label, int64_t count, double seconds,
-              double largest) {
+              double largest, bool in_loop) {
   NsysSyncStats& stats = syncs[label];
   stats.call = label;
   stats.count += count;
   stats.seconds += seconds;
   stats.largest_seconds = std::max(stats.largest_seconds, largest);
+  if (in_loop) {
+    stats.loop_count += count;
+    stats.loop_seconds += seconds;
+  }
+}
+
+double nsys_median(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  const size_t middle = values.size() / 2;
+  return values.size() % 2 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
 }
 
 void read_verdict(NsysAnalysis& analysis) {
@@ -176,16 +201,40 @@ void read_verdict(NsysAnalysis& analysis) {
   } else {
     analysis.verdict = "no cuda_gpu_trace: device busy % and gaps are unknown; the totals below rank the work";
   }
-  if (analysis.sync_calls > 0) {
-    std::string share;
-    if (timeline.span_seconds > 0) {
-      share = " (" + format_percent(analysis.sync_seconds / timeline.span_seconds) +
-              (analysis.nvtx_pattern.empty() ? " of the trace's span)" : " of the ranges' host time)");
-    }
-    analysis.findings.push_back(std::to_string(analysis.sync_calls) + " host syncs hold the host " +
-                                format_seconds(analysis.sync_seconds) + share +
+  const std::string span_name = analysis.nvtx_pattern.empty() ? " of the trace's span)" : " of the ranges' host time)";
+  auto share_of_span = [&](double seconds) {
+    return timeline.span_seconds > 0 ? " (" + format_percent(seconds / timeline.span_seconds) + span_name : std::string();
+  };
+  if (analysis.loop_sync_calls > 0) {
+    analysis.findings.push_back(std::to_string(analysis.loop_sync_calls) + " host syncs in the loop (" + analysis.loop_scope +
+                                ") hold the host " + format_seconds(analysis.loop_sync_seconds) +
+                                share_of_span(analysis.loop_sync_seconds) +
                                 ": each waits for the device, as .item() or .cpu() do — keep values on the device and "
                                 "read them once, after the loop, into pinned memory");
+  }
+  if (!analysis.loop_scope.empty() && analysis.sync_calls > analysis.loop_sync_calls) {
+    analysis.findings.push_back(std::to_string(analysis.sync_calls - analysis.loop_sync_calls) +
+                                " host syncs before the first kernel launch (loading, set-up), " +
+                                format_seconds(analysis.sync_seconds - analysis.loop_sync_seconds) + ": not the loop's");
+  }
+  if (analysis.loop_scope.empty() && analysis.sync_calls > 0) {
+    analysis.findings.push_back(std::to_string(analysis.sync_calls) + " host syncs hold the host " +
+                                format_seconds(analysis.sync_seconds) + share_of_span(analysis.sync_seconds) +
+                                "; cuda_api_sum has no times, so which of them run in the loop is unknown — export "
+                                "cuda_api_trace (or read the loop's NVTX ranges with --nvtx) to tell");
+  }
+  int64_t copy_calls = 0;
+  double copy_seconds = 0;
+  for (const NsysSyncStats& copy : analysis.blocking_copies) {
+    copy_calls += copy.count;
+    copy_seconds += copy.seconds;
+  }
+  if (copy_calls > 0) {
+    analysis.findings.push_back(std::to_string(copy_calls) + " copies block the host " + format_seconds(copy_seconds) +
+                                " without reading results back (" + analysis.blocking_copies.front().call +
+                                (analysis.blocking_copies.size() > 1 ? ", ..." : "") +
+                                "): uploads such as loading weights, not syncs; pinned memory and cudaMemcpyAsync let "
+                                "them overlap");
   }
   if (analysis.kernels > 0 && 2 * analysis.tiny_kernels >= analysis.kernels) {
     analysis.findings.push_back(std::to_string(analysis.tiny_kernels) + " of " + std::to_string(analysis.kernels) +
@@ -194,11 +243,12 @@ void read_verdict(NsysAnalysis& analysis) {
                                 " of kernel time): launch overhead dominates them — fuse them or capture the step in a "
                                 "CUDA graph");
   }
-  if (analysis.launches > 0 && analysis.kernels > 0) {
-    const double per_launch = analysis.launch_seconds / static_cast<double>(analysis.launches);
+  if (analysis.launches > 0 && analysis.kernels > 0 && analysis.launch_median_seconds > 0) {
+    // The median: one slow first launch (module loading) drags the mean far above a typical one.
+    const double per_launch = analysis.launch_median_seconds;
     const double per_kernel = analysis.kernel_seconds / static_cast<double>(analysis.kernels);
     if (per_launch >= per_kernel) {
-      analysis.findings.push_back("a launch costs the host " + format_seconds(per_launch) + ", more than the mean kernel runs (" +
+      analysis.findings.push_back("a launch costs the host " + format_seconds(per_launch) + " (median), more than the mean kernel runs (" +
                                   format_seconds(per_kernel) + "): the host cannot keep the GPU fed");
     }
   }
@@ -267,7 +317,7 @@ void sweep_devices(const NsysTables& tables, const std::vector<bool>& included, 
   std::vector<std::string> device_order;
   std::map<std::string, std::vector<size_t>> by_device;
   for (size_t i = 0; i < tables.gpu_ops.size(); ++i) {
-    const std::string& device = tables.gpu_ops[i].device;
+    const std::string device(tables.gpu_ops[i].device);
     if (!by_device.count(device)) device_order.push_back(device);
     by_device[device].push_back(i);
   }
@@ -324,7 +374,7 @@ void count_device_work(const NsysTables& tables, const std::vector<bool>& includ
     if (!included[i]) continue;
     const NsysGpuOp& op = tables.gpu_ops[i];
     if (is_kernel(op)) {
-      count_kernel(kernels, op.name, 1, op.duration_ns, op.duration_ns, analysis);
+      count_kernel(kernels, std::string(op.name), 1, op.duration_ns, op.duration_ns, analysis);
       continue;
     }
     const std::string direction = long_direction(short_direction(op.name));
@@ -356,29 +406,53 @@ void count_device_work(const NsysTables& tables, const std::vector<bool>& includ
 // Host calls that wait for the device, and launches (from the trace, else the summary).
 void count_host_calls(const NsysTables& tables, const RangeUnion* window, NsysAnalysis& analysis) {
   std::map<std::string, NsysSyncStats> syncs;
+  std::map<std::string, NsysSyncStats> copies;
   std::unordered_map<int64_t, const NsysGpuOp*> copy_of;
   for (const NsysGpuOp& op : tables.gpu_ops) {
     if (!is_kernel(op) && op.correlation) copy_of.emplace(*op.correlation, &op);
   }
+  // Without NVTX ranges the loop starts at the first kernel launch.
+  std::optional<double> first_launch;
+  for (const NsysApiCall& call : tables.api_calls) {
+    if (is_launch(base_api_name(call.name)) && (!first_launch || call.start_ns < *first_launch)) first_launch = call.start_ns;
+  }
+  if (window) {
+    analysis.loop_scope = "the matched NVTX ranges";
+  } else if (analysis.has_api_trace && first_launch) {
+    analysis.loop_scope = "after the first kernel launch";
+  }
+  std::vector<double> launch_ns;
   for (const NsysApiCall& call : tables.api_calls) {
     if (window && !window->contains(call.start_ns)) continue;
     auto copy = call.correlation ? copy_of.find(*call.correlation) : copy_of.end();
-    const std::string label = sync_label(call, copy == copy_of.end() ? nullptr : copy->second);
-    if (!label.empty()) add_sync(syncs, label, 1, call.duration_ns * kNs, call.duration_ns * kNs);
+    const HostWait wait = classify_host_call(call, copy == copy_of.end() ? nullptr : copy->second);
+    const bool in_loop = window || (first_launch && call.start_ns >= *first_launch);
+    if (wait.kind == HostWait::Sync) add_sync(syncs, wait.label, 1, call.duration_ns * kNs, call.duration_ns * kNs, in_loop);
+    if (wait.kind == HostWait::BlockingCopy) add_sync(copies, wait.label, 1, call.duration_ns * kNs, call.duration_ns * kNs, in_loop);
     if (is_launch(base_api_name(call.name))) {
       ++analysis.launches;
       analysis.launch_seconds += call.duration_ns * kNs;
+      launch_ns.push_back(call.duration_ns);
     }
   }
+  analysis.launch_median_seconds = nsys_median(std::move(launch_ns)) * kNs;
   if (!analysis.has_api_trace && tables.has(NsysReport::ApiSummary)) {
+    int64_t most_calls = 0;
     for (const NsysSummaryRow& row : tables.api_summary) {
       NsysApiCall call;
       call.name = row.name;
-      const std::string label = sync_label(call, nullptr);
-      if (!label.empty()) add_sync(syncs, label, row.count, row.total_ns * kNs, 0.0);
+      const HostWait wait = classify_host_call(call, nullptr);
+      if (wait.kind == HostWait::Sync) add_sync(syncs, wait.label, row.count, row.total_ns * kNs, 0.0, false);
+      if (wait.kind == HostWait::BlockingCopy) add_sync(copies, wait.label, row.count, row.total_ns * kNs, 0.0, false);
       if (is_launch(base_api_name(row.name))) {
         analysis.launches += row.count;
         analysis.launch_seconds += row.total_ns * kNs;
+        // The most-called launch entry point's median stands for a typical launch.
+        if (row.count > most_calls) {
+          most_calls = row.count;
+          const double mean_ns = row.count > 0 ? row.total_ns / static_cast<double>(row.count) : 0.0;
+          analysis.launch_median_seconds = row.median_ns.value_or(mean_ns) * kNs;
+        }
       }
     }
     analysis.notes.push_back("host calls from cuda_api_sum: async copies into pageable memory cannot be told apart there");
@@ -388,10 +462,14 @@ void count_host_calls(const NsysTables& tables, const RangeUnion* window, NsysAn
   for (auto& [label, stats] : syncs) {
     analysis.sync_calls += stats.count;
     analysis.sync_seconds += stats.seconds;
+    analysis.loop_sync_calls += stats.loop_count;
+    analysis.loop_sync_seconds += stats.loop_seconds;
     analysis.syncs.push_back(stats);
   }
-  std::stable_sort(analysis.syncs.begin(), analysis.syncs.end(),
-                   [](const NsysSyncStats& a, const NsysSyncStats& b) { return a.seconds > b.seconds; });
+  for (auto& [label, stats] : copies) analysis.blocking_copies.push_back(stats);
+  auto most_time_first = [](const NsysSyncStats& a, const NsysSyncStats& b) { return a.seconds > b.seconds; };
+  std::stable_sort(analysis.syncs.begin(), analysis.syncs.end(), most_time_first);
+  std::stable_sort(analysis.blocking_copies.begin(), analysis.blocking_copies.end(), most_time_first);
   analysis.timeline.syncs = analysis.sync_calls;
 }
 

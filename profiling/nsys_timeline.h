@@ -1,8 +1,14 @@
 // The timeline reading of an Nsight Systems export — the seed's first question, "is the
 // GPU idle between kernels?", asked of any CUDA program: device busy %, idle gaps (count,
-// total, largest), host syncs (cudaStreamSynchronize, cudaDeviceSynchronize, synchronous
-// copies, async copies into pageable memory) and the time the host spent in them, launch
-// counts, copies by direction, and the top kernels with their share of kernel time.
+// total, largest), host syncs (cudaStreamSynchronize, cudaDeviceSynchronize, cuCtxSynchronize,
+// cudaEventSynchronize, device-to-host copies the host waits for: synchronous ones, or async
+// ones into pageable memory) and the time the host spent in them, the copies that block the
+// host without reading the device's results back (uploads: direction, pageable or pinned),
+// launch counts and their median host cost, copies by direction, and the top kernels.
+// The .item() advice is given only for the syncs of the repeated loop: those inside the
+// matched NVTX ranges, or without ranges those after the first kernel launch (loading —
+// weight uploads, allocation — comes before it); cuda_api_sum has no times, so there the
+// loop's syncs are unknown and said to be.
 // Optionally only the work launched inside NVTX ranges whose names match a pattern
 // (decodelab's "step N" ranges: the decode steps alone).
 //
@@ -44,10 +50,12 @@ struct NsysTransferStats {
 };
 
 struct NsysSyncStats {
-  std::string call;  // "cudaStreamSynchronize", "cudaMemcpy D2H", "cudaMemcpyAsync D2H into pageable memory"
+  std::string call;  // "cudaStreamSynchronize", "cudaMemcpy D2H", "cudaMemcpyAsync D2H (pageable memory)"
   int64_t count = 0;
   double seconds = 0;          // host time inside the calls
   double largest_seconds = 0;
+  int64_t loop_count = 0;      // of them, inside the repeated loop (see the header)
+  double loop_seconds = 0;
 };
 
 struct NsysOptions {
@@ -57,7 +65,7 @@ struct NsysOptions {
 };
 
 struct NsysAnalysis {
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
 
   std::vector<std::string> sources;  // "file: report"
   bool has_gpu_trace = false;
@@ -80,8 +88,17 @@ struct NsysAnalysis {
   std::vector<NsysSyncStats> syncs;  // by call, most time first
   int64_t sync_calls = 0;
   double sync_seconds = 0;
+  // The loop's syncs: "the matched NVTX ranges", "after the first kernel launch", or ""
+  // when the reports cannot tell (cuda_api_sum alone).
+  std::string loop_scope;
+  int64_t loop_sync_calls = 0;
+  double loop_sync_seconds = 0;
+  // Copies the host waits for that read nothing back ("cuMemcpyHtoD H2D (pageable memory)"):
+  // uploads, not syncs.
+  std::vector<NsysSyncStats> blocking_copies;
   int64_t launches = 0;              // kernel and graph launch calls
   double launch_seconds = 0;         // host time inside them
+  double launch_median_seconds = 0;  // a typical launch (0 when unknown)
 
   bool overhead_bound = false;       // the device idles at least thresholds.idle_overhead_fraction
   std::string verdict;

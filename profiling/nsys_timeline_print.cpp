@@ -48,16 +48,26 @@ std::string format_nsys_analysis(const NsysAnalysis& analysis) {
     out << "\n" << table.str();
   }
   if (!analysis.syncs.empty()) {
-    TextTable table({"host sync", "calls", "time", "largest"});
+    TextTable table({"host sync", "calls", "in loop", "time", "largest"});
     for (const NsysSyncStats& sync : analysis.syncs) {
-      table.add({sync.call, std::to_string(sync.count), format_seconds(sync.seconds),
-                 sync.largest_seconds > 0 ? format_seconds(sync.largest_seconds) : "-"});
+      table.add({sync.call, std::to_string(sync.count), analysis.loop_scope.empty() ? "?" : std::to_string(sync.loop_count),
+                 format_seconds(sync.seconds), sync.largest_seconds > 0 ? format_seconds(sync.largest_seconds) : "-"});
+    }
+    out << "\n" << table.str();
+    if (!analysis.loop_scope.empty()) out << "(in loop: " << analysis.loop_scope << ")\n";
+  }
+  if (!analysis.blocking_copies.empty()) {
+    TextTable table({"blocking copy (no read-back)", "calls", "in loop", "time", "largest"});
+    for (const NsysSyncStats& copy : analysis.blocking_copies) {
+      table.add({copy.call, std::to_string(copy.count), analysis.loop_scope.empty() ? "?" : std::to_string(copy.loop_count),
+                 format_seconds(copy.seconds), copy.largest_seconds > 0 ? format_seconds(copy.largest_seconds) : "-"});
     }
     out << "\n" << table.str();
   }
   if (analysis.launches > 0) {
-    out << "\nlaunches: " << analysis.launches << " calls, " << format_seconds(analysis.launch_seconds) << " on the host ("
-        << format_seconds(analysis.launch_seconds / static_cast<double>(analysis.launches)) << " each)\n";
+    out << "\nlaunches: " << analysis.launches << " calls, " << format_seconds(analysis.launch_seconds) << " on the host";
+    if (analysis.launch_median_seconds > 0) out << " (median " << format_seconds(analysis.launch_median_seconds) << " each)";
+    out << "\n";
   }
   out << "\nverdict: " << analysis.verdict << "\n";
   for (const std::string& finding : analysis.findings) out << "  - " << finding << "\n";
@@ -85,10 +95,19 @@ nlohmann::json to_json(const NsysAnalysis& analysis) {
     transfers.push_back({{"direction", transfer.direction}, {"count", transfer.count}, {"bytes", transfer.bytes},
                          {"seconds", transfer.seconds}});
   }
-  nlohmann::json syncs = nlohmann::json::array();
-  for (const NsysSyncStats& sync : analysis.syncs) {
-    syncs.push_back({{"call", sync.call}, {"count", sync.count}, {"seconds", sync.seconds}, {"largest_s", sync.largest_seconds}});
-  }
+  auto waits_json = [&](const std::vector<NsysSyncStats>& waits) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const NsysSyncStats& wait : waits) {
+      list.push_back({{"call", wait.call},
+                      {"count", wait.count},
+                      {"seconds", wait.seconds},
+                      {"largest_s", wait.largest_seconds},
+                      {"loop_count", analysis.loop_scope.empty() ? nlohmann::json(nullptr) : nlohmann::json(wait.loop_count)},
+                      {"loop_seconds", analysis.loop_scope.empty() ? nlohmann::json(nullptr) : nlohmann::json(wait.loop_seconds)}});
+    }
+    return list;
+  };
+  const nlohmann::json syncs = waits_json(analysis.syncs);
   return {{"schema", "decodelab-nsys"},
           {"schema_version", NsysAnalysis::kSchemaVersion},
           {"sources", analysis.sources},
@@ -101,8 +120,17 @@ nlohmann::json to_json(const NsysAnalysis& analysis) {
                        {"tiny_seconds", analysis.tiny_kernel_seconds},
                        {"top", kernels}}},
           {"transfers", transfers},
-          {"syncs", {{"calls", analysis.sync_calls}, {"seconds", analysis.sync_seconds}, {"by_call", syncs}}},
-          {"launches", {{"calls", analysis.launches}, {"seconds", analysis.launch_seconds}}},
+          {"syncs", {{"calls", analysis.sync_calls},
+                     {"seconds", analysis.sync_seconds},
+                     {"loop_scope", analysis.loop_scope.empty() ? nlohmann::json(nullptr) : nlohmann::json(analysis.loop_scope)},
+                     {"loop_calls", analysis.loop_scope.empty() ? nlohmann::json(nullptr) : nlohmann::json(analysis.loop_sync_calls)},
+                     {"loop_seconds", analysis.loop_scope.empty() ? nlohmann::json(nullptr) : nlohmann::json(analysis.loop_sync_seconds)},
+                     {"by_call", syncs}}},
+          {"blocking_copies", waits_json(analysis.blocking_copies)},
+          {"launches", {{"calls", analysis.launches},
+                        {"seconds", analysis.launch_seconds},
+                        {"median_s", analysis.launch_median_seconds > 0 ? nlohmann::json(analysis.launch_median_seconds)
+                                                                        : nlohmann::json(nullptr)}}},
           {"overhead_bound", analysis.overhead_bound},
           {"verdict", analysis.verdict},
           {"findings", analysis.findings},

@@ -62,8 +62,50 @@ TEST_CASE("CUDA device names select their spec at a word boundary", "[device_spe
   CHECK(match_device_spec("NVIDIA H100 80GB HBM3")->name == "h100-sxm");
   CHECK(match_device_spec("NVIDIA A100-SXM4-80GB")->name == "a100-80gb");
   CHECK(match_device_spec("NVIDIA L4")->name == "l4");
-  CHECK_FALSE(match_device_spec("NVIDIA L40S").has_value());
-  CHECK_FALSE(match_device_spec("NVIDIA H100 PCIe").has_value());
+  // Names that contain another GPU's name select their own spec, or none.
+  CHECK(match_device_spec("NVIDIA L40S")->name == "l40s");
+  CHECK(match_device_spec("NVIDIA H100 PCIe")->name == "h100-pcie");
+  CHECK(match_device_spec("NVIDIA A10")->name == "a10");
+  CHECK(match_device_spec("NVIDIA A100-PCIE-40GB")->name == "a100-40gb");
+  CHECK(match_device_spec("NVIDIA GeForce RTX 4090")->name == "rtx-4090");
+  CHECK(match_device_spec("NVIDIA GeForce RTX 5090")->name == "rtx-5090");
+  CHECK(match_device_spec("NVIDIA GH200 480GB")->name == "gh200");
+  CHECK(match_device_spec("NVIDIA B200")->name == "b200");
+  CHECK_FALSE(match_device_spec("NVIDIA L40").has_value());
+  CHECK_FALSE(match_device_spec("NVIDIA A10G").has_value());
+  CHECK_FALSE(match_device_spec("NVIDIA GB200").has_value());  // not "NVIDIA B200"
+  CHECK_FALSE(match_device_spec("NVIDIA GH200 144G HBM3e").has_value());  // not "H200", nor the 96 GB GH200
+}
+
+TEST_CASE("GPU device files carry a compute capability and their datasheet peaks", "[device_spec]") {
+  struct Row {
+    const char* name;
+    const char* compute_capability;
+    double bandwidth_tb_s;
+    double fp32_tflops;
+    double bf16_tflops;
+    double fp64_tflops;  // 0 where the datasheet gives none
+  };
+  for (const Row& row : {Row{"a100-40gb", "8.0", 1.555, 19.5, 312, 9.7}, Row{"a100-80gb", "8.0", 2.04, 19.5, 312, 9.7},
+                         Row{"a10", "8.6", 0.60, 31.2, 125, 0}, Row{"l4", "8.9", 0.30, 30.3, 121, 0},
+                         Row{"l40s", "8.9", 0.864, 91.6, 362, 0}, Row{"rtx-4090", "8.9", 1.008, 82.6, 165.2, 0},
+                         Row{"rtx-5090", "12.0", 1.792, 104.8, 209.5, 0}, Row{"h100-pcie", "9.0", 2.0, 51, 756, 26},
+                         Row{"h100-sxm", "9.0", 3.35, 67, 989, 34}, Row{"h200", "9.0", 4.8, 67, 989, 34},
+                         Row{"gh200", "9.0", 4.0, 67, 990, 34}, Row{"b200", "10.0", 8.0, 80, 2250, 40}}) {
+    INFO(row.name);
+    const DeviceSpec spec = find_device_spec(row.name);
+    CHECK(spec.compute_capability == row.compute_capability);
+    REQUIRE(spec.datasheet);
+    CHECK_FALSE(spec.datasheet->source.empty());
+    CHECK(spec.datasheet->bandwidth == Approx(row.bandwidth_tb_s * 1e12));
+    CHECK(spec.datasheet->fp32_flops == Approx(row.fp32_tflops * 1e12));
+    CHECK(spec.datasheet->bf16_flops == Approx(row.bf16_tflops * 1e12));
+    CHECK(spec.datasheet->fp64_flops == Approx(row.fp64_tflops * 1e12));
+  }
+  // The compute capability and fp64 survive the YAML and JSON round trips.
+  const DeviceSpec a100 = find_device_spec("a100-80gb");
+  CHECK(parse_device_spec(device_spec_to_yaml(a100), "again.yaml") == a100);
+  CHECK(device_spec_from_json(to_json(a100), "a100") == a100);
 }
 
 TEST_CASE("bad device files: errors name the file, the line and the key", "[device_spec]") {
@@ -82,8 +124,10 @@ TEST_CASE("bad device files: errors name the file, the line and the key", "[devi
   CHECK_THAT(problem("name: x\nsource: s\nmemory_bandwidth_tb_s: fast\n"),
              Catch::Contains("bad.yaml:3") && Catch::Contains("expected a positive number"));
   CHECK_THAT(problem("name: x\nsource: s\nmemory_bandwidth_tb_s: -2\n"), Catch::Contains("positive"));
-  CHECK_THAT(problem("name: x\nsource: s\npeak_tflops: {fp32: 1, fp64: 2}\n"),
-             Catch::Contains("peak_tflops.fp64: unknown key"));
+  CHECK_THAT(problem("name: x\nsource: s\npeak_tflops: {fp32: 1, fp8: 2}\n"),
+             Catch::Contains("peak_tflops.fp8: unknown key"));
+  CHECK_THAT(problem("name: x\nsource: s\ncompute_capability: 9\nmemory_bandwidth_tb_s: 1\n"),
+             Catch::Contains("bad.yaml:3") && Catch::Contains("compute_capability: expected MAJOR.MINOR"));
   CHECK_THAT(problem("name: x\nmemory_bandwidth_tb_s: 1\n"), Catch::Contains("source: missing"));
   CHECK_THAT(problem("name: x\n"), Catch::Contains("expected datasheet figures"));
   CHECK_THAT(problem("name: [x\n"), Catch::Contains("not valid YAML"));

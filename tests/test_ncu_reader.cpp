@@ -144,6 +144,16 @@ TEST_CASE("ncu reader: malformed and truncated exports name the file, the row an
       {"only the tool's messages", "==PROF== Connected to process 1\n==WARNING== No kernels were profiled.\n", 0, "",
        "No kernels were profiled"},
       {"a header and no launch", wide_header, 0, "", "no kernel launch"},
+      {"a long row that ends before its value", long_header.substr(0, long_header.size() - 1) + ",\"Rule Name\"\n" +
+                                                    "\"0\",\"k\",\"gpu__time_duration.sum\",\"nsecond\"\n",
+       2, "column 5 \"Metric Value\"", "the row ends after 4 of 6 columns"},
+      {"a git-LFS pointer", "version https://git-lfs.github.com/spec/v1\noid sha256:4d7a\nsize 150210\n", 1, "", "git-LFS pointer"},
+      {"an nvprof metrics CSV", "==123== Profiling result:\n\"Device\",\"Kernel\",\"Invocations\",\"Metric Name\",\"Metric "
+                                "Description\",\"Min\",\"Max\",\"Avg\"\n",
+       2, "header", "an nvprof CSV"},
+      {"an nsys report", "Processing [r.sqlite] with [cuda_gpu_kern_sum.py]...\nTime (%),Total Time (ns),Instances,Avg (ns),"
+                         "Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n1,2,3,4,5,6,7,8,k\n",
+       2, "header", "decodelab nsys"},
   };
   for (const Case& c : cases) {
     INFO(c.what);
@@ -161,4 +171,23 @@ TEST_CASE("ncu reader: malformed and truncated exports name the file, the row an
 
 TEST_CASE("ncu reader: a missing file is an InputError naming it", "[ncu_reader]") {
   CHECK_THROWS_AS(read_ncu_csv(fixture("no_such_export.csv")), InputError);
+}
+
+TEST_CASE("ncu reader: rule cells ncu leaves off a metric row are not required", "[ncu_reader]") {
+  // The details page as ncu writes it: a metric row stops after "Metric Value" (with or
+  // without the trailing comma), a rule row fills every column.
+  const std::string text =
+      "\"ID\",\"Kernel Name\",\"Device\",\"CC\",\"Metric Name\",\"Metric Unit\",\"Metric Value\",\"Rule Name\",\"Rule Type\","
+      "\"Rule Description\",\"Estimated Speedup Type\",\"Estimated Speedup\"\n"
+      "\"0\",\"k\",\"0\",\"9.0\",\"gpu__time_duration.sum\",\"usecond\",\"12.5\",\n"
+      "\"0\",\"k\",\"0\",\"9.0\",\"dram__bytes_read.sum\",\"Mbyte\",\"3\"\n"
+      "\"0\",\"k\",\"0\",\"9.0\",\"\",\"\",\"\",\"SOLBottleneck\",\"OPT\",\"text, with a comma\",\"global\",\"40\"\n";
+  const NcuExport exported = parse_ncu_csv(text, "rules.csv");
+  REQUIRE(exported.launches.size() == 1);
+  const NcuLaunch& launch = exported.launches[0];
+  CHECK(*launch.value("gpu__time_duration.sum") == Approx(12.5e-6));
+  CHECK(*launch.value("dram__bytes_read.sum") == Approx(3e6));
+  CHECK(launch.compute_capability == "9.0");
+  CHECK(launch.device_ordinal == "0");
+  CHECK(launch.device_name.empty());
 }

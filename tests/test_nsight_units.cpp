@@ -37,7 +37,7 @@ TEST_CASE("nsight numbers: separators, signs, exponents, n/a and what is refused
   }
 }
 
-TEST_CASE("ncu units: each scaled to seconds, bytes, bytes/s, counts or percent", "[nsight_units]") {
+TEST_CASE("ncu units: each scaled to seconds, bytes, bytes/s, counts, percent or hertz", "[nsight_units]") {
   struct Case {
     const char* unit;
     Quantity quantity;
@@ -53,6 +53,9 @@ TEST_CASE("ncu units: each scaled to seconds, bytes, bytes/s, counts or percent"
       {"%", Quantity::Percent, 1.0},           {"inst", Quantity::Count, 1.0},
       {"Minst", Quantity::Count, 1e6},         {"sector", Quantity::Count, 1.0},
       {"", Quantity::Count, 1.0},
+      // Clock rates: the details page's "Ghz", the raw page's "cycle/nsecond".
+      {"Ghz", Quantity::Frequency, 1e9},       {"Mhz", Quantity::Frequency, 1e6},
+      {"cycle/nsecond", Quantity::Frequency, 1e9}, {"cycle/second", Quantity::Frequency, 1.0},
   };
   for (const Case& c : cases) {
     INFO("unit: \"" << c.unit << "\"");
@@ -63,6 +66,7 @@ TEST_CASE("ncu units: each scaled to seconds, bytes, bytes/s, counts or percent"
   }
   CHECK_FALSE(ncu_unit("register/thread"));
   CHECK_FALSE(ncu_unit("furlong"));
+  CHECK_FALSE(ncu_unit("cycle/furlong"));
 }
 
 TEST_CASE("nsys header units: split from the name and scaled", "[nsight_units]") {

@@ -84,10 +84,15 @@ TEST_CASE("nsys timeline: the whole decode trace", "[nsys_timeline]") {
   CHECK(sync(analysis, "cudaMemcpyAsync D2H (pageable memory)")->largest_seconds == Approx(47.8 * kUs));
   REQUIRE(sync(analysis, "cudaStreamSynchronize"));
   CHECK(sync(analysis, "cudaStreamSynchronize")->count == 4);
-  REQUIRE(sync(analysis, "cudaMemcpy D2H"));
+  REQUIRE(sync(analysis, "cudaMemcpy D2H (pinned memory)"));
   CHECK(analysis.syncs.front().call == "cudaMemcpyAsync D2H (pageable memory)");  // most time first
+  // All of them come after the first launch (1,001,000 ns): the loop's.
+  CHECK(analysis.loop_scope == "after the first kernel launch");
+  CHECK(analysis.loop_sync_calls == 8);
+  CHECK(analysis.blocking_copies.empty());  // the upload is async from pinned memory
   CHECK(analysis.launches == 13);
   CHECK(analysis.launch_seconds == Approx(13 * 5 * kUs));
+  CHECK(analysis.launch_median_seconds == Approx(5 * kUs));
 }
 
 TEST_CASE("nsys timeline: only the decode steps, by their NVTX ranges", "[nsys_timeline]") {
@@ -135,7 +140,11 @@ TEST_CASE("nsys timeline: from the summaries alone", "[nsys_timeline]") {
   CHECK(analysis.sync_calls == 5);
   CHECK(analysis.sync_seconds == Approx(11.5 * kUs));
   CHECK(sync(analysis, "cudaMemcpy"));
+  // Without times, which syncs belong to the loop is unknown: no .item() advice.
+  CHECK(analysis.loop_scope.empty());
+  for (const std::string& finding : analysis.findings) CHECK(finding.find(".item()") == std::string::npos);
   CHECK(analysis.launches == 13);
+  CHECK(analysis.launch_median_seconds == Approx(5 * kUs));  // cudaLaunchKernel's "Med (ns)"
   CHECK(analysis.notes.size() == 2);
 }
 
@@ -199,4 +208,69 @@ TEST_CASE("nsys timeline: printout and JSON", "[nsys_timeline]") {
   CHECK(json["syncs"]["calls"] == 8);
   CHECK(json["kernels"]["top"][0]["launches"] == 3);
   CHECK(json["overhead_bound"] == true);
+}
+
+TEST_CASE("nsys timeline: load-time uploads are copies, not the loop's syncs, and a launch costs its median", "[nsys_timeline]") {
+  // A program that uploads three weights with synchronous cuMemcpyHtoD from pageable memory
+  // (as a driver-API loader does), then launches: the first launch takes 23.5 ms (module
+  // loading), the others 100, 100 and 140 µs; two stream syncs inside the loop.
+  const std::string api =
+      "Start (ns),Duration (ns),Name,Result,CorrID,Pid,Tid,T-Pri,Thread Name\n"
+      "1000,50000,cuMemcpyHtoD_v2,0,1,7,7,20,python\n"
+      "60000,50000,cuMemcpyHtoD_v2,0,2,7,7,20,python\n"
+      "120000,50000,cuMemcpyHtoD_v2,0,3,7,7,20,python\n"
+      "200000,23500000,cuLaunchKernel,0,4,7,7,20,python\n"
+      "23800000,100000,cuLaunchKernel,0,5,7,7,20,python\n"
+      "23900000,100000,cuLaunchKernel,0,6,7,7,20,python\n"
+      "24000000,20000,cuStreamSynchronize,0,7,7,7,20,python\n"
+      "24100000,140000,cuLaunchKernel,0,8,7,7,20,python\n"
+      "24300000,20000,cuStreamSynchronize,0,9,7,7,20,python\n";
+  const std::string gpu =
+      "Start (ns),Duration (ns),CorrId,Bytes (MB),SrcMemKd,DstMemKd,Device,Strm,Name\n"
+      "5000,40000,1,100,Pageable,Device,GPU (0),7,[CUDA memcpy Host-to-Device]\n"
+      "65000,40000,2,100,Pageable,Device,GPU (0),7,[CUDA memcpy Host-to-Device]\n"
+      "125000,40000,3,100,Pageable,Device,GPU (0),7,[CUDA memcpy Host-to-Device]\n"
+      "23700000,10000,4,,,,GPU (0),7,k\n"
+      "23910000,10000,5,,,,GPU (0),7,k\n"
+      "24010000,10000,6,,,,GPU (0),7,k\n"
+      "24240000,10000,8,,,,GPU (0),7,k\n";
+  NsysTables tables;
+  parse_nsys_csv(api, "api.csv", tables);
+  parse_nsys_csv(gpu, "gpu.csv", tables);
+  const NsysAnalysis analysis = analyze_nsys(tables);
+
+  CHECK(analysis.sync_calls == 2);
+  CHECK(analysis.loop_sync_calls == 2);
+  CHECK(analysis.loop_sync_seconds == Approx(40 * kUs));
+  REQUIRE(analysis.blocking_copies.size() == 1);
+  CHECK(analysis.blocking_copies[0].call == "cuMemcpyHtoD H2D (pageable memory)");
+  CHECK(analysis.blocking_copies[0].count == 3);
+  CHECK(analysis.blocking_copies[0].loop_count == 0);
+  // Median of 23,500, 100, 100 and 140 µs: 120 µs (the mean, 5.96 ms, is one slow launch).
+  CHECK(analysis.launch_median_seconds == Approx(120 * kUs));
+  bool advice = false, uploads = false, launch_cost = false;
+  for (const std::string& finding : analysis.findings) {
+    if (finding.rfind("2 host syncs in the loop", 0) == 0 && finding.find(".item()") != std::string::npos) advice = true;
+    if (finding.rfind("3 copies block the host", 0) == 0 && finding.find("not syncs") != std::string::npos) uploads = true;
+    if (finding.find("a launch costs the host 120 µs (median)") != std::string::npos) launch_cost = true;
+  }
+  CHECK(advice);
+  CHECK(uploads);
+  CHECK(launch_cost);
+  const nlohmann::json json = to_json(analysis);
+  CHECK(json["syncs"]["loop_calls"] == 2);
+  CHECK(json["blocking_copies"][0]["count"] == 3);
+}
+
+TEST_CASE("nsys timeline: a real cuda_gpu_kern_sum (RTX 5090 decode, tests/data/real)", "[nsys_timeline]") {
+  NsysTables tables;
+  read_nsys_csv(std::filesystem::path(DECODELAB_SOURCE_DIR) / "tests" / "data" / "real" / "rtx5090_decode_cuda_gpu_kern_sum.csv",
+                tables);
+  const NsysAnalysis analysis = analyze_nsys(tables);
+  REQUIRE_FALSE(analysis.top_kernels.empty());
+  // The first row: 61,602,133 ns over 16,448 launches of a bf16 gemvx kernel, 34.4% of the time.
+  CHECK(analysis.top_kernels[0].count == 16448);
+  CHECK(analysis.top_kernels[0].total_seconds == Approx(61602133e-9));
+  CHECK(analysis.top_kernels[0].share == Approx(0.344).margin(0.001));
+  CHECK(analysis.loop_scope.empty());
 }
