@@ -339,8 +339,11 @@ void check_precision(const TraceReading& reading, Diagnosis& diagnosis) {
                                   ? ", with no cast ops,"
                                   : " (and " + plural(example.casts, "cast op") + " per " + reading.judged_unit() +
                                         ", e.g. " + example.cast_example + ", which alone are not fp32 work)";
-    diagnosis.checked.push_back("fp32_ops: every matmul and norm of the " + dtype + " model runs in " + dtype + casts +
-                                " in " + count_of(passes.size() - fp32, passes.size()) + " " + reading.judged_name());
+    const bool norms_seen = passes_where(passes, [](const PassReading& p) { return p.norms > 0; }) > 0;
+    diagnosis.checked.push_back("fp32_ops: every matmul" + std::string(norms_seen ? " and norm" : "") + " of the " +
+                                dtype + " model runs in " + dtype + casts + " in " +
+                                count_of(passes.size() - fp32, passes.size()) + " " + reading.judged_name() +
+                                (norms_seen ? "" : " (no norm recognised: the norms' precision was not checked)"));
     return;
   }
   const PassReading& example = *passes.back();
