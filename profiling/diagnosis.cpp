@@ -103,13 +103,26 @@ void check_kv_cache(const TraceReading& reading, Diagnosis& diagnosis) {
                      (last.rows_example.empty() ? "" : " (step " + std::to_string(last.pass->step) + ": " + last.rows_example + ")") +
                      "; FLOPs per step " +
                      format_flops(first.flops) + " → " + format_flops(last.flops) + " (" +
-                     format_number(first.flops > 0 ? last.flops / first.flops : 0, 3) + "×), growing with position";
+                     format_number(first.flops > 0 ? last.flops / first.flops : 0, 3) + "×)" +
+                     (pairs > 0 ? ", growing with position" : " (one decode step per sequence: growth not seen)");
   diagnosis.bugs.push_back(finding);
 }
 
 void check_layout(const TraceReading& reading, Diagnosis& diagnosis) {
   const auto& passes = reading.judged();
-  if (passes.empty()) return;
+  if (passes.empty()) {
+    diagnosis.not_checked.push_back("non_contiguous: the decode steps replay a captured graph and no prefill shows "
+                                    "the layers: what attention reads could not be seen");
+    return;
+  }
+  if (reading.facts.source != "decodelab" &&
+      passes_where(passes, [](const PassReading& p) { return p.attention_ops > 0; }) == 0) {
+    diagnosis.not_checked.push_back("non_contiguous: no attention recognised in the " +
+                                    std::string(reading.judged_name()) +
+                                    " (two batched matmuls, or scaled_dot_product_attention): what attention reads "
+                                    "and copies could not be checked");
+    return;
+  }
   const size_t copying = passes_where(passes, [](const PassReading& p) { return p.cache_copies > 0; });
   const size_t strided = passes_where(passes, [](const PassReading& p) { return p.strided_attention_ops > 0; });
   std::vector<std::string> variants, evidence;
@@ -122,7 +135,8 @@ void check_layout(const TraceReading& reading, Diagnosis& diagnosis) {
     if (const GroupReading* group = example_group(reading); group && reading.judges_steps()) {
       first = &group->steps.front(), last = &group->steps.back();
     }
-    const int layers = std::max<int>(1, static_cast<int>(first->layers.size()));
+    const int layers = std::max<int>(1, first->attention_ops > 0 ? first->attention_ops : static_cast<int>(first->layers.size()));
+    const bool grows = pairs > 0 && most(grew, pairs);
     evidence.push_back(count_of(copying, passes.size()) + " " + reading.judged_name() + " copy the KV cache out of a " +
                        "strided view before attention reads it (.contiguous()): " +
                        plural(first->cache_copies / layers, "copy") + " per layer" +
@@ -132,8 +146,11 @@ void check_layout(const TraceReading& reading, Diagnosis& diagnosis) {
                        " positions, " + format_bytes(last->cache_copy_bytes) + " at " +
                        std::to_string(last->key_positions) + " (" +
                        format_percent(last->bytes > 0 ? last->cache_copy_bytes / last->bytes : 0) +
-                       " of that step's bytes), growing with the cache");
-    confidence = pairs > 0 && most(grew, pairs) ? 0.98 : 0.85;
+                       " of that step's bytes)" +
+                       (grows      ? ", growing with the cache"
+                        : pairs > 0 ? ""
+                                    : " (one " + std::string(reading.judged_unit()) + " per sequence: growth not seen)"));
+    confidence = grows ? 0.98 : 0.85;
   }
   if (most(strided, passes.size())) {
     variants.push_back("strided");
@@ -155,6 +172,14 @@ void check_layout(const TraceReading& reading, Diagnosis& diagnosis) {
     confidence = std::max(confidence, 0.95);
   }
   if (variants.empty()) {
+    const size_t fresh = passes_where(passes, [](const PassReading& p) { return p.fresh_copies > 0; });
+    if (fresh > 0) {
+      diagnosis.checked.push_back("non_contiguous: copies feed attention in " + count_of(fresh, passes.size()) + " " +
+                                  reading.judged_name() + " (or attention reads a strided view), but of what the "
+                                  "step itself just projected: every position is recomputed, there is no cache to "
+                                  "copy or lay out");
+      return;
+    }
     diagnosis.checked.push_back("non_contiguous: attention reads " +
                                 std::string(reading.facts.strides ? "dense K/V" : "K/V (strides not recorded)") +
                                 " in " + count_of(passes.size() - strided, passes.size()) + " " +
@@ -175,7 +200,37 @@ void check_host_reads(const TraceReading& reading, Diagnosis& diagnosis) {
     diagnosis.limits.push_back("no decode steps: host syncs in the decode loop only show in decode steps");
     return;
   }
+  const size_t bookkeeping_steps = passes_where(steps, [](const PassReading& p) { return p.library_reads > 0; });
+  if (most(bookkeeping_steps, steps.size())) {
+    std::vector<int> counts;
+    std::string example;
+    for (const PassReading* p : steps) {
+      counts.push_back(p->library_reads);
+      if (example.empty()) example = p->library_read_example;
+    }
+    diagnosis.limits.push_back("host_sync: " + plural(median_of(counts), "read") + " per step" +
+                               (example.empty() ? "" : " (" + example + ")") +
+                               " read the loop's own bookkeeping — a 0-dim counter compared and read as a bool "
+                               "(transformers' generate() decides to stop so every step), or a check before the "
+                               "first projection (its attention-mask test): not counted as the bug, which would "
+                               "come on top of them");
+  }
   const size_t reading_steps = passes_where(steps, [](const PassReading& p) { return p.reads_device(); });
+  const bool one_step_each = std::all_of(reading.runs.begin(), reading.runs.end(), [](const auto& run) {
+    return std::all_of(run.begin(), run.end(), [](const GroupReading& g) { return g.steps.size() <= 1; });
+  });
+  if (one_step_each && reading.facts.source != "decodelab") {
+    // One decode step (a serving engine's trace of a step): a read per step is what every engine
+    // does to return its tokens; a loop pattern needs two steps of one generation.
+    if (reading_steps > 0) {
+      diagnosis.not_checked.push_back("host_sync: one decode step per generation in the trace, with " +
+                                 plural(steps.front()->device_reads + steps.front()->syncs, "device read") + " (" +
+                                 steps.front()->read_example + "): whether they repeat every step cannot be seen");
+    } else {
+      diagnosis.checked.push_back("host_sync: the decode step neither reads the device nor waits for it");
+    }
+    return;
+  }
   if (!most(reading_steps, steps.size())) {
     diagnosis.checked.push_back("host_sync: " + count_of(steps.size() - reading_steps, steps.size()) +
                                 " decode steps neither read the device nor wait for it");
@@ -244,9 +299,34 @@ void check_host_reads(const TraceReading& reading, Diagnosis& diagnosis) {
 
 void check_precision(const TraceReading& reading, Diagnosis& diagnosis) {
   const auto& passes = reading.judged();
-  if (passes.empty()) return;
+  if (passes.empty()) {
+    diagnosis.not_checked.push_back("fp32_ops: the decode steps replay a captured graph and no prefill shows the "
+                                    "layers: the dtypes of their matmuls and norms could not be seen");
+    return;
+  }
+  if (passes_where(passes, [](const PassReading& p) { return p.matmuls + p.norms > 0; }) == 0) {
+    diagnosis.not_checked.push_back("fp32_ops: no matmul or norm recognised in the " + std::string(reading.judged_name()));
+    return;
+  }
   const std::string& dtype = reading.facts.dtype;
   const std::optional<DType> parsed = parse_dtype(dtype);
+  if (parsed && *parsed == DType::F32 && reading.facts.source == "torch.profiler") {
+    // A PyTorch model left in fp32 (loaded without torch_dtype, run without autocast): every
+    // matmul reads fp32 weights. decodelab's own fp32 runs are a scenario's stated choice.
+    const size_t fp32 = passes_where(passes, [](const PassReading& p) { return p.matmuls > 0 && p.fp32_matmuls == p.matmuls; });
+    if (most(fp32, passes.size())) {
+      const PassReading& example = *passes.back();
+      diagnosis.bugs.push_back(Finding{
+          "fp32_ops", "model",
+          "the whole model runs in fp32 — its embedding table and " + plural(example.fp32_matmuls, "matmul") + " per " +
+              reading.judged_unit() + " in " + count_of(fp32, passes.size()) + " " + reading.judged_name() +
+              " read fp32 weights (" + format_bytes(example.fp32_weight_bytes) + " per " + reading.judged_unit() +
+              "; e.g. " + example.fp32_matmul_example + "); no half-precision op and no autocast; bf16 or fp16 "
+              "weights would halve the bytes every step moves; if fp32 is meant (a CPU without bf16), ignore this",
+          reading.facts.reads_block ? 0.8 : 0.6});
+      return;
+    }
+  }
   if (!parsed || !is_half(*parsed)) {
     diagnosis.checked.push_back("fp32_ops: the model is " + (dtype.empty() ? std::string("of unknown dtype") : dtype) +
                                 ", so fp32 matmuls and norms are its own precision, not a bug");
@@ -259,8 +339,11 @@ void check_precision(const TraceReading& reading, Diagnosis& diagnosis) {
                                   ? ", with no cast ops,"
                                   : " (and " + plural(example.casts, "cast op") + " per " + reading.judged_unit() +
                                         ", e.g. " + example.cast_example + ", which alone are not fp32 work)";
-    diagnosis.checked.push_back("fp32_ops: every matmul and norm of the " + dtype + " model runs in " + dtype + casts +
-                                " in " + count_of(passes.size() - fp32, passes.size()) + " " + reading.judged_name());
+    const bool norms_seen = passes_where(passes, [](const PassReading& p) { return p.norms > 0; }) > 0;
+    diagnosis.checked.push_back("fp32_ops: every matmul" + std::string(norms_seen ? " and norm" : "") + " of the " +
+                                dtype + " model runs in " + dtype + casts + " in " +
+                                count_of(passes.size() - fp32, passes.size()) + " " + reading.judged_name() +
+                                (norms_seen ? "" : " (no norm recognised: the norms' precision was not checked)"));
     return;
   }
   const PassReading& example = *passes.back();
@@ -298,6 +381,7 @@ void check_batching(const TraceReading& reading, Diagnosis& diagnosis) {
     int64_t run_requests = 0;
     bool all_single = true;
     for (const GroupReading& group : run) {
+      if (group.prefills.empty()) continue;  // a generation already under way when the trace began: no new request
       run_requests += group.sequences();
       all_single = all_single && group.sequences() == 1;
     }
@@ -314,6 +398,13 @@ void check_batching(const TraceReading& reading, Diagnosis& diagnosis) {
       }
       for (const GroupReading& group : run) group_sizes.push_back(group.sequences());
     }
+  }
+  if (multi_request_runs == 0 && requests == 0 && std::all_of(reading.runs.begin(), reading.runs.end(), [](const auto& run) {
+        return std::all_of(run.begin(), run.end(), [](const GroupReading& g) { return g.prefills.empty() && g.sequences() > 1; });
+      })) {
+    diagnosis.checked.push_back("sequential_generation: the decode steps run " +
+                                std::to_string(reading.runs.front().front().sequences()) + " sequences at once");
+    return;
   }
   if (multi_request_runs == 0) {
     diagnosis.limits.push_back("one request per run: there is nothing to batch, so sequential generation cannot "
@@ -357,6 +448,10 @@ Diagnosis diagnose(const TraceReading& reading) {
   shape.runs = static_cast<int>(outline.runs.size());
   shape.decode_steps = static_cast<int>(outline.decode_steps());
   shape.layers = facts.layers;
+  shape.device_span_seconds = facts.device_span_seconds;
+  shape.device_busy_seconds = facts.device_busy_seconds;
+  shape.kernel_busy_seconds = facts.kernel_busy_seconds;
+  shape.idle_gaps = facts.idle_gaps;
   if (!reading.runs.empty()) {
     shape.groups_per_run = static_cast<int>(reading.runs.front().size());
     for (const GroupReading& group : reading.runs.front()) shape.requests_per_run += static_cast<int>(group.sequences());
@@ -364,11 +459,19 @@ Diagnosis diagnose(const TraceReading& reading) {
   if (!facts.shapes) shape.requests_per_run = 0;  // sequences per pass are not recorded
   diagnosis.limits = facts.limits;
   if (reading.steps.empty() && reading.prefills.empty()) {
-    diagnosis.limits.push_back("the trace holds no prefill or decode step ranges: nothing to diagnose");
+    diagnosis.diagnosed = false;
+    diagnosis.not_diagnosed = facts.not_diagnosed.empty()
+                                  ? "the trace holds no prefill or decode step ranges: no generate loop to read"
+                                  : facts.not_diagnosed;
+    return diagnosis;
+  }
+  if (!facts.generate_loop) {
+    diagnosis.diagnosed = false;
+    diagnosis.not_diagnosed = facts.not_diagnosed;
     return diagnosis;
   }
 
-  if (reading.steps_replay_graphs()) {
+  if (reading.steps_replay_graphs() && !reading.prefills.empty()) {
     diagnosis.limits.push_back("the decode steps replay a captured graph, whose ops the trace does not list: layout "
                                "and precision were read from the prefills, which run the same kernels on the same "
                                "cache");

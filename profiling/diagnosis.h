@@ -42,10 +42,16 @@ struct DiagnosedShape {
   int groups_per_run = 0;       // request groups of the first run
   int decode_steps = 0;         // all runs
   int layers = 0;
+  // Device timeline (torch traces with device activity): span, busy (any activity), kernels.
+  double device_span_seconds = 0, device_busy_seconds = 0, kernel_busy_seconds = 0;
+  int64_t idle_gaps = 0;
 };
 
 struct Diagnosis {
   DiagnosedShape shape;
+  bool diagnosed = true;              // false: the trace holds no generate loop to diagnose
+  std::string not_diagnosed;          // why not, when so
+  std::vector<std::string> not_checked;  // checks that could not run on this trace, and why
   std::vector<Finding> bugs;          // in kDiagnosableBugs order; empty for a clean run
   std::vector<std::string> checked;   // each check that found nothing, and what it read
   std::vector<std::string> limits;    // what this trace cannot show (e.g. one request: nothing to batch)
@@ -59,11 +65,13 @@ struct TraceReading;
 Diagnosis diagnose(const TraceReading& reading);
 Diagnosis diagnose(const Trace& trace);
 
-// {"schema": "decodelab-diagnosis", "schema_version", "trace": {...}, "bugs": [{name, variant,
-// evidence, confidence}], "checked": [...], "limits": [...]}
-constexpr int kDiagnosisSchemaVersion = 1;
+// {"schema": "decodelab-diagnosis", "schema_version", "diagnosed", "not_diagnosed" (when false),
+// "trace": {...}, "bugs": [{name, variant, evidence, evidence_list, confidence}], "checked": [...],
+// "not_checked": [...], "limits": [...]}
+constexpr int kDiagnosisSchemaVersion = 2;
 nlohmann::json to_json(const Diagnosis& diagnosis);
-// One line per finding, or "no bugs found" and what was checked; then the limits.
+// "not diagnosed: why", or one finding per block (evidence as a short list), or "no bugs
+// found" (only when every check ran) and what was checked; then what was not, and the limits.
 std::string format_diagnosis(const Diagnosis& diagnosis);
 
 }  // namespace decodelab

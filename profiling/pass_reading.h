@@ -11,6 +11,7 @@
 // merely grow (the KV store of a step without cache, the last-token gather) are not it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -37,6 +38,8 @@ struct PassReading {
                                     // block is not dense (strides not {head_dim, 1})
   std::string strided_view;         // that view: "K fp16 [4, 2, 256, 64] strides [...]"
   int cache_copies = 0;             // copies of a strided view whose result attention reads
+  int fresh_copies = 0;             // such copies in a step that recomputes every position it attends
+                                    // to (no cache): copies of its own projections, not of a cache
   double cache_copy_bytes = 0;
   std::string copy_example;
   double attention_seconds = 0, attention_bytes = 0;  // device time and declared bytes
@@ -47,6 +50,8 @@ struct PassReading {
   int syncs = 0;          // Synchronize host calls
   double wait_seconds = 0;  // host time blocked in those calls
   std::string read_example;  // the call (or op chain) that read
+  int library_reads = 0;     // reads of the loop's own bookkeeping (counters, input checks): not counted above
+  std::string library_read_example;
   std::set<int> layers;
 
   int opaque_ops = 0;     // ops with no tensors (a captured graph replayed): work the trace cannot see into
@@ -93,6 +98,14 @@ struct TraceFacts {
   bool strides = true;       // strides are recorded
   bool reads_block = true;   // a device read waits for a device (false: a torch trace of a CPU run)
   std::vector<std::string> limits;  // the reader's own notes: what it could not see, how it found passes
+  // Whether the trace holds an autoregressive generate loop to diagnose (a decodelab trace
+  // always does; a torch.profiler trace only where the reader found decode steps), and if not, why.
+  bool generate_loop = true;
+  std::string not_diagnosed;
+  // The device timeline, where device activity is recorded (torch traces): from the first
+  // activity's begin to the last one's end, the union of kernels, and of all activity.
+  double device_span_seconds = 0, kernel_busy_seconds = 0, device_busy_seconds = 0;
+  int64_t idle_gaps = 0;  // gaps between activities (all streams merged)
 };
 
 struct TraceReading {
@@ -104,7 +117,13 @@ struct TraceReading {
   std::vector<const PassReading*> prefills;
 
   // Decode steps that replay a captured graph show one opaque op: most steps do so here.
-  bool steps_replay_graphs() const { return !steps.empty() && 2 * visible_steps.size() <= steps.size(); }
+  // Only a step that launches a graph (an opaque op) counts: a step merely without matmuls is not one.
+  bool steps_replay_graphs() const {
+    const auto replaying = std::count_if(steps.begin(), steps.end(), [](const PassReading* p) {
+      return !p->shows_layers() && p->opaque_ops > 0;
+    });
+    return !steps.empty() && 2 * visible_steps.size() <= steps.size() && 2 * static_cast<size_t>(replaying) > steps.size();
+  }
   // The passes the layout and precision checks count over: the decode steps that show
   // their ops, or the prefills (the same kernels and layout) when the trace has no decode
   // steps (a generation of one token) or its steps replay a graph.

@@ -94,7 +94,9 @@ TorchOp classify_torch_op(const TorchTrace& trace, int event) {
       result.in_features = linear ? y->dims[1] : y->dims[0];
       result.out_features = linear ? y->dims[0] : y->dims[1];
       result.rows = result.in_features > 0 ? x->elements() / result.in_features : 0;
-    } else if (x && y && x->rank() >= 3 && y->rank() >= 3) {
+    } else if (x && y && x->rank() >= 3 && y->rank() >= 3 && x->dims.back() > 1 && !torch_float_kind(x->type).empty()) {
+      // Both batched, over a real inner axis: q·Kᵀ or probabilities·V. An outer product
+      // ([..., d, 1] · [..., 1, n], how Hugging Face builds its RoPE angles) is not attention.
       result.role = TorchRole::AttentionMatmul;
       result.a = x, result.b = y;
     } else if (!trace.shapes && (linear || name == "aten::addmm")) {
@@ -156,6 +158,15 @@ TorchOp classify_torch_op(const TorchTrace& trace, int event) {
     if (x && x->has_strides() && !x->contiguous()) {
       result.role = TorchRole::LayoutCopy;
       result.a = x;
+    }
+    return result;
+  }
+  if (name.find("::") != std::string::npos && name.rfind("aten::", 0) != 0) {
+    // A custom op of a serving engine (vllm::rocm_unquantized_gemm, a fused kernel's
+    // wrapper): read as the projection it runs, if it runs one.
+    if (const int inner = find_inside(trace, event, {"aten::linear", "aten::addmm", "aten::mm", "aten::matmul"}); inner >= 0) {
+      TorchOp projection = classify_torch_op(trace, inner);
+      if (projection.role == TorchRole::Projection) return projection;
     }
     return result;
   }

@@ -63,12 +63,13 @@ class PassReader {
   // Time the op kept its device busy: its kernels on a GPU, its own duration on a CPU.
   double busy_seconds(int index) const;
   int outermost_op(int index) const;
+  bool waits_for_device(int index) const;
   std::string chain(int site, int leaf) const;
   std::vector<Attention> find_attentions(const std::vector<TorchOp>& ops, int64_t layers_end,
                                          std::vector<int>& scores_matmuls) const;
-  template <typename LayerAt>
+  template <typename LayerAt, typename Bookkeeping>
   void read_device_reads(const std::vector<int>& scalar_reads, const std::vector<int>& runtime_calls,
-                         LayerAt layer_at, TorchPass& pass) const;
+                         LayerAt layer_at, Bookkeeping bookkeeping, TorchPass& pass) const;
 
   const TorchTrace& trace_;
   TorchThread thread_;
@@ -86,6 +87,19 @@ double PassReader::busy_seconds(int index) const {
     }
   }
   return static_cast<double>(device_ns) * 1e-9;
+}
+
+bool PassReader::waits_for_device(int index) const {
+  const TorchEvent& op = event(index);
+  for (int at = index + 1; at < op.subtree_end; ++at) {
+    const TorchEvent& inner = event(at);
+    if (inner.kind != TorchEventKind::Runtime) continue;
+    if (inner.name.find("Synchronize") != std::string::npos) return true;
+    if (inner.name.find("Memcpy") == std::string::npos) continue;
+    if (inner.device_activity < 0) return true;  // no device activity recorded: a copy is all we know
+    if (trace_.device_events[static_cast<size_t>(inner.device_activity)].name.find("DtoH") != std::string::npos) return true;
+  }
+  return false;
 }
 
 int PassReader::outermost_op(int index) const {
@@ -156,12 +170,15 @@ std::vector<Attention> PassReader::find_attentions(const std::vector<TorchOp>& o
 }
 
 // Device reads, one per top-level op that made them (a .item() on a GPU is a copy and a sync).
-template <typename LayerAt>
+template <typename LayerAt, typename Bookkeeping>
 void PassReader::read_device_reads(const std::vector<int>& scalar_reads, const std::vector<int>& runtime_calls,
-                                   LayerAt layer_at, TorchPass& pass) const {
+                                   LayerAt layer_at, Bookkeeping bookkeeping, TorchPass& pass) const {
   PassReading& reading = pass.reading;
   std::map<int, Read> reads;  // site → read
   for (int index : scalar_reads) {
+    // On a GPU, a scalar read of a host tensor (a length kept on the CPU) waits for nothing:
+    // only one that copies from the device or synchronizes is a device read.
+    if (trace_.gpu_runtime && !waits_for_device(index)) continue;
     Read& read = reads[outermost_op(index)];
     read.begin_ns = event(index).begin_ns;
     read.wait_ns = event(index).duration_ns();
@@ -182,6 +199,10 @@ void PassReader::read_device_reads(const std::vector<int>& scalar_reads, const s
     if (!read.scalar) read.wait_ns += call.duration_ns();
   }
   for (const auto& [site, read] : reads) {
+    if (bookkeeping(site, read.begin_ns)) {  // the loop's own counters and input checks
+      if (reading.library_reads++ == 0) reading.library_read_example = read.example;
+      continue;
+    }
     (read.device_to_host ? reading.device_reads : reading.syncs) += 1;
     const int layer = layer_at(read.begin_ns);
     if (layer >= 0) ++reading.reads_in_layers;
@@ -203,7 +224,12 @@ TorchPass PassReader::read(int64_t begin_ns, int64_t end_ns) const {
   std::vector<int> scalar_reads, runtime_calls;
   for (auto it = first; it != events.begin() + thread_.end && it->begin_ns < end_ns; ++it) {
     const int index = static_cast<int>(it - events.begin());
-    if (it->kind == TorchEventKind::Runtime) runtime_calls.push_back(index);
+    if (it->kind == TorchEventKind::Runtime) {
+      runtime_calls.push_back(index);
+      if (it->name.find("GraphLaunch") != std::string::npos) {  // cudaGraphLaunch, hipGraphLaunch
+        ++reading.opaque_ops;
+      }
+    }
     if (it->kind != TorchEventKind::CpuOp) continue;
     if (it->name == "aten::_local_scalar_dense") scalar_reads.push_back(index);
     if (trace_.enclosing_op(index) < 0) ops.push_back(classify_torch_op(trace_, index));
@@ -214,7 +240,14 @@ TorchPass PassReader::read(int64_t begin_ns, int64_t end_ns) const {
   for (const TorchOp& op : ops) {
     if (op.role != TorchRole::Projection) continue;
     if (layers_begin < 0) layers_begin = event(op.event).begin_ns;
-    if (trace_.shapes ? op.out_features == model_.vocab : true) layers_end = event(op.event).begin_ns;
+    if (trace_.shapes ? op.out_features == model_.vocab : true) {
+      layers_end = event(op.event).begin_ns;
+      if (trace_.shapes && model_.vocab > 0) {
+        pass.output = true;
+        pass.output_rows = op.rows;
+        pass.output_example = op.describe(trace_);
+      }
+    }
   }
 
   std::vector<int> scores_matmuls;  // the first matmul of each attention
@@ -262,7 +295,9 @@ TorchPass PassReader::read(int64_t begin_ns, int64_t end_ns) const {
     const bool before_head = at.begin_ns < layers_end;
     switch (op.role) {
       case TorchRole::Embedding:
-        if (!sequences && op.b) sequences = op.b->rank() >= 2 ? op.b->dims[0] : 1;
+        // [batch, tokens] ids; flattened [tokens] ids (a serving engine's batch) leave the
+        // sequences to the lm_head or the sampling op.
+        if (!sequences && op.b && op.b->rank() >= 2) sequences = op.b->dims[0];
         break;
       case TorchRole::Projection: {
         ++reading.matmuls;
@@ -334,15 +369,56 @@ TorchPass PassReader::read(int64_t begin_ns, int64_t end_ns) const {
         break;
       }
       case TorchRole::Sampling:
-        if (op.a && op.a->rank() >= 1 && op.a->dims.back() == model_.vocab) sequences = op.a->rank() >= 2 ? op.a->dims[0] : 1;
+        if (op.a && op.a->rank() >= 1 && op.a->dims.back() == model_.vocab && !torch_float_kind(op.a->type).empty()) {
+          sequences = op.a->rank() >= 2 ? op.a->dims[0] : 1;
+          if (!pass.output) pass.output_rows = *sequences, pass.output_example = op.describe(trace_);
+          pass.output = true;
+        }
         break;
       case TorchRole::Other: break;
+    }
+  }
+  if (!sequences && pass.output && layers_end < end_ns && trace_.shapes) {
+    // No embedding or sampling in the pass (a replayed graph): a flattened [tokens, hidden]
+    // lm_head input of a decode batch has a row per sequence, a [batch, tokens, hidden] one its batch.
+    for (const TorchOp& op : ops) {
+      if (op.role == TorchRole::Projection && op.a && event(op.event).begin_ns == layers_end) {
+        sequences = op.a->rank() >= 3 ? op.a->dims[0] : op.rows;
+      }
     }
   }
   reading.sequences = trace_.shapes ? sequences.value_or(1) : 0;
   reading.bytes += reading.cache_copy_bytes;
 
-  read_device_reads(scalar_reads, runtime_calls, layer_at, pass);
+  // A generate loop's own bookkeeping: `bool(counter >= n)` / `bool(flags.max() == 0)` — a
+  // comparison of a 0-dim integer tensor read as a bool (transformers' generate() decides to
+  // stop and checks its cache position so every step) — and checks of the inputs before the
+  // first projection (its attention-mask test). Not a read of what the model computed.
+  auto bookkeeping = [&](int site, int64_t ns) {
+    if (layers_begin >= 0 && ns < layers_begin) return true;
+    static const char* const kCounterOps[] = {"aten::eq", "aten::ne", "aten::ge", "aten::gt", "aten::le",
+                                              "aten::lt", "aten::add", "aten::sub"};
+    auto counter_op = [&](const TorchEvent& op) {
+      const bool arithmetic = std::any_of(std::begin(kCounterOps), std::end(kCounterOps),
+                                          [&](const char* name) { return op.name == name; });
+      if (!arithmetic || op.inputs.empty()) return false;
+      const TorchInput& counter = op.inputs[0];
+      return counter.rank() == 0 && counter.is_tensor() && torch_float_kind(counter.type).empty() &&
+             counter.type != "bool";
+    };
+    if (counter_op(event(site))) return true;  // the read happened inside the comparison itself
+    const std::string& name = event(site).name;
+    if (name != "aten::is_nonzero" && name != "aten::item" && name != "aten::_local_scalar_dense") return false;
+    const TorchOp* previous = nullptr;
+    for (const TorchOp& op : ops) {  // the op that made the value (reads of values made before it skipped)
+      if (op.event >= site) break;
+      const std::string& before = event(op.event).name;
+      if (before == "aten::item" || before == "aten::is_nonzero" || before == "aten::_local_scalar_dense") continue;
+      previous = &op;
+    }
+    return previous && counter_op(event(previous->event));
+  };
+  read_device_reads(scalar_reads, runtime_calls, layer_at, bookkeeping, pass);
   return pass;
 }
 

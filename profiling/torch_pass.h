@@ -34,6 +34,9 @@ struct TorchPass {
   PassReading reading;                 // its `pass` is set once the outline exists
   std::vector<size_t> ops, calls;      // top-level ops and read sites (indices into host_events)
   std::vector<int> op_layers, call_layers;
+  bool output = false;         // it projects onto the vocabulary (an lm_head) or chooses a token over it
+  int64_t output_rows = 0;     // rows of that projection (or sampling): [batch × tokens]
+  std::string output_example;  // the lm_head as recorded
 };
 
 TorchPass read_torch_pass(const TorchTrace& trace, TorchThread thread, const TorchModel& model, int64_t begin_ns,

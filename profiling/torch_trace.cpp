@@ -194,85 +194,57 @@ bool is_torch_trace(const json& root) {
   return false;
 }
 
-TorchTrace parse_torch_trace(const json& root, const std::string& file) {
-  const Reader reader(file);
-  TorchTrace trace;
-  trace.file = file;
-  const json* events = &root;
-  std::string events_path = "";
-  if (root.is_object()) {
-    const auto found = root.find("traceEvents");
-    if (found == root.end()) reader.fail("traceEvents", "missing: expected a torch.profiler Chrome trace");
-    events = &*found;
-    events_path = "traceEvents";
-    if (const auto properties = root.find("deviceProperties"); properties != root.end() && properties->is_array() &&
-                                                                !properties->empty() && (*properties)[0].is_object()) {
-      trace.device = (*properties)[0].value("name", "");
-    }
-  }
-  if (!events->is_array()) reader.fail(events_path, "expected a list of events");
+TorchTraceBuilder::TorchTraceBuilder(std::string file) { trace_.file = std::move(file); }
 
-  std::map<std::string, int> thread_index;
-  std::vector<std::vector<TorchEvent>> per_thread;
-  bool any_category = false;
-  for (size_t i = 0; i < events->size(); ++i) {
-    const std::string path = events_path + "[" + std::to_string(i) + "]";
-    const json& event = (*events)[i];
-    if (!event.is_object()) reader.fail(path, "expected an event object");
-    const auto phase = event.find("ph");
-    if (phase == event.end() || !phase->is_string()) reader.fail(path + ".ph", "expected a phase string");
-    if (phase->get<std::string>() != "X") continue;  // metadata, flows, instants, counters
-    const auto name = event.find("name");
-    if (name == event.end() || !name->is_string()) reader.fail(path + ".name", "expected a string");
+bool TorchTraceBuilder::kept(const std::string* category) {
+  if (!category) return true;
+  const auto kind = kind_of_category(*category);
+  return kind && *kind != TorchEventKind::PythonFunction;  // Python frames nest nothing the diagnosis reads
+}
 
-    TorchEvent parsed;
-    parsed.name = name->get<std::string>();
-    if (const auto category = event.find("cat"); category != event.end()) {
-      if (!category->is_string()) reader.fail(path + ".cat", "expected a string");
-      any_category = true;
-      const auto kind = kind_of_category(category->get<std::string>());
-      if (!kind) continue;
-      parsed.kind = *kind;
-    } else {  // the legacy export: ops are "ns::op", everything else a record_function range
-      parsed.kind = parsed.name.find("::") != std::string::npos ? TorchEventKind::CpuOp : TorchEventKind::Annotation;
-    }
-    const double begin = reader.number(event, "ts", path);
-    const double duration = reader.number(event, "dur", path);
-    if (duration < 0) reader.fail(path + ".dur", "expected a duration >= 0");
-    parsed.begin_ns = nanoseconds(begin);
-    parsed.end_ns = nanoseconds(begin + duration);
-    if (const auto args = event.find("args"); args != event.end()) {
-      if (!args->is_object()) reader.fail(path + ".args", "expected an object");
-      if (const auto correlation = args->find("correlation"); correlation != args->end() && correlation->is_number_integer()) {
-        parsed.correlation = correlation->get<int64_t>();
-      }
-      if (const auto bytes = args->find("bytes"); bytes != args->end() && bytes->is_number_integer()) {
-        parsed.bytes = bytes->get<int64_t>();
-      }
-      if (parsed.kind == TorchEventKind::CpuOp) {
-        parsed.inputs = reader.inputs(*args, path);
-        if (args->contains("Input Dims")) trace.shapes = true;
-        if (args->contains("Input Strides")) trace.strides = true;
-      }
-    }
-    if (is_device_kind(parsed.kind)) {
-      trace.device_events.push_back(std::move(parsed));
-      continue;
-    }
-    const std::string key = Reader::id_text(event, "pid") + "/" + Reader::id_text(event, "tid");
-    auto [slot, added] = thread_index.emplace(key, static_cast<int>(per_thread.size()));
-    if (added) {
-      per_thread.emplace_back();
-      trace.threads.push_back(key);
-    }
-    parsed.thread = slot->second;
-    per_thread[static_cast<size_t>(slot->second)].push_back(std::move(parsed));
+void TorchTraceBuilder::saw_name(const std::string& name, const std::string& pid) {
+  if (pid == "CPU functions" || name.rfind("aten::", 0) == 0) looks_like_torch_ = true;
+}
+
+void TorchTraceBuilder::add(TorchEvent event, const std::string* category, const std::string& thread_key) {
+  if (category) {
+    any_category_ = true;
+    const auto kind = kind_of_category(*category);
+    if (kind) looks_like_torch_ = true;
+    if (!kind || *kind == TorchEventKind::PythonFunction) return;
+    event.kind = *kind;
+  } else {  // the legacy export: ops are "ns::op", everything else a record_function range
+    event.kind = event.name.find("::") != std::string::npos ? TorchEventKind::CpuOp : TorchEventKind::Annotation;
   }
-  trace.kineto = any_category;
+  if (event.kind == TorchEventKind::CpuOp) {
+    if (!event.inputs.empty()) trace_.shapes = true;
+  } else {
+    event.inputs.clear();
+  }
+  if (event.kind == TorchEventKind::Runtime) {
+    trace_.gpu_runtime = true;
+    if (event.name.rfind("hip", 0) == 0) trace_.hip = true;
+  }
+  if (is_device_kind(event.kind)) {
+    trace_.device_events.push_back(std::move(event));
+    return;
+  }
+  auto [slot, added] = thread_index_.emplace(thread_key, static_cast<int>(per_thread_.size()));
+  if (added) {
+    per_thread_.emplace_back();
+    trace_.threads.push_back(thread_key);
+  }
+  event.thread = slot->second;
+  per_thread_[static_cast<size_t>(slot->second)].push_back(std::move(event));
+}
+
+TorchTrace TorchTraceBuilder::finish() {
+  TorchTrace trace = std::move(trace_);
+  trace.kineto = any_category_;
   trace.gpu = !trace.device_events.empty();
 
   // Nesting per thread: begin order, the longer (then the enclosing kind) first.
-  for (std::vector<TorchEvent>& thread : per_thread) {
+  for (std::vector<TorchEvent>& thread : per_thread_) {
     std::stable_sort(thread.begin(), thread.end(), [](const TorchEvent& a, const TorchEvent& b) {
       if (a.begin_ns != b.begin_ns) return a.begin_ns < b.begin_ns;
       if (a.end_ns != b.end_ns) return a.end_ns > b.end_ns;
@@ -292,7 +264,9 @@ TorchTrace parse_torch_trace(const json& root, const std::string& file) {
       open.push_back(index);
     }
     for (int index : open) trace.host_events[static_cast<size_t>(index)].subtree_end = static_cast<int>(trace.host_events.size());
+    std::vector<TorchEvent>().swap(thread);  // its events were moved: release the buffer as we go
   }
+  per_thread_.clear();
 
   std::stable_sort(trace.device_events.begin(), trace.device_events.end(),
                    [](const TorchEvent& a, const TorchEvent& b) { return a.begin_ns < b.begin_ns; });
@@ -306,6 +280,70 @@ TorchTrace parse_torch_trace(const json& root, const std::string& file) {
       event.device_activity = found->second;
     }
   }
+  return trace;
+}
+
+TorchTrace parse_torch_trace(const json& root, const std::string& file) {
+  const Reader reader(file);
+  TorchTraceBuilder builder(file);
+  const json* events = &root;
+  std::string events_path = "";
+  if (root.is_object()) {
+    const auto found = root.find("traceEvents");
+    if (found == root.end()) reader.fail("traceEvents", "missing: expected a torch.profiler Chrome trace");
+    events = &*found;
+    events_path = "traceEvents";
+    if (const auto properties = root.find("deviceProperties"); properties != root.end() && properties->is_array() &&
+                                                                !properties->empty() && (*properties)[0].is_object()) {
+      builder.set_device((*properties)[0].value("name", ""));
+    }
+  }
+  if (!events->is_array()) reader.fail(events_path, "expected a list of events");
+
+  bool strides = false;
+  for (size_t i = 0; i < events->size(); ++i) {
+    const std::string path = events_path + "[" + std::to_string(i) + "]";
+    const json& event = (*events)[i];
+    if (!event.is_object()) reader.fail(path, "expected an event object");
+    const auto phase = event.find("ph");
+    if (phase == event.end() || !phase->is_string()) reader.fail(path + ".ph", "expected a phase string");
+    if (phase->get<std::string>() != "X") continue;  // metadata, flows, instants, counters
+    const auto name = event.find("name");
+    if (name == event.end() || !name->is_string()) reader.fail(path + ".name", "expected a string");
+
+    TorchEvent parsed;
+    parsed.name = name->get<std::string>();
+    std::string category_text;
+    const std::string* category = nullptr;
+    if (const auto found = event.find("cat"); found != event.end()) {
+      if (!found->is_string()) reader.fail(path + ".cat", "expected a string");
+      category_text = found->get<std::string>();
+      category = &category_text;
+      if (!TorchTraceBuilder::kept(category)) {
+        builder.add(std::move(parsed), category, "");  // counted as a Kineto category, then dropped
+        continue;
+      }
+    }
+    const double begin = reader.number(event, "ts", path);
+    const double duration = reader.number(event, "dur", path);
+    if (duration < 0) reader.fail(path + ".dur", "expected a duration >= 0");
+    parsed.begin_ns = nanoseconds(begin);
+    parsed.end_ns = nanoseconds(begin + duration);
+    if (const auto args = event.find("args"); args != event.end()) {
+      if (!args->is_object()) reader.fail(path + ".args", "expected an object");
+      if (const auto correlation = args->find("correlation"); correlation != args->end() && correlation->is_number_integer()) {
+        parsed.correlation = correlation->get<int64_t>();
+      }
+      if (const auto bytes = args->find("bytes"); bytes != args->end() && bytes->is_number_integer()) {
+        parsed.bytes = bytes->get<int64_t>();
+      }
+      parsed.inputs = reader.inputs(*args, path);
+      if (args->contains("Input Strides")) strides = true;
+    }
+    builder.add(std::move(parsed), category, Reader::id_text(event, "pid") + "/" + Reader::id_text(event, "tid"));
+  }
+  TorchTrace trace = builder.finish();
+  trace.strides = strides && trace.shapes;
   return trace;
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,8 @@ struct TorchTrace {
   bool shapes = false;      // cpu_ops carry Input Dims and Input type
   bool strides = false;     // ... and Input Strides
   bool gpu = false;         // device activity (kernels, memcpys) is recorded
+  bool gpu_runtime = false; // CUDA/HIP runtime calls are recorded (with or without device activity)
+  bool hip = false;         // ... and they are HIP's (ROCm)
   std::string device;       // deviceProperties[0].name, when present
   std::vector<TorchEvent> host_events;    // pre-order per thread; threads one after another
   std::vector<TorchEvent> device_events;  // kernels, memcpys, memsets in time order
@@ -80,6 +83,31 @@ struct TorchTrace {
   bool top_level_op(int event) const {
     return host_events[static_cast<size_t>(event)].kind == TorchEventKind::CpuOp && enclosing_op(event) < 0;
   }
+};
+
+// Builds a TorchTrace from events in file order, for both readers (a parsed document here, the
+// streaming reader in torch_trace_stream.h): keeps the kinds the diagnosis reads, nests each
+// host thread's events, ties runtime calls to their device activity.
+class TorchTraceBuilder {
+ public:
+  explicit TorchTraceBuilder(std::string file);
+  void set_device(std::string name) { trace_.device = std::move(name); }
+  // A complete ("X") event; `category` null in the legacy export. Events of kinds the diagnosis
+  // does not read (Python frames, spans, overhead) are dropped here.
+  void add(TorchEvent event, const std::string* category, const std::string& thread_key);
+  // Whether an event of this category and name would be kept (so a reader can skip its args).
+  static bool kept(const std::string* category);
+  // Whether the events seen so far look like a torch.profiler trace's.
+  bool looks_like_torch() const { return looks_like_torch_; }
+  void saw_name(const std::string& name, const std::string& pid);
+  TorchTrace finish();
+
+ private:
+  TorchTrace trace_;
+  std::map<std::string, int> thread_index_;
+  std::vector<std::vector<TorchEvent>> per_thread_;
+  bool any_category_ = false;
+  bool looks_like_torch_ = false;
 };
 
 // Whether a parsed JSON document is a torch.profiler trace (not decodelab's own: that one

@@ -342,9 +342,14 @@ TEST_CASE("diagnosis: the JSON lists each finding with name, evidence and confid
   CHECK(json["bugs"][0]["name"] == "no_kv_cache");
   CHECK(json["bugs"][1]["name"] == "host_sync");
   CHECK(json["bugs"][1]["variant"] == "layer");
+  CHECK(json["schema_version"] == 2);
+  CHECK(json["diagnosed"] == true);  // a decodelab trace is a generate loop
+  CHECK_FALSE(json.contains("not_diagnosed"));
   for (const auto& bug : json["bugs"]) {
     CHECK(bug["evidence"].get<std::string>().size() > 20);
     CHECK(bug["confidence"].get<double>() > 0.5);
+    REQUIRE(!bug["evidence_list"].empty());  // the evidence as a short list of its clauses
+    CHECK(bug["evidence"].get<std::string>().rfind(bug["evidence_list"][0].get<std::string>(), 0) == 0);
   }
   CHECK(json["trace"]["requests_per_run"] == 4);
 
@@ -352,4 +357,5 @@ TEST_CASE("diagnosis: the JSON lists each finding with name, evidence and confid
   const nlohmann::json clean_json = to_json(diagnose(recorded_trace(clean)));
   CHECK(clean_json["bugs"].empty());
   CHECK(clean_json["checked"].size() == 5);
+  CHECK(clean_json["not_checked"].empty());
 }

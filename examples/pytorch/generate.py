@@ -17,11 +17,10 @@ Bugs (any combination; the names are decodelab's):
   fp32_ops=norms|matmuls  one of the two
   sequential_generation   the requests one at a time instead of one batch
 
-The trace: torch.profiler with record_shapes=True. Where torch was built with Kineto its own
-export_chrome_trace() is used; Debian's torch 1.13 has no Kineto, and its export then drops
-every shape and dtype, so the trace is written in the Kineto layout from the events the
-profiler recorded (torch_trace_writer.py). --ranges adds record_function ranges around each
-generation, prefill and decode step; the diagnosis does not need them.
+The trace: torch.profiler with record_shapes=True, written by torch 2.x's own
+export_chrome_trace() (trace_export.py; run it with the venv's python, requirements/torch.txt).
+--ranges adds record_function ranges around each generation, prefill and decode step; the
+diagnosis does not need them.
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ import time
 import torch
 
 from llama_decoder import MODELS, Bugs, LlamaDecoder
-from torch_trace_writer import LAYOUTS, profiler_activities, write_trace
+from trace_export import LAYOUTS, profiler_activities, write_trace
 
 BUG_VARIANTS = {
     "no_kv_cache": [None],
@@ -124,7 +123,7 @@ def main(argv: list[str]) -> int:
                         help="switch a bug on (repeatable): " + ", ".join(BUG_VARIANTS))
     parser.add_argument("--model", choices=sorted(MODELS), default="tiny")
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16",
-                        help="model dtype (fp16 matmuls need CUDA on torch 1.13)")
+                        help="model dtype")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--requests", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=2)
@@ -132,9 +131,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--new-tokens", type=int, default=6)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--trace", help="write a torch.profiler Chrome trace here (.json or .json.gz)")
-    parser.add_argument("--trace-layout", choices=LAYOUTS, default="auto",
-                        help="auto: torch's own export where it has Kineto, else kineto; kineto-no-strides: as "
-                             "torch before 2.1 writes it; legacy: torch's export without Kineto (no shapes)")
+    parser.add_argument("--trace-layout", choices=LAYOUTS, default="kineto",
+                        help="kineto: torch's own export_chrome_trace(); kineto-no-strides: the same without "
+                             "Input Strides, as torch before 2.1 writes it")
     parser.add_argument("--ranges", action="store_true",
                         help="record_function ranges around each generation, prefill and decode step")
     args = parser.parse_args(argv)

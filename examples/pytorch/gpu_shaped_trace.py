@@ -54,7 +54,10 @@ class Shaper:
         events = document["traceEvents"]
         self.meta = [e for e in events if e.get("ph") != "X"]
         self.host = sorted((dict(e) for e in events if e.get("ph") == "X"), key=lambda e: (e["ts"], -e["dur"]))
-        self.pid, self.tid = self.host[0]["pid"], self.host[0]["tid"]
+        # The model's thread: torch 2.x's export begins with a "PyTorch Profiler" span on its own
+        # pseudo-thread ("Spans"), so take the first cpu_op's.
+        first_op = next(e for e in self.host if e.get("cat") == "cpu_op")
+        self.pid, self.tid = first_op["pid"], first_op["tid"]
         self.correlation = 10_000_000
         self.inserts: list[tuple[float, float, list]] = []  # (before this original time, length, block events)
         self.work: list[dict] = []                            # what the device runs, with the call that asked

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from torch_trace_writer import LAYOUTS, profiler_activities, write_trace
+from trace_export import LAYOUTS, profiler_activities, write_trace
 
 SHAPES = {  # vocab, width, depth, heads, ffn
     "narrow": (200, 48, 2, 3, 96),
@@ -212,7 +212,7 @@ def main(argv):
     parser.add_argument("--prompt", type=int, default=5)
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--trace")
-    parser.add_argument("--trace-layout", choices=LAYOUTS, default="auto")
+    parser.add_argument("--trace-layout", choices=LAYOUTS, default="kineto")
     parser.add_argument("--ranges", action="store_true")
     args = parser.parse_args(argv)
     bugs = {bug.split("=")[0] for bug in args.bug}
