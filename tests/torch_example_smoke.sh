@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # ctest torch_example_smoke: the PyTorch example end to end where the torch extra is installed
 # (.venv/ made by `DECODELAB_SETUP_EXTRAS=torch ./scripts/setup.sh`, or by hand:
-# /usr/bin/python3 -m venv .venv && .venv/bin/pip install -r requirements/torch.txt); without the
-# venv it skips (exit 77), so CI without torch does not need it. The example runs two bugs with
+# /usr/bin/python3 -m venv .venv && .venv/bin/pip install -r requirements/torch.txt); CMake registers
+# it only where .venv/ exists, and a .venv/ without torch fails it. The example runs two bugs with
 # record_function ranges and writes its trace with torch 2.x's export_chrome_trace();
 # `decodelab diagnose --json` must name exactly those two — the path a user takes.
 #   tests/torch_example_smoke.sh DECODELAB SOURCE_DIR OUT_DIR
@@ -11,8 +11,8 @@ decodelab="$1" source="$2" out="$3"
 
 python="$source/.venv/bin/python"
 if [[ ! -x "$python" ]] || ! "$python" -c "import torch" >/dev/null 2>&1; then
-  echo "the torch extra is not installed ($source/.venv): skipped (DECODELAB_SETUP_EXTRAS=torch ./scripts/setup.sh installs it)"
-  exit 77
+  echo "FAIL: torch does not import in $source/.venv (DECODELAB_SETUP_EXTRAS=torch ./scripts/setup.sh installs it)"
+  exit 1
 fi
 
 trace="$out/torch_example.json.gz" findings="$out/torch_example_diagnosis.json"
