@@ -154,7 +154,7 @@ TEST_CASE("real ncu: Windows --metrics exports of an RTX 5070, a GPU no spec des
 
 TEST_CASE("real ncu: a truly cut export is still refused, naming the line", "[ncu_real]") {
   // The details page cut inside its second metric row: the row ends before "Metric Value".
-  const std::string text = read_text_file(real_export("rtx5090_gemv_details.csv"));
+  const std::string text = decodelab::read_text_file(real_export("rtx5090_gemv_details.csv"));
   const size_t second_row = text.find('\n', text.find('\n') + 1);
   const std::string cut = text.substr(0, text.find("\"dram__bytes_write.sum\"", second_row)) + "\n";
   try {
