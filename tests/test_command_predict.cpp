@@ -37,7 +37,7 @@ void check_prediction_json(const nlohmann::json& prediction) {
   CHECK(prediction.at("ttft_ms").get<double>() > 0);
   CHECK(prediction.at("total_ms").get<double>() > 0);
   CHECK(prediction.at("decode_tokens_per_s").get<double>() >= 0);
-  CHECK(prediction.at("decode_step_wall_ms").get<double>() >= prediction.at("decode_step_busy_ms").get<double>());
+  CHECK(prediction.at("decode_wall_ms_per_step").get<double>() >= prediction.at("decode_busy_ms_per_step").get<double>());
   CHECK_FALSE(prediction.at("phases").empty());
   CHECK_FALSE(prediction.at("categories").empty());
 }
