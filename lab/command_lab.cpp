@@ -147,7 +147,9 @@ void execute_lab(const LabArguments& arguments) {
     if (!arguments.quiet) {
       std::fprintf(stderr, "decodelab: lab: %zu %s within %.0f s%s, about %.0f s each%s\n", bugs_to_run,
                    bugs_to_run == 1 ? "bug" : "bugs", arguments.max_seconds,
-                   roofs_cached ? "" : " (the roofs of this machine first: they are not cached yet)",
+                   roofs_cached ? ""
+                                : " (the roofs of this machine first: they are not cached yet, and their "
+                                  "measurement, tens of seconds on a CPU, cannot be cut short)",
                    arguments.max_seconds / static_cast<double>(bugs_to_run),
                    "; each bug's line says the time left");
     }
@@ -235,7 +237,7 @@ void execute_lab(const LabArguments& arguments) {
     std::string names;
     for (const std::string& name : skipped) names += (names.empty() ? "" : ", ") + name;
     std::fprintf(stderr, "decodelab: no time left in the lab's budget for %s; %s\n", names.c_str(),
-                 arguments.json_file.empty()
+                 arguments.json_file.empty() || results.rows().empty()
                      ? "give the lab more --max-seconds"
                      : ("the rows that finished are in " + arguments.json_file +
                         " (\"complete\": false): rerun with --resume and more --max-seconds")
