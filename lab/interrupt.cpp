@@ -7,10 +7,12 @@
 #include "lab/interrupt.h"
 
 #include <semaphore.h>
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 
 #include "engine/clock.h"
@@ -52,7 +54,16 @@ extern "C" void on_stop_signal(int signal_number) {
 }
 
 void watch_for_second_signal() {
-  sem_wait(&second_signal);
+  // The signals go to the command's threads, not this one: a handler run here would end
+  // sem_wait with EINTR, which is no second signal.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  while (!watchdog_quit.load() && signals_seen.load() < 2) {
+    if (sem_wait(&second_signal) != 0 && errno != EINTR) return;
+  }
   if (watchdog_quit.load()) return;
   const auto until = std::chrono::steady_clock::now() + kGraceAfterSecondSignal;
   while (std::chrono::steady_clock::now() < until) {
