@@ -235,6 +235,8 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
       }
     }
     if (stop_requested()) {
+      // Before any pair (a stop while loading or checking the machine) there is nothing to keep.
+      if (pair == 0) throw RepeatAbandoned(RepeatAbandoned::Why::StopRequested);
       stop = RepeatStop::Interrupted;
       break;
     }
