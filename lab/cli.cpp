@@ -62,8 +62,9 @@ int run_cli(int argc, char** argv) {
                "decodelab"};
   app.set_version_flag("--version", version_text());
   // Command-line mistakes read like every other input error: one line, the same prefix.
-  app.failure_message([](const CLI::App*, const CLI::Error& error) {
-    return "decodelab: error: " + one_line(error.what()) + "; see --help\n";
+  app.failure_message([&app](const CLI::App*, const CLI::Error& error) {
+    const std::string hint = dynamic_cast<const CLI::ExtrasError*>(&error) ? unknown_option_hint(app, invocation) : "";
+    return "decodelab: error: " + one_line(error.what()) + hint + "; see --help\n";
   });
   app.require_subcommand(1);
   add_run_command(app);

@@ -40,7 +40,7 @@ void add_run_command(CLI::App& app) {
                     "names the first op that produced one");
   add_row_format_option(*command, arguments->format);
   add_top_option(*command, arguments->top);
-  command->add_flag("--quiet,-q", arguments->quiet, "Print no table and no progress");
+  command->add_flag("--quiet,-q", arguments->quiet, "Print no progress and no table (rows asked for with -o still print)");
   command->callback([arguments] { execute_run(*arguments); });
 }
 
@@ -66,7 +66,7 @@ void add_compare_command(CLI::App& app) {
   add_predict_on_option(*command, arguments->predict_on);
   add_row_format_option(*command, arguments->format);
   add_top_option(*command, arguments->top);
-  command->add_flag("--quiet,-q", arguments->quiet, "Print nothing");
+  command->add_flag("--quiet,-q", arguments->quiet, "Print no progress and no table (rows asked for with -o still print)");
   command->callback([arguments] { execute_compare(*arguments); });
 }
 
@@ -94,7 +94,7 @@ void add_lab_command(CLI::App& app) {
                       "run.max_seconds: each bug's share ends its pairs in place of its max_seconds (default: 160)")
       ->check(positive_number());
   add_row_format_option(*command, arguments->format);
-  command->add_flag("--quiet,-q", arguments->quiet, "Print nothing");
+  command->add_flag("--quiet,-q", arguments->quiet, "Print no progress and no table (rows asked for with -o still print)");
   CLI::Option* mystery = command->add_flag(
       "--mystery", arguments->mystery, "Practice: run a seeded random case with hidden bugs; write its trace, name none");
   CLI::Option* reveal =
@@ -150,7 +150,7 @@ void add_sweep_command(CLI::App& app) {
   command->add_flag("--check-numerics", arguments->check_numerics,
                     "After each run's repeats, one more generation checking every op's output for NaN/Inf");
   add_row_format_option(*command, arguments->format);
-  command->add_flag("--quiet,-q", arguments->quiet, "Print nothing");
+  command->add_flag("--quiet,-q", arguments->quiet, "Print no progress and no table (rows asked for with -o still print)");
   add_slurm_options(*command, arguments->slurm);
   for (const char* here_only : {"--json", "--resume", "--report"})
     command->get_option("--slurm")->excludes(command->get_option(here_only));  // collect writes the rows

@@ -2,6 +2,7 @@
 #include "lab/cli_options.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -60,7 +61,7 @@ CLI::Validator positive_number() {
 
 CLI::Option* add_threads_option(CLI::App& command, int& threads) {
   return command
-      .add_option("--threads", threads, "CPU kernel threads (default: the scenario's threads:, else every core)")
+      .add_option("--threads", threads, "CPU kernel threads, 0 = every core (default: the scenario's threads:, else every core)")
       ->check(integer_range(0, kMaxCpuThreads));
 }
 
@@ -68,7 +69,7 @@ CLI::Option* add_row_format_option(CLI::App& command, RowFormat& format) {
   return command
       .add_option_function<std::string>(
           "-o,--output", [&format](const std::string& name) { format = parse_row_format(name); },
-          "Rows on stdout as md (the table, default), csv, json or jsonl (one JSON object per line)")
+          "Rows on stdout as md (the table, default), csv, json or jsonl (one JSON object per line); printed even with -q")
       ->check(CLI::IsMember(row_format_names()))
       ->type_name("md|csv|json|jsonl");
 }
@@ -133,6 +134,26 @@ std::optional<std::string> unknown_subcommand(const CLI::App& app, int argc, cha
   std::string listing;
   for (const std::string& name : names) listing += (listing.empty() ? "" : ", ") + name;
   return "unknown command '" + word + "'" + did_you_mean(word, names) + "; the commands are " + listing;
+}
+
+std::string unknown_option_hint(const CLI::App& app, const std::vector<std::string>& words) {
+  std::vector<std::string> names = {"--help", "--version"};
+  // The subcommand named on the command line (argv[1]): a failed parse has not marked it parsed.
+  const CLI::App* command = nullptr;
+  for (const CLI::App* candidate : app.get_subcommands({}))
+    if (words.size() > 1 && candidate->get_name() == words[1]) command = candidate;
+  if (command) {
+    for (const CLI::Option* option : command->get_options())
+      for (const std::string& name : option->get_lnames()) names.push_back("--" + name);
+  }
+  for (size_t i = 1; i < words.size(); ++i) {
+    const std::string word = words[i].substr(0, words[i].find('='));
+    if (word.size() < 3 || word.rfind("--", 0) != 0) continue;
+    if (std::find(names.begin(), names.end(), word) != names.end()) continue;
+    const std::string hint = did_you_mean(word, names);
+    if (!hint.empty()) return "; " + word + " is unknown" + hint;
+  }
+  return "";
 }
 
 }  // namespace decodelab

@@ -79,11 +79,25 @@ CollectedPoints collected_points(const RunManifest& manifest) {
   return collected;
 }
 
+namespace {
+
+// A device as a set tells devices apart: a CPU's description without its thread count
+// ("EPYC (2 threads, AVX2)" and "EPYC (1 threads, AVX2)" are one device in a threads sweep).
+std::string device_identity(const std::string& description) {
+  const size_t open = description.rfind(" (");
+  const size_t threads = description.find(" threads", open == std::string::npos ? 0 : open);
+  if (open == std::string::npos || threads == std::string::npos) return description;
+  const size_t comma = description.find(", ", threads);
+  return description.substr(0, open) + (comma == std::string::npos ? "" : " (" + description.substr(comma + 2));
+}
+
+}  // namespace
+
 std::string set_heading(const CollectedSet& set) {
   std::set<std::string> devices, nodes;
   for (const nlohmann::json* row : set.rows) {
     if (!row) continue;
-    devices.insert(row->value("device", "?"));
+    devices.insert(device_identity(row->value("device", "?")));
     if (row->contains("placement") && (*row)["placement"].is_object())
       nodes.insert((*row)["placement"].value("node", "?"));
   }

@@ -57,7 +57,8 @@ void execute_compare(const CompareArguments& arguments) {
     write_comparison_report(arguments.report_dir, comparison, "decodelab compare: " + scenario.name, PagePlace::Alone);
   }
   outputs.commit();
-  if (arguments.quiet) return;
+  // -q silences progress and the table; rows asked for with -o are printed all the same.
+  if (arguments.quiet && arguments.format == RowFormat::Markdown) return;
   if (arguments.format != RowFormat::Markdown) {
     std::fputs(format_rows({comparison_json(comparison)}, arguments.format).c_str(), stdout);
   } else {

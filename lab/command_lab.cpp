@@ -28,6 +28,7 @@
 #include "lab/output_files.h"
 #include "lab/paths.h"
 #include "lab/results_file.h"
+#include "lab/runner.h"
 #include "lab/row_output.h"
 #include "lab/run_report.h"
 #include "lab/slurm_submit.h"
@@ -70,6 +71,9 @@ std::vector<fs::path> lab_scenarios(const std::vector<std::string>& only) {
   if (files.empty()) throw ResourceError("no lab scenarios found under " + directory.string());
   return files;
 }
+
+// A saved row whose pairs a stop cut short: --resume runs its bug again.
+bool interrupted_row(const nlohmann::json& row) { return row.value("stopped_because", "") == "interrupted"; }
 
 void execute_lab(const LabArguments& arguments) {
   // Validate everything before any work starts.
@@ -118,40 +122,97 @@ void execute_lab(const LabArguments& arguments) {
   }
   const StopRequests stop;
   std::vector<LabRow> rows;
-  // The lab's time budget, shared among the bugs still to run in proportion to their
-  // run.max_seconds: a bug that reaches its target early leaves its time to the rest, and
-  // the lab ends near --max-seconds.
-  const int64_t lab_deadline_ns = now_ns() + static_cast<int64_t>(arguments.max_seconds * 1e9);
+  // The lab's time budget is a ceiling for all of it: the roofs (measured first when none are
+  // cached, on the first bug's backend), then each bug's share of the time left, in
+  // proportion to its run.max_seconds — loading, warm-ups and pairs all inside the share, a
+  // repeat still running at its end abandoned — so a bug that reaches its target early leaves
+  // its time to the rest, and the lab ends by --max-seconds.
+  const int64_t lab_begin_ns = now_ns();
+  const int64_t lab_deadline_ns = lab_begin_ns + static_cast<int64_t>(arguments.max_seconds * 1e9);
+  auto seconds_left = [&] { return std::max(0.0, (lab_deadline_ns - now_ns()) / 1e9); };
   double weight_to_run = 0;
-  for (size_t i = 0; i < scenarios.size(); ++i)
-    weight_to_run += results.previous(keys[i]) ? 0.0 : scenarios[i].repeats.max_seconds;
+  size_t bugs_to_run = 0;
+  for (size_t i = 0; i < scenarios.size(); ++i) {
+    if (results.previous(keys[i]) && !interrupted_row(*results.previous(keys[i]))) continue;
+    weight_to_run += scenarios[i].repeats.max_seconds;
+    ++bugs_to_run;
+  }
+  if (bugs_to_run > 0) {
+    RunOptions run_options;
+    run_options.backend = options.backend;
+    run_options.threads = options.threads;
+    std::unique_ptr<Backend> backend = open_backend(scenarios.front(), run_options);
+    const int threads = kernel_threads(scenarios.front(), run_options);
+    const bool roofs_cached = cached_device_spec(*backend, threads).has_value();
+    if (!arguments.quiet) {
+      std::fprintf(stderr, "decodelab: lab: %zu %s within %.0f s%s, about %.0f s each%s\n", bugs_to_run,
+                   bugs_to_run == 1 ? "bug" : "bugs", arguments.max_seconds,
+                   roofs_cached ? ""
+                                : " (the roofs of this machine first: they are not cached yet, and their "
+                                  "measurement, tens of seconds on a CPU, cannot be cut short)",
+                   arguments.max_seconds / static_cast<double>(bugs_to_run),
+                   "; each bug's line says the time left");
+    }
+    if (!roofs_cached) {
+      progress.status("roofs of " + backend->device_description());
+      const MachineState machine = check_machine_for_timing(*backend, threads, /*warn=*/true, /*notes=*/false);
+      default_device_spec(*backend, threads, nullptr, {}, &machine);
+      progress.finished("roofs measured; " + std::to_string(static_cast<int>(seconds_left())) + " s of the budget left");
+    }
+  }
+  std::vector<std::string> kept_notes, skipped;
   for (size_t i = 0; i < scenarios.size() && !stop.requested(); ++i) {
     const std::string label =
         "[" + std::to_string(i + 1) + "/" + std::to_string(scenarios.size()) + "] " + scenarios[i].name;
-    if (std::optional<nlohmann::json> previous = results.take(keys[i])) {
-      rows.push_back(lab_row_from_json(*previous, arguments.json_file));
-      results.add(std::move(*previous));
-      progress.finished(label + ": reused from " + arguments.json_file);
-      continue;
+    std::optional<nlohmann::json> previous = results.take(keys[i]);
+    if (previous) {
+      if (!interrupted_row(*previous)) {
+        rows.push_back(lab_row_from_json(*previous, arguments.json_file));
+        results.add(std::move(*previous));
+        progress.finished(label + ": reused from " + arguments.json_file);
+        continue;
+      }
+      progress.finished(label + ": its saved row was interrupted; running it again");
     }
     options.progress_label = label;
-    options.lab_deadline_ns = lab_deadline_ns;
-    options.budget_share = scenarios[i].repeats.max_seconds / weight_to_run;
+    const double share = weight_to_run > 0 ? scenarios[i].repeats.max_seconds / weight_to_run : 1.0;
     weight_to_run -= scenarios[i].repeats.max_seconds;
-    const Comparison comparison = compare_with_fixed_twin(scenarios[i], options);
-    rows.push_back(lab_row(comparison));
+    options.budget_seconds = seconds_left() * share;
+    options.deadline_ns = now_ns() + static_cast<int64_t>(options.budget_seconds * 1e9);
+    std::optional<Comparison> comparison;
+    try {
+      comparison.emplace(compare_with_fixed_twin(scenarios[i], options));
+    } catch (const RepeatAbandoned&) {
+      progress.finished(label + ": stopped before its first pair finished; nothing new of it kept");
+      if (previous) {  // the saved, interrupted row stays rather than be lost
+        rows.push_back(lab_row_from_json(*previous, arguments.json_file));
+        results.add(std::move(*previous));
+      }
+      break;
+    } catch (const BudgetSpent& spent) {
+      progress.finished(label + ": skipped: " + spent.what());
+      skipped.push_back(scenarios[i].name);
+      continue;
+    }
+    rows.push_back(lab_row(*comparison));
     // Each bug's report as soon as it exists, so that an interrupted lab keeps it too.
-    if (!arguments.report_dir.empty()) write_bug_report(arguments.report_dir, rows.back(), comparison);
+    if (!arguments.report_dir.empty()) write_bug_report(arguments.report_dir, rows.back(), *comparison);
     results.add(lab_row_json(rows.back()));
     const SlowdownReading& headline = rows.back().headline;
     const std::string verdict = to_string(headline.verdict.kind);
+    if (comparison->interrupted) {
+      kept_notes.push_back(scenarios[i].name + ": its " + std::to_string(rows.back().pairs) +
+                           " finished pairs (the repeat in progress was abandoned)");
+    }
     progress.finished(label + ": done, " + to_string(headline.metric) + " slowdown " +
                       format_slowdown(headline.measured) + " over " + std::to_string(rows.back().pairs) + " pairs in " +
-                      std::to_string(static_cast<int>(std::lround(comparison.timed_seconds))) + " s" +
-                      (verdict == "-" ? "" : " (" + verdict + ")"));
+                      std::to_string(static_cast<int>(std::lround(comparison->timed_seconds))) + " s" +
+                      (verdict == "-" ? "" : " (" + verdict + ")") + "; " +
+                      std::to_string(static_cast<int>(std::lround(seconds_left()))) + " s of the lab's budget left");
   }
   progress.clear();
-  if (!arguments.quiet) {
+  // -q silences progress and the table; rows asked for with -o are printed all the same.
+  if (!arguments.quiet || arguments.format != RowFormat::Markdown) {
     if (arguments.format == RowFormat::Markdown) {
       std::fputs(lab_table(rows).c_str(), stdout);
     } else {
@@ -161,14 +222,28 @@ void execute_lab(const LabArguments& arguments) {
     }
     std::fflush(stdout);
   }
-  if (rows.size() < scenarios.size()) {
+  if (stop.requested()) {
     std::string message = "stopped after " + std::to_string(rows.size()) + " of " + std::to_string(scenarios.size()) +
                           " bugs";
+    for (const std::string& note : kept_notes) message += "; kept " + note;
     if (!arguments.json_file.empty()) {
-      message += "; the completed rows are in " + arguments.json_file +
+      message += "; every finished row is in " + arguments.json_file +
                  " (\"complete\": false): rerun with --resume to run the rest";
     }
     throw Interrupted(stop.signal_number(), message);
+  }
+  if (!skipped.empty()) {
+    // The budget ran out before these had one pair: the file stays partial, for --resume.
+    std::string names;
+    for (const std::string& name : skipped) names += (names.empty() ? "" : ", ") + name;
+    std::fprintf(stderr, "decodelab: no time left in the lab's budget for %s; %s\n", names.c_str(),
+                 arguments.json_file.empty() || results.rows().empty()
+                     ? "give the lab more --max-seconds"
+                     : ("the rows that finished are in " + arguments.json_file +
+                        " (\"complete\": false): rerun with --resume and more --max-seconds")
+                           .c_str());
+    if (!arguments.report_dir.empty()) write_lab_index(arguments.report_dir, rows);
+    return;
   }
   results.finish();
   if (arguments.resume && !arguments.quiet)

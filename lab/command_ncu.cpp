@@ -8,6 +8,7 @@
 
 #include "lab/commands.h"
 #include "lab/output_files.h"
+#include "lab/row_prediction.h"
 #include "profiling/atomic_file.h"
 #include "profiling/device_spec.h"
 #include "profiling/ncu_reader.h"
@@ -18,7 +19,7 @@ namespace decodelab {
 void execute_ncu(const NcuArguments& arguments) {
   if (!arguments.json_file.empty()) check_output_path(arguments.json_file, "--json");
   NcuReadingOptions options;
-  if (!arguments.device.empty()) options.device = find_device_spec(arguments.device);
+  if (!arguments.device.empty()) options.device = named_device(arguments.device, "--device");
   const NcuReport report = read_ncu_report(read_ncu_csv(arguments.file), options);
   if (!arguments.json_file.empty()) save_file_atomically(arguments.json_file, to_json(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   std::fputs(format_ncu_report(report).c_str(), stdout);

@@ -16,6 +16,7 @@
 #include "lab/commands.h"
 #include "lab/scenario.h"
 #include "lab/output_files.h"
+#include "lab/row_prediction.h"
 #include "lab/runner.h"
 #include "profiling/atomic_file.h"
 #include "profiling/device_spec.h"
@@ -39,7 +40,7 @@ BackendKind backend_kind(const std::string& name) {
 
 void execute_roofline(const RooflineArguments& options) {
   if (!options.device.empty()) {
-    std::fputs(format_device_roofs(find_device_spec(options.device)).c_str(), stdout);
+    std::fputs(format_device_roofs(named_device(options.device, "--device")).c_str(), stdout);
     return;
   }
   BackendOptions backend_options;

@@ -15,6 +15,8 @@
 #include "lab/npy.h"
 #include "lab/output_files.h"
 #include "lab/paths.h"
+#include "lab/predict.h"
+#include "lab/row_prediction.h"
 #include "lab/row_output.h"
 #include "lab/run_report.h"
 #include "lab/runner.h"
@@ -58,8 +60,19 @@ void execute_run(const RunArguments& arguments) {
   options.check_machine = true;
   Trace trace;
   if (profiled) options.sink = &trace;
-  const RunResult result = run_scenario(scenario, options, backend.get());
-  const MachineState machine = result.machine.value_or(MachineState{});
+  RunResult result = run_scenario(scenario, options, backend.get());
+  // After the repeats too: work that started as they ended still tells on the figures.
+  result.after = check_machine_for_timing(*backend, kernel_threads(scenario, options), /*warn=*/false, /*notes=*/false);
+  if (result.after->contended && !(result.machine && result.machine->contended) &&
+      !(result.during && result.during->contended)) {
+    mark_if_contended(result, scenario.name + "'s figures");
+  }
+  MachineState machine = result.machine.value_or(MachineState{});
+  // Contention seen during or after the repeats counts too: roofs measured now stay out of the cache.
+  if (result.contended() && !machine.contended) {
+    machine.contended = true;
+    if (result.during && result.during->contended) machine.findings.push_back(result.during->finding);
+  }
   DeviceSpec spec;
   if (profiled) {
     spec = default_device_spec(*backend, kernel_threads(scenario, options), nullptr, {}, &machine);
@@ -70,9 +83,26 @@ void execute_run(const RunArguments& arguments) {
     trace.metadata().device_spec = spec;
   }
 
+  nlohmann::json result_json = run_result_json(scenario, result);
+  // Far below what this machine's roofs predict (cached ones only: measuring them here would
+  // cost more than the run): suspect, said beside the figure and on stderr.
+  if (const std::optional<DeviceSpec> cached = cached_device_spec(*backend, kernel_threads(scenario, options));
+      cached && result.metrics.decode_steps > 0) {
+    try {
+      const double predicted = predict_scenario(scenario, profiled ? spec : *cached).metrics.decode_tokens_per_s;
+      result_json["predicted_decode_tokens_per_s"] = predicted;
+      const std::string suspect =
+          suspect_below_prediction("decode tok/s", result.metrics.decode_tokens_per_s.median, predicted);
+      if (!suspect.empty()) {
+        result_json["suspect"] = suspect;
+        std::fprintf(stderr, "decodelab: warning: %s\n", suspect.c_str());
+      }
+    } catch (const InputError&) {  // a device without fixed costs has no prediction
+    }
+  }
+
   StagedOutputs outputs;
-  if (!arguments.json_file.empty())
-    outputs.stage(arguments.json_file, run_result_json(scenario, result).dump(2) + "\n");
+  if (!arguments.json_file.empty()) outputs.stage(arguments.json_file, result_json.dump(2) + "\n");
   if (!arguments.logits_file.empty()) {
     const int64_t requests = scenario.workload.requests;
     const int64_t vocab = scenario.model_config.vocab_size;
@@ -96,9 +126,10 @@ void execute_run(const RunArguments& arguments) {
   }
   outputs.commit();
 
-  if (arguments.quiet) return;
+  // -q silences progress and the table; rows asked for with -o are printed all the same.
+  if (arguments.quiet && arguments.format == RowFormat::Markdown) return;
   if (arguments.format != RowFormat::Markdown) {
-    std::fputs(format_rows({run_result_json(scenario, result)}, arguments.format).c_str(), stdout);
+    std::fputs(format_rows({result_json}, arguments.format).c_str(), stdout);
   } else {
     std::fputs((run_table_header() + run_table_row(scenario, result) + run_table_legend(scenario.repeats.target_ci)).c_str(),
                stdout);

@@ -2,7 +2,7 @@
 // list is swept (`--threads 1,2` and `--backend cpu,cuda` too); every combination is
 // validated first, then run, one table row each (the swept values first, the decode
 // phase's roofline reading last; -o csv|json|jsonl prints the rows' JSON instead). The --json file is rewritten after every
-// row; Ctrl-C stops after the run in progress (every completed row kept, "complete":
+// row; Ctrl-C stops the run in progress between its repeats (every completed row kept, "complete":
 // false) and --resume runs only what is missing; --report draws the measured points over the
 // predicted curve (lab/sweep_report.h). With --slurm the points go to a Slurm
 // job array instead (lab/slurm_submit.h) and `decodelab collect` gathers their rows.
@@ -132,7 +132,14 @@ void execute_sweep(SweepArguments arguments) {
     Backend& backend = backends.open(scenarios[i], options);
     SweepContext& context = backends.context();
     if (!context.machine) progress.clear();  // the machine check's warning starts on its own line
-    SweepRow row = run_sweep_point(points[i], scenarios[i], options, backend, context);
+    std::optional<SweepRow> point_row;
+    try {
+      point_row.emplace(run_sweep_point(points[i], scenarios[i], options, backend, context));
+    } catch (const RepeatAbandoned&) {
+      progress.finished(label + ": stopped; the point in progress is dropped");
+      break;
+    }
+    SweepRow& row = *point_row;
     table += sweep_table_row(points[i], scenarios[i], row.result, row.json);
     const RunMetrics& metrics = row.result.metrics;
     char outcome[160];
@@ -140,10 +147,15 @@ void execute_sweep(SweepArguments arguments) {
                   metrics.decode_tokens_per_s.median, format_interval(metrics.decode_tokens_per_s).c_str(),
                   metrics.repeats, row.result.stopped_because.c_str());
     progress.finished(label + outcome);
+    if (row.json.contains("suspect")) {
+      progress.clear();
+      std::fprintf(stderr, "decodelab: warning: %s: %s\n", label.c_str(), row.json["suspect"].get<std::string>().c_str());
+    }
     results.add(std::move(row.json));
   }
   progress.clear();
-  if (!arguments.quiet) {
+  // -q silences progress and the table; rows asked for with -o are printed all the same.
+  if (!arguments.quiet || arguments.format != RowFormat::Markdown) {
     if (arguments.format == RowFormat::Markdown) {
       std::fputs((table + run_table_legend(scenarios.front().repeats.target_ci)).c_str(), stdout);
     } else {

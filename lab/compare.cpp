@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "engine/clock.h"
+#include "lab/interrupt.h"
 #include "lab/predict.h"
 #include "lab/run_report.h"
 #include "lab/token_agreement.h"
@@ -50,6 +51,17 @@ void set_trace_metadata(Trace& trace, const Scenario& scenario, const Backend& b
   metadata.dtype = dtype_name(scenario.dtype);
   metadata.model = ModelShape::of(scenario.model_config);
   metadata.device_spec = spec;
+}
+
+// "run.max_seconds, 20 s" or "its share of the lab's budget, 31 s".
+std::string budget_text(const CompareOptions& options, const RepeatPolicy& policy) {
+  char text[96];
+  if (options.deadline_ns) {
+    std::snprintf(text, sizeof text, "%.0f s left of the lab's budget when it began", options.budget_seconds);
+  } else {
+    std::snprintf(text, sizeof text, "run.max_seconds, %g s", policy.max_seconds);
+  }
+  return text;
 }
 
 std::string progress_text(const CompareOptions& options, const std::string& what) {
@@ -161,25 +173,42 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
   const AttributionScope scope = metric == SlowdownMetric::Decode ? AttributionScope::Decode : AttributionScope::EndToEnd;
   const RepeatPolicy& policy = buggy_scenario.repeats;
   const int warmup = std::max(buggy_scenario.warmup, 0);
-  for (int i = 0; i < warmup; ++i) {
-    const std::string warming = "warm-up " + std::to_string(i + 1) + "/" + std::to_string(warmup);
-    progress.status(progress_text(options, warming));
-    {  // traced as the pairs are, so the recording's memory is in use once before they start
-      Trace fixed_warm_up, buggy_warm_up;
-      fixed.generate(&fixed_warm_up);
-      buggy.generate(&buggy_warm_up);
+  // The budget covers the warm-ups and the pairs: the lab's deadline, else run.max_seconds from here.
+  const int64_t deadline_ns =
+      options.deadline_ns ? *options.deadline_ns : now_ns() + static_cast<int64_t>(policy.max_seconds * 1e9);
+  auto no_pair_within_budget = [&](const std::string& during) {
+    return BudgetSpent(run_label(buggy_scenario) + ": the time budget (" + budget_text(options, policy) +
+                         ") ran out " + during + ", before one pair of repeats finished; give it more time");
+  };
+  try {
+    for (int i = 0; i < warmup; ++i) {
+      const std::string warming = "warm-up " + std::to_string(i + 1) + "/" + std::to_string(warmup);
+      progress.status(progress_text(options, warming));
+      {  // traced as the pairs are, so the recording's memory is in use once before they start
+        Trace fixed_warm_up, buggy_warm_up;
+        AbandoningSink fixed_sink(&fixed_warm_up, deadline_ns), buggy_sink(&buggy_warm_up, deadline_ns);
+        fixed.generate(&fixed_sink);
+        buggy.generate(&buggy_sink);
+      }
+      progress.finished(progress_text(options, warming + " done"));
     }
-    progress.finished(progress_text(options, warming + " done"));
+  } catch (const RepeatAbandoned& abandoned) {
+    progress.clear();
+    if (abandoned.why() == RepeatAbandoned::Why::StopRequested) throw;
+    throw no_pair_within_budget("during the warm-ups");
   }
   Side fixed_side, buggy_side;
   std::vector<Attribution> pair_attributions;
+  // Every repeat is a window of the machine watch: work that starts after the check still shows.
+  MachineWatch watch = start_machine_watch(comparison.machine);
   auto run_side = [&](LoadedScenario& loaded, const Scenario& scenario, Side& side) {
-    side.traces.push_back(std::make_unique<Trace>());
-    side.runs.push_back(loaded.generate(side.traces.back().get()));
-    if (side.runs.size() > 1) {  // only the last repeat's outputs are compared
-      side.runs[side.runs.size() - 2].tokens.clear();
-      side.runs[side.runs.size() - 2].last_logits.clear();
-    }
+    auto trace = std::make_unique<Trace>();
+    AbandoningSink sink(trace.get(), deadline_ns);
+    const CpuUsageSample window_begin = sample_cpu_usage();
+    GenerationResult run = loaded.generate(&sink);  // throws RepeatAbandoned, leaving the side as it was
+    add_window(watch, window_begin, sample_cpu_usage());
+    side.traces.push_back(std::move(trace));
+    side.runs.push_back(std::move(run));
     set_trace_metadata(*side.traces.back(), scenario, *backend, spec);
     side.analyses.push_back(analyze(*side.traces.back(), &spec));
   };
@@ -187,9 +216,9 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
   RepeatStop stop = RepeatStop::MaxRepeats;
   Estimate slowdown;  // the headline's, so far
   Estimate judged;    // the slowdown the stopping rule watches (slowdown_to_watch)
+  // The pairs' own limit is the deadline (checked below, pair by pair), not max_seconds.
   RepeatPolicy budget = policy;
-  if (options.lab_deadline_ns)
-    budget.max_seconds = std::max(0.0, (*options.lab_deadline_ns - timed_begin) / 1e9 * options.budget_share);
+  budget.max_seconds = std::max(0.0, (deadline_ns - timed_begin) / 1e9);
   // "pair 3/6" for a fixed count, "pair 7 (6-30)" when the slowdown's interval decides.
   auto pair_label = [&](int pair) {
     const std::string number = "pair " + std::to_string(pair + 1);
@@ -197,15 +226,47 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
     return number + " (" + std::to_string(policy.min_repeats) + "-" + std::to_string(policy.max_repeats) + ")";
   };
   for (int pair = 0;; ++pair) {
-    if (pair > 0 && !want_another_repeat(budget, pair, (now_ns() - timed_begin) / 1e9, judged, stop)) break;
+    if (pair > 0) {
+      // A pair that would end past the deadline is not started (the pairs so far say how long one takes).
+      const double elapsed = (now_ns() - timed_begin) / 1e9;
+      if (!want_another_repeat(budget, pair, elapsed, judged, stop)) break;
+      if (elapsed + elapsed / pair > budget.max_seconds) {  // min_repeats too give way to the budget
+        stop = RepeatStop::MaxSeconds;
+        break;
+      }
+    }
+    if (stop_requested()) {
+      // Before any pair (a stop while loading or checking the machine) there is nothing to keep.
+      if (pair == 0) throw RepeatAbandoned(RepeatAbandoned::Why::StopRequested);
+      stop = RepeatStop::Interrupted;
+      break;
+    }
     progress.status(progress_text(options, pair_label(pair)));
-    // Alternate which side goes first, so neither always follows the other.
-    if (pair % 2 == 0) {
-      run_side(fixed, comparison.fixed.scenario, fixed_side);
-      run_side(buggy, comparison.buggy.scenario, buggy_side);
-    } else {
-      run_side(buggy, comparison.buggy.scenario, buggy_side);
-      run_side(fixed, comparison.fixed.scenario, fixed_side);
+    // Alternate which side goes first, so neither always follows the other. A repeat
+    // abandoned part-way (a stop, the deadline) drops its whole pair: the finished pairs stay.
+    try {
+      if (pair % 2 == 0) {
+        run_side(fixed, comparison.fixed.scenario, fixed_side);
+        run_side(buggy, comparison.buggy.scenario, buggy_side);
+      } else {
+        run_side(buggy, comparison.buggy.scenario, buggy_side);
+        run_side(fixed, comparison.fixed.scenario, fixed_side);
+      }
+    } catch (const RepeatAbandoned& abandoned) {
+      for (Side* side : {&fixed_side, &buggy_side}) {
+        if (side->runs.size() > static_cast<size_t>(pair)) {
+          side->runs.pop_back();
+          side->traces.pop_back();
+          side->analyses.pop_back();
+        }
+      }
+      progress.clear();
+      if (pair == 0) {
+        if (abandoned.why() == RepeatAbandoned::Why::StopRequested) throw;
+        throw no_pair_within_budget("during the first pair");
+      }
+      stop = abandoned.why() == RepeatAbandoned::Why::StopRequested ? RepeatStop::Interrupted : RepeatStop::MaxSeconds;
+      break;
     }
     if (pair == 0) {  // a point above a suspect roof: measure the roofs again, before more pairs use them
       const bool suspect = fixed_side.analyses.back().roofs_suspect() || buggy_side.analyses.back().roofs_suspect();
@@ -216,6 +277,12 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
           set_trace_metadata(*side->traces.back(), *scenario, *backend, spec);
           side->analyses.back() = analyze(*side->traces.back(), &spec);
         }
+      }
+    }
+    for (Side* side : {&fixed_side, &buggy_side}) {
+      if (side->runs.size() > 1) {  // only the last pair's outputs are compared (kept until a pair completes)
+        side->runs[side->runs.size() - 2].tokens.clear();
+        side->runs[side->runs.size() - 2].last_logits.clear();
       }
     }
     const GenerationTiming& fixed_timing = fixed_side.runs.back().timing;
@@ -244,6 +311,7 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
   progress.clear();
   comparison.pairs = static_cast<int>(pair_attributions.size());
   comparison.stopped_because = describe(stop);
+  comparison.interrupted = stop == RepeatStop::Interrupted;
   comparison.timed_seconds = (now_ns() - timed_begin) / 1e9;
   comparison.budget_seconds = budget.max_seconds;
 
@@ -267,6 +335,16 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
   for (ComparedRun* side : {&comparison.fixed, &comparison.buggy}) {
     side->result.stopped_because = comparison.stopped_because;
     side->result.machine = comparison.machine;
+    side->result.during = watch;
+    mark_if_contended(side->result, "", /*warn=*/false);
+  }
+  const bool contended = comparison.fixed.result.contended();
+  if (contended && watch.contended) {
+    progress.clear();
+    std::fprintf(stderr,
+                 "decodelab: warning: %s's figures were measured on a busy machine and are marked \"contended\": "
+                 "they need not be this machine's figures:\n  - %s\n",
+                 buggy_scenario.name.c_str(), watch.finding.c_str());
   }
 
   auto slowdown_of = [&](SlowdownMetric which) {
@@ -275,7 +353,10 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
   };
   if (workload.new_tokens > 1) comparison.decode_slowdown = slowdown_of(SlowdownMetric::Decode);
   comparison.end_to_end_slowdown = slowdown_of(SlowdownMetric::EndToEnd);
+  comparison.decode_slowdown.contended = comparison.end_to_end_slowdown.contended = contended;
   comparison.headline = read_slowdown(buggy_scenario, comparison.decode_slowdown, comparison.end_to_end_slowdown);
+  if (contended) comparison.headline.verdict.sentence += "; measured while other work took the cores (contended): the "
+                                                         "slowdown need not be this machine's";
   comparison.categories = category_deltas(comparison.fixed.analysis, comparison.buggy.analysis);
   // The attribution explains the difference of the medians the rows show.
   comparison.attribution = median_attribution(pair_attributions, median_of(buggy_times) - median_of(fixed_times));
@@ -296,7 +377,36 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
       predict_row(buggy_scenario, spec, comparison.decode_slowdown, comparison.end_to_end_slowdown,
                   comparison.headline.metric, options.predict_on);
   comparison.prediction.noise = machine_noise(comparison.machine.contended, roofs_noisy(spec), host_stall_fraction);
+  explain_range(comparison.headline, comparison.prediction);
   return comparison;
+}
+
+void explain_range(SlowdownReading& headline, const RowPrediction& prediction) {
+  const VerdictKind kind = headline.verdict.kind;
+  if ((kind != VerdictKind::Below && kind != VerdictKind::Above) || !headline.expected ||
+      !prediction.unavailable.empty() || !(prediction.predicted() > 0))
+    return;
+  const ExpectedSlowdown& range = *headline.expected;
+  std::string sentence = std::string(kind == VerdictKind::Below ? ". Below is a finding, not a failure"
+                                                                 : ". Above is a finding, not a failure") +
+                         ": the model prices this bug at " + ratio_text(prediction.predicted()) + " on " +
+                         prediction.here.device;
+  const DeviceSlowdown* gpu = prediction.elsewhere.empty() ? nullptr : &prediction.elsewhere.front();
+  const double on_gpu = gpu ? predicted_slowdown(*gpu, prediction.of) : 0.0;
+  if (gpu && on_gpu > 0) {
+    sentence += " and at " + ratio_text(on_gpu) + " on " + gpu->device;
+    if (on_gpu >= range.min && on_gpu <= range.max) {
+      sentence += ", inside the course's " + format_range(range) + ": the range is the lesson's GPU's, where the same " +
+                  "mechanism (" + gpu->mechanism + ") costs " + ratio_text(on_gpu) + " against that device's far " +
+                  "shorter fixed step, and it does not apply to this device";
+    } else {
+      sentence += std::string(", ") + (on_gpu < range.min ? "below" : "above") + " the course's " + format_range(range) +
+                  " too: the range was written for another stack than this workload on either device";
+    }
+  } else {
+    sentence += "; the course's " + format_range(range) + " was written for a GPU (--predict-on h200 prices it there)";
+  }
+  headline.verdict.sentence += sentence;
 }
 
 std::vector<std::string> drift_notes(const Comparison& comparison) {
@@ -359,6 +469,7 @@ nlohmann::json comparison_json(const Comparison& comparison) {
                          {"timed_seconds", comparison.timed_seconds},
                          {"budget_seconds", comparison.budget_seconds},
                          {"machine", to_json(comparison.machine)},
+                         {"contended", comparison.fixed.result.contended()},
                          {"same_tokens", comparison.same_tokens},
                          {"token_agreement",
                           {{"identical", comparison.tokens.identical},

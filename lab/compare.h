@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/errors.h"
 #include "lab/row_prediction.h"
 #include "lab/runner.h"
 #include "lab/scenario.h"
@@ -39,12 +40,12 @@ struct CompareOptions {
   std::vector<std::string> predict_on = default_reference_devices();  // devices the slowdown is also predicted on
   // Checked before timing when given; otherwise compare checks the machine itself.
   std::optional<MachineState> machine;
-  // The lab's budget: when given, the pairs may run for `budget_share` of the time left until
-  // `lab_deadline_ns` (a monotonic now_ns()) when they start, in place of the scenario's
-  // run.max_seconds (min_repeats always run). Setup — loading, roofs measured on first use,
-  // warm-up — so comes out of the whole lab's time, not out of this bug's share.
-  std::optional<int64_t> lab_deadline_ns;
-  double budget_share = 1;
+  // The comparison's ceiling (a monotonic now_ns() time): loading, warm-ups and pairs all end
+  // by it — a pair that would not fit in the time left is not started, and a repeat still
+  // running at it is abandoned — in place of run.max_seconds counted from the warm-ups
+  // (min_repeats too give way to it). The lab hands each bug its share of the lab's budget so.
+  std::optional<int64_t> deadline_ns;
+  double budget_seconds = 0;  // the time to deadline_ns when the lab handed it on, for messages
 };
 
 // Device time of one bucket of ops in each run (ms over the representative traced repeat).
@@ -74,12 +75,21 @@ struct Comparison {
   TokenAgreement tokens;
   int pairs = 0;
   std::string stopped_because;
+  bool interrupted = false;      // a stop was requested: the pairs finished before it, the one in progress dropped
   double timed_seconds = 0;      // wall time of the pairs (warm-up excluded)
   double budget_seconds = 0;     // the time the pairs could take: run.max_seconds, or what the lab's deadline left
   MachineState machine;          // the check taken before timing
   RowPrediction prediction;      // both slowdowns predicted here (the analysis's roofs) and on options.predict_on
 };
 
+// The deadline passed before one pair of repeats finished: the budget was too small.
+class BudgetSpent : public ResourceError {
+ public:
+  using ResourceError::ResourceError;
+};
+
+// Throws RepeatAbandoned (lab/interrupt.h) when a stop is requested before any pair finished,
+// and BudgetSpent when the deadline passes before one did.
 Comparison compare_with_fixed_twin(const Scenario& buggy, const CompareOptions& options);
 
 // The per-token time of a repeat that a slowdown compares: decode wall time per decode
@@ -89,6 +99,11 @@ double ms_per_token(const GenerationTiming& timing, SlowdownMetric metric, const
 // fixed ms_per_token, with its interval (statistics.h paired_ratio).
 Estimate paired_slowdown(const std::vector<GenerationTiming>& fixed, const std::vector<GenerationTiming>& buggy,
                          SlowdownMetric metric, const Workload& workload, double target_ci);
+
+// Where the verdict is "below" or "above" the course's range, one more sentence from the
+// model: what the bug costs here and on the first reference device (the lesson's GPU), and
+// why the range does not apply to this device — a finding, not a failure.
+void explain_range(SlowdownReading& headline, const RowPrediction& prediction);
 
 // Buckets for the per-category table, in print order.
 std::vector<CategoryDelta> category_deltas(const RunAnalysis& fixed, const RunAnalysis& buggy);

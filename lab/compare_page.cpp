@@ -35,9 +35,13 @@ std::string lesson_html(const Comparison& comparison) {
 // The measured slowdown with its interval and, beside it, the prediction of the same figure.
 std::string slowdown_figure(const HeadlineFigure& figure, bool judged, const RowPrediction& prediction) {
   const Estimate& measured = figure.estimate;
-  std::string extra = "<div class=\"predicted\">interval " + escape(slowdown_text(measured.low)) + " – " +
-                      escape(slowdown_text(measured.high)) + " (" + escape(format_percent(measured.confidence)) +
-                      " confidence)</div>";
+  // One confidence on the page: the 95% every interval is called by, unless too few pairs give less.
+  const bool full = measured.confidence >= 0.95;
+  std::string extra = "<div class=\"predicted\">" + std::string(full ? "95% interval " : "interval ") +
+                      escape(slowdown_text(measured.low)) + " – " + escape(slowdown_text(measured.high)) +
+                      (full ? "" : " (only " + escape(format_percent(measured.confidence)) +
+                                       " confidence: too few pairs for 95%)") +
+                      "</div>";
   if (prediction.unavailable.empty()) {
     const bool decode = figure.key == "decode_slowdown";
     const double predicted = decode ? prediction.here.decode_slowdown : prediction.here.end_to_end_slowdown;
@@ -45,9 +49,9 @@ std::string slowdown_figure(const HeadlineFigure& figure, bool judged, const Row
     char exact[40];
     std::snprintf(exact, sizeof exact, "%.17g", predicted);
     extra += "<div class=\"predicted\" data-predicted=\"predicted_" + figure.key + "\" data-value=\"" + exact +
-            "\">predicted_" + escape(figure.key) + " " + escape(ratio_text(predicted)) + " on " +
-            escape(prediction.here.device) + " · " + escape(figure.key) + "_prediction_error " +
-            escape(signed_percent(error)) + "</div>";
+            "\"><span title=\"predicted_" + escape(figure.key) + "\">predicted</span> " +
+            escape(ratio_text(predicted)) + " on " + escape(prediction.here.device) + " · <span title=\"" +
+            escape(figure.key) + "_prediction_error\">error</span> " + escape(signed_percent(error)) + "</div>";
   }
   if (judged) extra += "<div class=\"predicted\">the slowdown the lesson is about</div>";
   return headline_figure_html(figure, judged ? "figure judged" : "figure", extra);
@@ -61,7 +65,8 @@ std::string slowdown_html(const Comparison& comparison, const ReportSummary& sum
   for (const HeadlineFigure& figure : summary.figures) html += slowdown_figure(figure, figure.key == judged, prediction);
   html += "</div><div class=\"reading\">";
   const std::string verdict = to_string(headline.verdict.kind);
-  html += "<p><b>Verdict</b> on " + escape(judged) +
+  html += "<p><b>Verdict</b> on the <span title=\"" + escape(judged) + "\">" +
+          (headline.metric == SlowdownMetric::Decode ? "decode slowdown" : "end-to-end slowdown") + "</span>" +
           (headline.expected ? " (expected " + escape(format_range(*headline.expected)) + ")" : " (no expected range)") +
           ": <span class=\"verdict " + verdict_class(verdict) + "\">" + escape(verdict) + "</span> " +
           escape(headline.verdict.sentence) + ".</p>";
@@ -102,8 +107,8 @@ std::string attribution_page(const Comparison& comparison, const std::string& ti
                      escape(buggy.backend) + " backend · " + escape(comparison.buggy.scenario.bugs.describe()) +
                      "</p></header>\n";
   body += "<section><h2>Why slower</h2>" + attribution_html(comparison.attribution) +
-          "<p class=\"note\">Each cause is its median over the pairs of repeats; the residual is what the medians of "
-          "the parts leave of the measured difference (docs/metrics.md, \"Why slower: attribution\").</p></section>\n";
+          "<p class=\"note\">Each cause is its median over the pairs of repeats; \"unexplained\" is what the medians "
+          "of the parts leave of the measured difference (docs/metrics.md, \"Why slower: attribution\").</p></section>\n";
   body += "<section>" + prediction_html(comparison.prediction) + "</section>\n";
   return html_page(title, body, page_links(place, true));
 }

@@ -28,11 +28,14 @@ struct LabRow {
   Estimate end_to_end_slowdown;
   SlowdownReading headline;      // the slowdown the lesson is about, its range and verdict
   int pairs = 0;
+  std::string stopped_because;  // why the pairs ended; "interrupted": a stop kept the pairs finished before it
   double timed_seconds = 0;   // the pairs' wall time
   double budget_seconds = 0;  // what they could take (the bug's share of the lab's budget)
   bool same_tokens = false;
   std::string backend, device;
   nlohmann::json machine;   // the machine check before the comparison
+  nlohmann::json machine_during;  // the watch over its repeats (MachineWatch), null in older rows
+  bool contended = false;   // the check or the watch saw contention: every figure is marked so
   nlohmann::json scenario;  // the buggy scenario as run (scenario_to_json): what a resumed lab matches
   std::optional<RowPrediction> prediction;  // beside the measurement (lab/row_prediction.h); none in older rows
 };
@@ -43,7 +46,8 @@ std::vector<LabRow> lab_rows(const std::vector<Comparison>& comparisons);
 std::string lab_table(const std::vector<LabRow>& rows);
 // One row as the lab's JSON holds it (bug, bugs, fixed, buggy, fixed_tokens_per_s,
 // buggy_tokens_per_s, decode_slowdown, end_to_end_slowdown, intervals, headline, pairs,
-// timed_seconds, budget_seconds, same_tokens, backend, device, machine, scenario, and the prediction's fields), and back
+// stopped_because, timed_seconds, budget_seconds, same_tokens, backend, device, machine, machine_during, contended,
+// scenario, and the prediction's fields), and back
 // (InputError naming `file` when a field is missing or mistyped).
 nlohmann::json lab_row_json(const LabRow& row);
 LabRow lab_row_from_json(const nlohmann::json& json, const std::string& file);

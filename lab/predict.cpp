@@ -3,6 +3,7 @@
 
 #include "engine/backend.h"
 #include "engine/op_stream.h"
+#include "lab/row_prediction.h"
 #include "profiling/roof_cache.h"
 
 namespace decodelab {
@@ -29,7 +30,7 @@ SlowdownPrediction predict_slowdown(const Scenario& buggy, const DeviceSpec& dev
 }
 
 DeviceSpec prediction_device(const std::string& name_or_measured, int threads, std::ostream* progress) {
-  if (name_or_measured != "measured") return find_device_spec(name_or_measured);
+  if (name_or_measured != "measured") return named_device(name_or_measured, "--device");
   BackendOptions options;
   options.threads = threads;
   const std::unique_ptr<Backend> cpu = make_backend(BackendKind::Cpu, options);

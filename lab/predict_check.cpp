@@ -140,10 +140,10 @@ PredictionCheck check_prediction(const Scenario& scenario, const DeviceSpec& dev
   // The slowdowns as compare measures them: the median of the pairs' ratios.
   const Workload& workload = scenario.workload;
   const Estimate decode = workload.new_tokens > 1 ? paired_slowdown(measured[0].repeats, measured[1].repeats,
-                                                                    SlowdownMetric::Decode, workload, 0)
+                                                                    SlowdownMetric::Decode, workload, scenario.repeats.target_ci)
                                                   : Estimate{};
   const Estimate end_to_end =
-      paired_slowdown(measured[0].repeats, measured[1].repeats, SlowdownMetric::EndToEnd, workload, 0);
+      paired_slowdown(measured[0].repeats, measured[1].repeats, SlowdownMetric::EndToEnd, workload, scenario.repeats.target_ci);
   check.decode_slowdown = slowdown_figure("decode_slowdown", decode, predicted.decode_slowdown);
   check.end_to_end_slowdown = slowdown_figure("end_to_end_slowdown", end_to_end, predicted.end_to_end_slowdown);
   return check;

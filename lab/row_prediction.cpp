@@ -1,5 +1,6 @@
 // Predictions beside measured rows (see row_prediction.h).
 #include "lab/row_prediction.h"
+#include "lab/yaml_fields.h"
 
 #include <algorithm>
 #include <cmath>
@@ -63,7 +64,7 @@ std::string mechanism_text(const DecodeTotals& fixed, const DecodeTotals& buggy,
   const double read_seconds = (buggy.split.host_reads - fixed.split.host_reads) * per;
   clauses.push_back({read_seconds, reads > 0 ? count_text(reads) + " device-to-host read" + (reads == 1 ? "" : "s") +
                                                    per_unit + " × " + format_seconds(inputs.costs.sync_round_trip) +
-                                                   " round trip + the drained queue"
+                                                   " round trip + the wait for the work queued before it"
                                              : format_seconds(read_seconds) + per_unit + " blocked in reads"});
   const double ops = (buggy.ops - fixed.ops) * per;
   const double dispatch_seconds =
@@ -145,18 +146,21 @@ DeviceSlowdown device_slowdown_from_json(const nlohmann::json& json, const std::
 
 }  // namespace
 
+DeviceSpec named_device(const std::string& name, const std::string& option) {
+  try {
+    return find_device_spec(name);
+  } catch (const InputError&) {
+    if (name.find('/') != std::string::npos || name.ends_with(".yaml")) throw;  // a file's own error
+    const std::vector<std::string> names = list_device_specs();
+    std::string known;
+    for (const std::string& device : names) known += (known.empty() ? "" : ", ") + device;
+    throw InputError(option, 0, name, "unknown device" + did_you_mean(name, names) + "; known: " + known);
+  }
+}
+
 std::vector<DeviceSpec> reference_devices(const std::vector<std::string>& names, const std::string& option) {
   std::vector<DeviceSpec> devices;
-  for (const std::string& name : names) {
-    try {
-      devices.push_back(find_device_spec(name));
-    } catch (const InputError&) {
-      std::string known;
-      for (const std::string& device : list_device_specs()) known += (known.empty() ? "" : ", ") + device;
-      if (name.find('/') != std::string::npos || name.ends_with(".yaml")) throw;  // a file's own error
-      throw InputError(option, 0, name, "unknown device; known: " + known);
-    }
-  }
+  for (const std::string& name : names) devices.push_back(named_device(name, option));
   return devices;
 }
 
@@ -203,7 +207,7 @@ std::string machine_noise(bool machine_contended, bool roofs_noisy, double host_
   if (machine_contended) add("busy");
   if (roofs_noisy) add("roofs noisy");
   if (host_stall_fraction >= LimiterThresholds{}.host_starved_fraction)
-    add("host starved " + format_percent(host_stall_fraction));
+    add("device waiting on the host " + format_percent(host_stall_fraction));
   return noise;
 }
 
@@ -404,6 +408,8 @@ void add_sweep_prediction_json(nlohmann::json& row, const Scenario& scenario, co
     const double predicted = prediction.metrics.decode_tokens_per_s;
     row["predicted_decode_tokens_per_s"] = predicted;
     row["decode_tokens_per_s_prediction_error"] = prediction_error(measured_decode_tokens_per_s, predicted);
+    const std::string suspect = suspect_below_prediction("decode tok/s", measured_decode_tokens_per_s, predicted);
+    if (!suspect.empty()) row["suspect"] = suspect;
     const PhasePrediction* decode = prediction.prediction.phase(Phase::Decode);
     row["prediction"] = {{"device", device.name},
                          {"decode_bound", decode ? predicted_bound_name(decode->bound) : "-"}};
@@ -412,11 +418,19 @@ void add_sweep_prediction_json(nlohmann::json& row, const Scenario& scenario, co
   }
 }
 
+std::string suspect_below_prediction(const std::string& figure, double measured, double predicted) {
+  if (!(measured > 0) || !(predicted > 0) || measured * kSuspectBelowPrediction > predicted) return "";
+  return figure + " " + format_number(measured, 4) + " is " + format_number(predicted / measured, 2) + "x below the " +
+         format_number(predicted, 4) + " the model predicts from this machine's roofs: suspect — other work may have "
+         "taken the cores while it ran";
+}
+
 std::string sweep_prediction_cells(const nlohmann::json& row) {
   const double predicted = row.value("predicted_decode_tokens_per_s", 0.0);
   if (!(predicted > 0)) return " - | - |";
   return " " + format_number(predicted, 4) + " | " +
-         signed_percent(row.value("decode_tokens_per_s_prediction_error", 0.0)) + " |";
+         signed_percent(row.value("decode_tokens_per_s_prediction_error", 0.0)) + (row.contains("suspect") ? " suspect" : "") +
+         " |";
 }
 
 }  // namespace decodelab

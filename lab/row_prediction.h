@@ -34,6 +34,9 @@ inline const std::vector<std::string>& default_reference_devices() {
 // The device files behind `--predict-on` names (or YAML paths); an unknown name is an
 // InputError naming `option` and the known devices (exit 2), before any run.
 std::vector<DeviceSpec> reference_devices(const std::vector<std::string>& names, const std::string& option);
+// One device file by name or path, for an option (`--device h200`): an unknown name is an
+// InputError naming the option, with "did you mean" and the known names.
+DeviceSpec named_device(const std::string& name, const std::string& option);
 
 // One device's predicted slowdown of a scenario with bugs, and what it comes from.
 struct DeviceSlowdown {
@@ -51,6 +54,12 @@ DeviceSlowdown predict_device_slowdown(const Scenario& buggy, const DeviceSpec& 
 // How far a measured slowdown may sit from the prediction and still be "as predicted":
 // the accuracy the model is held to on a quiet machine (docs/prediction.md).
 constexpr double kPredictionTolerance = 0.20;
+// A measured rate this many times below its prediction is suspect: far outside anything the
+// model's tolerance covers, the size of a run whose cores went to other work (a model that
+// is wrong by that much is worth a look too). Said on stderr, in the row ("suspect") and the table.
+constexpr double kSuspectBelowPrediction = 3.0;
+// "decode tok/s 458.6 is 25x below the 11,335 predicted: ..." or "" when not suspect.
+std::string suspect_below_prediction(const std::string& figure, double measured, double predicted);
 
 // measured / predicted - 1 (0 when nothing was predicted).
 double prediction_error(double measured, double predicted);
@@ -58,7 +67,7 @@ double prediction_error(double measured, double predicted);
 // Was the machine quiet for a check of the model? "" when it was; else what was not, joined
 // by ", ": "busy" (the machine check before the runs found contention), "roofs noisy" (the
 // measured roofs the prediction is priced with came from a noisy or contended machine),
-// "host starved 23%" (the larger of the two sides' decode device time spent idle for a
+// "device waiting on the host 23%" (the larger of the two sides' decode device time spent idle for a
 // stalled host, from LimiterThresholds::host_starved_fraction up: the model assumes a host
 // with a core of its own). An error taken on a noisy machine holds the machine's noise as
 // well as the model's misses, so every verdict against a prediction carries it
@@ -123,7 +132,8 @@ std::string prediction_html(const RowPrediction& prediction);
 
 // A sweep point: its predicted decode tok/s on `device` set into the row beside the measured
 // one (predicted_decode_tokens_per_s, decode_tokens_per_s_prediction_error, prediction:
-// {device, decode_bound}); a device without fixed costs gives prediction: {unavailable}.
+// {device, decode_bound}, and "suspect" when the measured rate is kSuspectBelowPrediction times
+// below); a device without fixed costs gives prediction: {unavailable}.
 void add_sweep_prediction_json(nlohmann::json& row, const Scenario& scenario, const DeviceSpec& device,
                                double measured_decode_tokens_per_s);
 // A sweep table's cells from such a row: "| predicted tok/s | error |" ("| - | - |" without one).

@@ -84,4 +84,8 @@ RunMetrics summarize_repeats(const std::vector<GenerationTiming>& repeats, const
   return metrics;
 }
 
+void mark_contended(RunMetrics& metrics) {
+  for (const RunFigure& figure : run_figures()) (metrics.*figure.estimate).contended = true;
+}
+
 }  // namespace decodelab

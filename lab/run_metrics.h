@@ -65,6 +65,8 @@ struct RunFigure {
   bool decode;           // absent (printed "-") when the run has no decode step
 };
 const std::vector<RunFigure>& run_figures();
+// Marks every figure as measured under contention (Estimate::contended).
+void mark_contended(RunMetrics& metrics);
 
 // Bytes the decode phase must stream from memory: per step, every parameter a step
 // touches (config.streamed_parameters_per_step() × dtype size), plus per decoded token

@@ -72,7 +72,9 @@ std::string format_figure(const Estimate& estimate, int decimals) {
 std::string run_table_legend(double target_ci) {
   return "± is the 95% confidence interval of the median over the repeats; noisy: wider than ±" +
          fixed(100 * target_ci, target_ci * 100 < 10 ? 1 : 0) + "% (run.target_ci) or fewer than " +
-         std::to_string(kSamplesFor95) + " repeats. tok/s = batch / wall time per step (docs/metrics.md)\n";
+         std::to_string(kSamplesFor95) + " repeats; contended: measured while other work took the cores (the machine "
+         "check before, the watch during or the check after the repeats), whatever its ±. tok/s = batch / wall time per "
+         "step (docs/metrics.md)\n";
 }
 
 nlohmann::json run_metrics_json(const RunResult& result) {
@@ -137,6 +139,9 @@ nlohmann::json run_result_json(const Scenario& scenario, const RunResult& result
       {"outputs", result.tokens},
   };
   if (result.machine) json["machine"] = to_json(*result.machine);
+  if (result.during) json["machine_during"] = to_json(*result.during);
+  if (result.after) json["machine_after"] = to_json(*result.after);
+  json["contended"] = result.contended();
   return json;
 }
 

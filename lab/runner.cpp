@@ -16,6 +16,7 @@
 #include "engine/saturating.h"
 #include "engine/weights.h"
 #include "lab/byte_size.h"
+#include "lab/interrupt.h"
 #include "profiling/roof_cache.h"
 #include "profiling/trace.h"
 
@@ -26,6 +27,7 @@ const char* describe(RepeatStop stop) {
     case RepeatStop::TargetReached: return "target_ci reached";
     case RepeatStop::MaxRepeats: return "max_repeats reached";
     case RepeatStop::MaxSeconds: return "max_seconds reached";
+    case RepeatStop::Interrupted: return "interrupted";
   }
   return "";
 }
@@ -46,6 +48,19 @@ bool want_another_repeat(const RepeatPolicy& policy, int done, double elapsed_se
     return false;
   }
   return true;
+}
+
+void mark_if_contended(RunResult& result, const std::string& what, bool warn) {
+  if (!result.contended()) return;
+  mark_contended(result.metrics);
+  if (!warn) return;
+  std::string said;
+  if (result.during && result.during->contended) said += "  - " + result.during->finding + "\n";
+  if (result.after && result.after->contended)
+    for (const std::string& finding : result.after->findings) said += "  - after the repeats: " + finding + "\n";
+  if (said.empty() && result.machine && result.machine->contended) said = "  - (the machine check before timing, above)\n";
+  std::fprintf(stderr, "decodelab: warning: %s were measured on a busy machine and are marked \"contended\": they "
+               "need not be this machine's figures:\n%s", what.c_str(), said.c_str());
 }
 
 MachineState check_machine_for_timing(Backend& backend, int threads, bool warn, bool notes) {
@@ -289,8 +304,12 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options, Back
   const Progress progress(options.progress);
   std::vector<GenerationResult> timed;
   std::string stopped_because;
+  std::optional<MachineWatch> during;
   try {
+    // Under a command that stops on request (sweep), a stop ends the run between generations:
+    // its untimed repeats have no sink to abandon them part-way (one would slow them).
     for (int i = 0; i < scenario.warmup; ++i) {
+      if (stop_requested()) throw RepeatAbandoned(RepeatAbandoned::Why::StopRequested);
       progress.status(progress_text(scenario, "warm-up", i + 1, scenario.warmup));
       loaded.generate(nullptr);
       progress.finished(progress_text(scenario, "warm-up", i + 1, scenario.warmup) + " done");
@@ -300,14 +319,19 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options, Back
     // says how sure that figure is so far, so a log shows why the repeats go on.
     const RepeatPolicy& policy = scenario.repeats;
     const int64_t timed_begin = now_ns();
+    std::optional<MachineWatch> watch;
+    if (machine || options.checked_machine) watch = start_machine_watch(machine ? *machine : *options.checked_machine);
     std::vector<GenerationTiming> timings;
     Estimate primary;
     RepeatStop stop = RepeatStop::MaxRepeats;
     for (int i = 0;; ++i) {
       if (i > 0 && !want_another_repeat(policy, i, (now_ns() - timed_begin) / 1e9, primary, stop)) break;
+      if (stop_requested()) throw RepeatAbandoned(RepeatAbandoned::Why::StopRequested);
       const std::string label = repeat_progress_text(scenario, i + 1);
       progress.status(label);
+      const CpuUsageSample window_begin = sample_cpu_usage();
       timed.push_back(loaded.generate(options.sink));
+      if (watch) add_window(*watch, window_begin, sample_cpu_usage());
       timings.push_back(timed.back().timing);
       primary = summarize_repeats(timings, scenario.model_config, scenario.dtype, scenario.workload, policy.target_ci)
                     .primary();
@@ -318,6 +342,7 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options, Back
       }
     }
     stopped_because = describe(stop);
+    during = watch;
   } catch (const NumericalError&) {
     progress.clear();
     if (options.check_numerics) loaded.check_numerics();  // names the op when it finds one
@@ -332,6 +357,8 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options, Back
   RunResult result = summarize_run(scenario, *backend, loaded.memory(), std::move(timed));
   result.stopped_because = stopped_because;
   result.machine = machine;
+  result.during = during;
+  mark_if_contended(result, scenario.name + "'s figures");
   return result;
 }
 

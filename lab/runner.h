@@ -30,6 +30,9 @@ struct RunOptions {
   // Check the machine once the scenario is loaded, before any timing (warns on stderr when
   // contended; RunResult::machine holds what it saw).
   bool check_machine = false;
+  // Without check_machine: the check a command already took (a sweep's first point), which
+  // the repeats are then watched against (RunResult::during).
+  const MachineState* checked_machine = nullptr;
   bool cuda_graphs = false;                 // --cuda-graphs: as the scenario's run.cuda_graphs
   // After the repeats (or as soon as NaN/Inf shows in the logits), one more generation
   // with every op's output checked, to name the first op that produced a non-finite value.
@@ -44,13 +47,19 @@ struct RunResult {
   RunMetrics metrics;                        // medians with their intervals over the repeats
   std::string stopped_because;               // why the repeats ended (see RepeatStop)
   std::optional<MachineState> machine;       // the machine check taken before timing, when one was
+  std::optional<MachineWatch> during;        // the machine while the repeats ran (every timed repeat a window)
+  std::optional<MachineState> after;         // the machine check again after the repeats, when one was before
+  // Whether any of the three saw contention: every figure is then marked contended.
+  bool contended() const {
+    return (machine && machine->contended) || (during && during->contended) || (after && after->contended);
+  }
   std::vector<std::vector<int32_t>> tokens;  // [requests][new_tokens], from the last repeat
   std::vector<float> last_logits;            // [requests * vocab], from the last repeat
 };
 
 // Why a run's (or a comparison's) timed repeats ended.
-enum class RepeatStop { TargetReached, MaxRepeats, MaxSeconds };
-// "target_ci reached", "max_repeats reached", "max_seconds reached".
+enum class RepeatStop { TargetReached, MaxRepeats, MaxSeconds, Interrupted };
+// "target_ci reached", "max_repeats reached", "max_seconds reached", "interrupted".
 const char* describe(RepeatStop stop);
 // Another repeat? Not before min_repeats are done; then none once the primary figure's
 // interval is within the target (not noisy), max_repeats are done, or `elapsed_seconds`
@@ -123,6 +132,9 @@ RunResult summarize_run(const Scenario& scenario, const Backend& backend, const 
                         std::vector<GenerationResult> timed);
 
 // On `backend` when given (already opened with open_backend), else on a backend of its own.
+// With options.check_machine (or checked_machine) the machine is checked before the repeats and
+// watched during them; contention marks every figure and is said on stderr. `run` also checks
+// again after them (RunResult::after).
 RunResult run_scenario(const Scenario& scenario, const RunOptions& options, Backend* backend = nullptr);
 
 // The machine check before timing (profiling/machine_check.h), against the quiet bandwidth
@@ -130,6 +142,10 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options, Back
 // contended machine is said on stderr (with the numbers and what to do) when `warn`, its
 // notes (far-apart cores) when `notes` too — a quiet command prints only warnings.
 MachineState check_machine_for_timing(Backend& backend, int threads, bool warn = true, bool notes = true);
+// After the repeats: marks the figures contended when the check before, the watch or the
+// check after saw contention, and says on stderr what the watch or the check after saw
+// (the check before said its own) — `what` names the figures ("host_sync's figures").
+void mark_if_contended(RunResult& result, const std::string& what, bool warn = true);
 
 // The trace analysed against `spec`; when a point ran above its roof with a working set
 // larger than the cache (the roofs are suspect) and the machine is quiet, the roofs are

@@ -242,12 +242,50 @@ Scenario parse_scenario(const YAML::Node& document, const fs::path& file,
   return scenario;
 }
 
+namespace {
+
+// The value at a dotted key ("workload.seed") of a rendered scenario, null where absent.
+nlohmann::json value_at(const nlohmann::json& rendered, const std::string& dotted_key) {
+  const nlohmann::json* node = &rendered;
+  size_t begin = 0;
+  while (begin <= dotted_key.size()) {
+    const size_t end = std::min(dotted_key.find('.', begin), dotted_key.size());
+    const std::string part = dotted_key.substr(begin, end - begin);
+    if (!node->is_object() || !node->contains(part)) return nullptr;
+    node = &(*node)[part];
+    begin = end + 1;
+  }
+  return *node;
+}
+
+}  // namespace
+
+std::vector<std::string> keys_changed_in_value(const Scenario& overridden, const Scenario& as_written) {
+  const nlohmann::json after = scenario_to_json(overridden), before = scenario_to_json(as_written);
+  std::vector<std::string> changed;
+  for (const std::string& key : overridden.overridden_keys) {
+    const bool listed = std::find(changed.begin(), changed.end(), key) != changed.end();  // set twice: named once
+    if (!listed && value_at(after, key) != value_at(before, key)) changed.push_back(key);
+  }
+  return changed;
+}
+
 Scenario load_scenario(const fs::path& file, const std::vector<std::string>& assignments) {
   std::vector<ScenarioOverride> overrides;
   for (const std::string& assignment : assignments) overrides.push_back(parse_override(assignment));
   YAML::Node document = read_scenario_document(file);
+  const YAML::Node as_written = YAML::Clone(document);
   for (const ScenarioOverride& override_value : overrides) apply_override(document, override_value, file);
-  return parse_scenario(document, file, overrides);
+  Scenario scenario = parse_scenario(document, file, overrides);
+  if (overrides.empty()) return scenario;
+  // A --set to the value the file already holds changes nothing the scenario's range was
+  // written for: keep only the keys whose value differs. A file that is only valid with its
+  // --set (nothing to compare with) keeps every key.
+  try {
+    scenario.overridden_keys = keys_changed_in_value(scenario, parse_scenario(as_written, file, {}));
+  } catch (const InputError&) {
+  }
+  return scenario;
 }
 
 Scenario fixed_twin(const Scenario& scenario) {

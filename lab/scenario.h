@@ -98,7 +98,8 @@ struct Scenario {
   BugSet bugs;
   std::optional<ExpectedSlowdown> expected_slowdown;
   // Dotted keys a --set changed ("workload.new_tokens"): a range written for the file's
-  // workload does not hold once one of its workload keys was changed.
+  // workload does not hold once one of its workload keys was changed. load_scenario keeps
+  // only the keys whose value differs from the file's (keys_changed_in_value).
   std::vector<std::string> overridden_keys;
 };
 
@@ -122,6 +123,9 @@ Scenario parse_scenario(const YAML::Node& document, const std::filesystem::path&
                         const std::vector<ScenarioOverride>& overrides = {});
 // read + every --set + parse.
 Scenario load_scenario(const std::filesystem::path& file, const std::vector<std::string>& assignments = {});
+// Of overridden.overridden_keys, those whose value (as scenario_to_json renders it) differs
+// from the scenario as written: `--set workload.seed=0` on a file whose seed is 0 changes none.
+std::vector<std::string> keys_changed_in_value(const Scenario& overridden, const Scenario& as_written);
 
 // The same scenario with every bug off (the reference a buggy run is compared with).
 Scenario fixed_twin(const Scenario& scenario);

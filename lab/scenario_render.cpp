@@ -1,6 +1,7 @@
 // A Scenario written back in its own schema (YAML for people, JSON for result files).
 // The YAML is emitted in schema order and reloads to an equal Scenario; a bug that is on
 // is always written with its option, so the rendering never depends on defaults.
+#include <charconv>
 #include <filesystem>
 
 #include "lab/scenario.h"
@@ -78,6 +79,18 @@ nlohmann::json scenario_to_json(const Scenario& scenario) {
   return json;
 }
 
+namespace {
+
+// The shortest text that reads back as the same double: 0.03, not yaml-cpp's 17 digits
+// (0.029999999999999999), which say a precision no one wrote.
+std::string shortest(double value) {
+  char text[32];
+  const auto result = std::to_chars(text, text + sizeof text, value);
+  return std::string(text, result.ptr);
+}
+
+}  // namespace
+
 std::string scenario_to_yaml(const Scenario& scenario) {
   const Workload& workload = scenario.workload;
   YAML::Emitter out;
@@ -99,15 +112,15 @@ std::string scenario_to_yaml(const Scenario& scenario) {
   }
   out << YAML::Key << "new_tokens" << YAML::Value << workload.new_tokens;
   out << YAML::Key << "seed" << YAML::Value << workload.seed;
-  out << YAML::Key << "host_overhead_us" << YAML::Value << workload.host_overhead_us;
+  out << YAML::Key << "host_overhead_us" << YAML::Value << shortest(workload.host_overhead_us);
   out << YAML::EndMap;
 
   out << YAML::Key << "run" << YAML::Value << YAML::Flow << YAML::BeginMap;
   out << YAML::Key << "warmup" << YAML::Value << scenario.warmup;
   out << YAML::Key << "min_repeats" << YAML::Value << scenario.repeats.min_repeats;
   out << YAML::Key << "max_repeats" << YAML::Value << scenario.repeats.max_repeats;
-  out << YAML::Key << "max_seconds" << YAML::Value << scenario.repeats.max_seconds;
-  out << YAML::Key << "target_ci" << YAML::Value << scenario.repeats.target_ci;
+  out << YAML::Key << "max_seconds" << YAML::Value << shortest(scenario.repeats.max_seconds);
+  out << YAML::Key << "target_ci" << YAML::Value << shortest(scenario.repeats.target_ci);
   if (scenario.cuda_graphs) out << YAML::Key << "cuda_graphs" << YAML::Value << true;
   out << YAML::EndMap;
 
@@ -123,8 +136,8 @@ std::string scenario_to_yaml(const Scenario& scenario) {
   out << YAML::EndMap;
   if (const auto& expected = scenario.expected_slowdown) {
     out << YAML::Key << "expected_slowdown" << YAML::Value << YAML::Flow << YAML::BeginMap;
-    out << YAML::Key << "min" << YAML::Value << expected->min;
-    out << YAML::Key << "max" << YAML::Value << expected->max;
+    out << YAML::Key << "min" << YAML::Value << shortest(expected->min);
+    out << YAML::Key << "max" << YAML::Value << shortest(expected->max);
     out << YAML::Key << "of" << YAML::Value << to_string(expected->of);
     out << YAML::EndMap;
   }

@@ -94,6 +94,7 @@ std::string chart_svg(const std::string& x_key, const std::vector<SweepSeries>& 
   for (const SweepSeries& s : series) {
     for (double x : s.measured_x) x_min = std::min(x_min, x), x_max = std::max(x_max, x);
     for (double y : s.measured_tokens_per_s) y_max = std::max(y_max, y);
+    for (double y : s.measured_high) y_max = std::max(y_max, y);
     for (const CurvePoint& p : s.predicted) {
       x_min = std::min(x_min, p.x), x_max = std::max(x_max, p.x);
       y_max = std::max(y_max, p.decode_tokens_per_s);
@@ -141,10 +142,20 @@ std::string chart_svg(const std::string& x_key, const std::vector<SweepSeries>& 
     std::string points;
     for (const CurvePoint& p : s.predicted) points += num(px(p.x)) + "," + num(py(p.decode_tokens_per_s)) + " ";
     svg << "<polyline points=\"" << points << "\" fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"2\"/>\n";
-    for (size_t k = 0; k < s.measured_x.size(); ++k)
-      svg << "<circle cx=\"" << num(px(s.measured_x[k])) << "\" cy=\"" << num(py(s.measured_tokens_per_s[k]))
-          << "\" r=\"4\" fill=\"" << colour << "\"><title>measured " << format_number(s.measured_tokens_per_s[k], 4)
-          << " tok/s</title></circle>\n";
+    for (size_t k = 0; k < s.measured_x.size(); ++k) {
+      const double x = px(s.measured_x[k]);
+      if (k < s.measured_low.size() && s.measured_high[k] > s.measured_low[k]) {  // the 95% interval as an error bar
+        const double top = py(s.measured_high[k]), bottom = py(s.measured_low[k]);
+        svg << "<path class=\"error-bar\" d=\"M" << num(x) << "," << num(top) << "V" << num(bottom) << "M" << num(x - 4)
+            << "," << num(top) << "H" << num(x + 4) << "M" << num(x - 4) << "," << num(bottom) << "H" << num(x + 4)
+            << "\" stroke=\"" << colour << "\" fill=\"none\"/>\n";
+      }
+      svg << "<circle cx=\"" << num(x) << "\" cy=\"" << num(py(s.measured_tokens_per_s[k])) << "\" r=\"4\" fill=\""
+          << colour << "\"><title>measured " << format_number(s.measured_tokens_per_s[k], 4) << " tok/s";
+      if (k < s.measured_low.size())
+        svg << " (95% interval " << format_number(s.measured_low[k], 4) << " – " << format_number(s.measured_high[k], 4) << ")";
+      svg << "</title></circle>\n";
+    }
     for (size_t k = 0; k < s.measured_x.size(); ++k) {
       const double x = px(s.measured_x[k]), y = py(s.measured_tokens_per_s[k]);
       labels.block(LabelBox{x - 5, y - 5, x + 5, y + 5});
@@ -211,14 +222,24 @@ std::vector<SweepSeries> sweep_series(const std::vector<SweepPoint>& points, con
     for (size_t k = 0; k < indices.size(); ++k) {
       const size_t i = indices[k];
       if (i < rows.size()) {
-        const double value = run_summary_from_json(rows[i]).metrics.decode_tokens_per_s.median;
-        if (value > 0) {
+        const Estimate measured = run_summary_from_json(rows[i]).metrics.decode_tokens_per_s;
+        if (measured.median > 0) {
           series.measured_x.push_back(xs[i]);
-          series.measured_tokens_per_s.push_back(value);
+          series.measured_tokens_per_s.push_back(measured.median);
+          series.measured_low.push_back(measured.low > 0 ? measured.low : measured.median);
+          series.measured_high.push_back(measured.high > 0 ? measured.high : measured.median);
         }
       }
-      if (std::optional<CurvePoint> point = predicted_point(scenarios[i], xs[i], device))
+      // The row's own prediction where it has one, so that the curve and the table's
+      // "predicted tok/s" are one number.
+      const double row_predicted = i < rows.size() ? rows[i].value("predicted_decode_tokens_per_s", 0.0) : 0.0;
+      if (row_predicted > 0) {
+        const nlohmann::json prediction = rows[i].value("prediction", nlohmann::json::object());
+        series.predicted.push_back(
+            CurvePoint{xs[i], row_predicted, prediction.is_object() ? prediction.value("decode_bound", "-") : "-"});
+      } else if (std::optional<CurvePoint> point = predicted_point(scenarios[i], xs[i], device)) {
         series.predicted.push_back(*point);
+      }
       if (k + 1 == indices.size()) continue;
       for (const Workload& workload : workloads_between(scenarios[i].workload, scenarios[indices[k + 1]].workload)) {
         const std::optional<double> x = x_of(workload, x_key);

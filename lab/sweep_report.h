@@ -32,10 +32,14 @@ struct SweepSeries {
   std::string label;                 // the other swept values ("prompt_tokens=64"), empty for one series
   std::vector<double> measured_x;    // a sweep point's x and measured decode tok/s (rows present)
   std::vector<double> measured_tokens_per_s;
-  std::vector<CurvePoint> predicted; // sorted by x
+  std::vector<double> measured_low, measured_high;  // each measured point's 95% interval (its error bar)
+  std::vector<CurvePoint> predicted; // sorted by x; at a measured point, the row's own prediction
 };
 
 // The chart's data: x is the first swept key's value; points whose x is not a number are left out.
+// The curve passes through each row's own predicted_decode_tokens_per_s (priced with the roofs
+// that point was read against: a threads sweep's points each have their own), and between
+// points of a workload key through predictions on `device`.
 std::vector<SweepSeries> sweep_series(const std::vector<SweepPoint>& points, const std::vector<Scenario>& scenarios,
                                       const std::vector<nlohmann::json>& rows, const DeviceSpec& device);
 

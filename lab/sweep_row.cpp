@@ -6,6 +6,8 @@
 #include "lab/row_prediction.h"
 #include "lab/run_report.h"
 #include "profiling/analysis.h"
+#include "profiling/cost_model.h"
+#include "profiling/decode_reading.h"
 #include "profiling/roof_cache.h"
 #include "profiling/trace.h"
 
@@ -26,9 +28,12 @@ SweepRow run_sweep_point(const SweepPoint& point, const Scenario& scenario, RunO
   Trace trace;
   options.sink = &trace;
   options.check_machine = !context.machine;
+  // Every point's repeats are watched, not only the first's: other work may start mid-sweep.
+  if (context.machine) options.checked_machine = &*context.machine;
   SweepRow row{run_scenario(scenario, options, &backend), {}};
   if (!context.machine) context.machine = row.result.machine.value_or(MachineState{});
   row.result.machine = context.machine;
+  mark_if_contended(row.result, "", /*warn=*/false);  // a contended check before the sweep marks every point
   const int threads = kernel_threads(scenario, options);  // a swept `threads:` is the scenario's
   if (!context.spec) context.spec = default_device_spec(backend, threads, nullptr, {}, &*context.machine);
   trace.metadata().backend = backend.name();
@@ -39,25 +44,36 @@ SweepRow run_sweep_point(const SweepPoint& point, const Scenario& scenario, RunO
   const RunAnalysis analysis = analyze_checking_roofs(trace, *context.spec, backend, threads, *context.machine);
   row.json = run_result_json(scenario, row.result);
   row.json["swept"] = swept_values_json(point);
-  if (nlohmann::json decode = decode_roofline_json(analysis); !decode.is_null()) row.json["decode_roofline"] = decode;
+  if (nlohmann::json decode = decode_roofline_json(analysis, row.result.metrics, scenario.dtype); !decode.is_null())
+    row.json["decode_roofline"] = decode;
   // The prediction prices the point with the roofs its analysis read it against.
   add_sweep_prediction_json(row.json, scenario, analysis.device_spec, row.result.metrics.decode_tokens_per_s.median);
   return row;
 }
 
-nlohmann::json decode_roofline_json(const RunAnalysis& analysis) {
+nlohmann::json decode_roofline_json(const RunAnalysis& analysis, const RunMetrics& metrics, DType dtype) {
   const PhaseStats* decode = analysis.phase(Phase::Decode);
-  if (!decode) return nullptr;
+  if (!decode || metrics.decode_steps == 0) return nullptr;
+  // The limiter and % of roof from the medians the row prints (profiling/decode_reading.h),
+  // so that "3.44 GB/s" and its "% of roof" tell one story; the intensity from the trace.
+  const DecodeReading medians =
+      read_decode(metrics.decode_bandwidth_gbps.median * 1e9, metrics.decode_wall_ms_per_step.median,
+                  metrics.decode_busy_ms_per_step.median, metrics.decode_tokens_per_step, dtype_precision(dtype),
+                  analysis.device_spec, analysis.thresholds);
   nlohmann::json reading = {
       {"intensity_flop_per_byte", decode->point.intensity()},
-      {"limiter", limiter_name(decode->limiter)},
-      {"near_limiter", decode->near ? nlohmann::json(limiter_name(*decode->near)) : nlohmann::json()},
-      {"roof_fraction", decode->point.roof_fraction()},
+      {"limiter", limiter_name(medians.limiter)},
+      {"near_limiter", nlohmann::json()},
+      {"roof_fraction", medians.roof_fraction()},
+      {"roof", medians.matvec_roof ? "decode matvec" : "bandwidth"},
+      {"roof_bytes_per_s", medians.reachable_roof},
+      {"copy_roof_bytes_per_s", medians.copy_roof},
+      {"busy_fraction", medians.busy_fraction},
       {"ridge_point", analysis.roofs.ridge_point(Precision::Fp16)}};
-  if (decode->point.roof_fraction() > analysis.thresholds.above_roof_fraction) {
+  if (medians.roof_fraction() > analysis.thresholds.above_roof_fraction) {
     // Above the roof: say why (analysis.h, AboveRoof), never a bare "132%".
     const double cache = analysis.device_spec.cache_bytes;
-    const double per_step = decode->steps > 0 ? decode->point.bytes / static_cast<double>(decode->steps) : 0.0;
+    const double per_step = metrics.decode_bytes_per_step;
     reading["above_roof"] = cache > 0 && per_step <= cache ? "in cache" : "roof suspect";
   }
   return reading;

@@ -45,10 +45,12 @@ struct SweepContext {
 SweepRow run_sweep_point(const SweepPoint& point, const Scenario& scenario, RunOptions options, Backend& backend,
                          SweepContext& context);
 
-// The row's "decode_roofline": the decode phase's intensity, limiter (and the one it is
-// near), % of roof, the ridge point, and `above_roof` ("in cache" or "roof suspect") when
-// the point sits above its roof. Null without a decode phase.
-nlohmann::json decode_roofline_json(const RunAnalysis& analysis);
+// The row's "decode_roofline": the decode phase's intensity (from the trace), then its
+// limiter and % of roof read from the row's own medians against a roof decode can reach
+// (profiling/decode_reading.h: the decode matvec's rate, the copy's beside it), the ridge
+// point, and `above_roof` ("in cache" or "roof suspect") when the point sits above its roof.
+// Null without a decode phase.
+nlohmann::json decode_roofline_json(const RunAnalysis& analysis, const RunMetrics& metrics, DType dtype);
 
 // The cells of a row's decode_roofline as tables print them: the limiter, with the one it
 // is near ("memory, near latency"), and % of roof with why a point is above it ("132% (in

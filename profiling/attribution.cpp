@@ -280,7 +280,7 @@ std::string format_attribution(const Attribution& attribution) {
     out << "| " << part.cause << " | " << per_token_time(part.ms_per_token) << " | " << share(part.ms_per_token) << " | "
         << part.explanation << (part.sign_note.empty() ? "" : ". " + part.sign_note) << " |\n";
   }
-  out << "| residual | " << per_token_time(attribution.residual_ms_per_token) << " | "
+  out << "| unexplained | " << per_token_time(attribution.residual_ms_per_token) << " | "
       << share(attribution.residual_ms_per_token) << " | the medians' difference minus the parts"
       << (attribution.residual_fraction() > 0.10 ? " (over 10%: the parts explain the difference only roughly)" : "")
       << " |\n";
@@ -309,7 +309,7 @@ std::string attribution_html(const Attribution& attribution) {
                     part.cause + verb + per_token_time_unsigned(std::abs(part.ms_per_token)) + ": " + part.explanation +
                         (part.sign_note.empty() ? "" : ". " + part.sign_note) + "."});
   }
-  bars.push_back({"residual", attribution.residual_ms_per_token,
+  bars.push_back({"unexplained", attribution.residual_ms_per_token,
                   "what the medians' difference leaves after the parts: host time outside the device timeline, "
                   "repeat-to-repeat noise" +
                       std::string(attribution.residual_fraction() > 0.10
@@ -330,7 +330,7 @@ std::string attribution_html(const Attribution& attribution) {
           "<th>share</th><th class=\"text\">← faster (hatched) · 0 · slower (solid) →</th><th class=\"text\">what it "
           "means</th></tr>";
   for (const Bar& bar : bars) {
-    const bool residual = bar.cause == "residual";
+    const bool residual = bar.cause == "unexplained";
     const char* kind = residual ? "residual" : bar.ms_per_token < 0 ? "faster" : "slower";
     const std::string left = percent(std::min(bar.ms_per_token, 0.0));
     const std::string width = span > 0 ? format_number(100.0 * std::abs(bar.ms_per_token) / span, 4) + "%" : "0%";

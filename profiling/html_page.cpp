@@ -57,7 +57,9 @@ footer { color: #6b7280; font-size: 12px; margin-top: 18px; }
 .slowdown .predicted { margin-top: 6px; color: #374151; }
 .verdict { display: inline-block; padding: 1px 9px; border-radius: 999px; font-weight: 700; font-size: 12.5px; border: 1px solid currentColor; }
 .verdict.in-range, .verdict.as-predicted { color: #166534; background: #dcfce7; }
-.verdict.below, .verdict.above, .verdict.above-prediction, .verdict.below-prediction { color: #991b1b; background: #fee2e2; }
+/* outside the course's range: a finding about this device, not a failure (the sentence says why) */
+.verdict.below, .verdict.above { color: #1e40af; background: #dbeafe; }
+.verdict.above-prediction, .verdict.below-prediction { color: #991b1b; background: #fee2e2; }
 .verdict.within-noise, .verdict.workload-changed, .verdict.none { color: #92400e; background: #fef3c7; }
 .reading p { margin: 6px 0; }
 .bars td { vertical-align: middle; }

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -274,6 +275,87 @@ MachineState check_machine(Backend& backend, int threads, const RoofsMachine& ro
   state.roofs_core_round_trip_ns = roofs.core_round_trip_ns;
   judge_machine(state, thresholds);
   return state;
+}
+
+CpuUsageSample sample_cpu_usage() {
+  CpuUsageSample sample;
+  sample.wall_seconds = monotonic_seconds();
+  sample.own_cpu_seconds = process_cpu_seconds();
+  const CpuTimes times = read_cpu_times();
+  if (!times.valid) return sample;
+  sample.normal_seconds = times.user + times.system + times.irq + times.softirq;
+  sample.niced_seconds = times.nice;
+  sample.steal_seconds = times.steal;
+  sample.total_seconds = times.total();
+  std::ifstream stat("/proc/stat");
+  for (std::string line; std::getline(stat, line);) {
+    if (line.rfind("procs_running ", 0) == 0) {
+      sample.procs_running = std::atoi(line.c_str() + 14);
+      break;
+    }
+  }
+  sample.valid = true;
+  return sample;
+}
+
+MachineWatch start_machine_watch(const MachineState& state) {
+  MachineWatch watch;
+  watch.machine_cores = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+  // The host thread that enqueues (and on a GPU waits) is busy beside the kernel threads.
+  watch.own_threads = std::max(1, state.kernel_threads) + 1;
+  watch.niced_competes = state.autogroup || state.own_nice > 0;
+  return watch;
+}
+
+void add_window(MachineWatch& watch, const CpuUsageSample& before, const CpuUsageSample& after,
+                const MachineThresholds& thresholds) {
+  const double wall = after.wall_seconds - before.wall_seconds;
+  if (!before.valid || !after.valid || wall <= 0) return;
+  const double own = after.own_cpu_seconds - before.own_cpu_seconds;
+  double others = (after.normal_seconds - before.normal_seconds) + (after.niced_seconds - before.niced_seconds) - own;
+  // Niced work gives way to this run unless autogroups (or this run's own nice) put them on equal terms.
+  if (!watch.niced_competes) others -= after.niced_seconds - before.niced_seconds;
+  others = std::max(0.0, others);
+  ++watch.windows;
+  watch.wall_seconds += wall;
+  watch.others_cpu_seconds += others;
+  watch.steal_seconds += after.steal_seconds - before.steal_seconds;
+  watch.total_seconds += after.total_seconds - before.total_seconds;
+  watch.most_runnable_others = std::max(watch.most_runnable_others, after.procs_running - watch.own_threads);
+  const double limit = watch.spare_cores() + thresholds.watch_margin_cores;
+  const bool window_contended = wall >= thresholds.watch_min_window_seconds && others / wall > limit;
+  if (window_contended) ++watch.contended_windows;
+  if (wall >= thresholds.watch_min_window_seconds)
+    watch.worst_window_others_cores = std::max(watch.worst_window_others_cores, others / wall);
+  const bool overall = watch.others_busy_cores() > limit;
+  const bool steal = watch.steal_fraction() > thresholds.max_steal_fraction;
+  watch.contended = overall || watch.contended_windows > 0 || steal;
+  watch.finding.clear();
+  if (!watch.contended) return;
+  std::ostringstream finding;
+  finding << "while timing, other work took " << format_number(watch.others_busy_cores(), 2) << " cores on average";
+  if (watch.worst_window_others_cores > watch.others_busy_cores())
+    finding << " (" << format_number(watch.worst_window_others_cores, 2) << " in the busiest repeat)";
+  finding << " of the " << watch.machine_cores << " this machine has, which leaves " << watch.spare_cores()
+          << " beside decodelab's " << watch.own_threads << " busy threads";
+  if (watch.most_runnable_others > 0) finding << "; up to " << watch.most_runnable_others << " other tasks waited to run";
+  if (steal) finding << "; the hypervisor took " << format_percent(watch.steal_fraction()) << " (steal)";
+  watch.finding = finding.str();
+}
+
+nlohmann::json to_json(const MachineWatch& watch) {
+  return {{"contended", watch.contended},
+          {"finding", watch.finding},
+          {"windows", watch.windows},
+          {"contended_windows", watch.contended_windows},
+          {"seconds", watch.wall_seconds},
+          {"others_busy_cores", watch.others_busy_cores()},
+          {"worst_window_others_busy_cores", watch.worst_window_others_cores},
+          {"spare_cores", watch.spare_cores()},
+          {"machine_cores", watch.machine_cores},
+          {"own_threads", watch.own_threads},
+          {"most_runnable_others", watch.most_runnable_others},
+          {"steal_fraction", watch.steal_fraction()}};
 }
 
 nlohmann::json to_json(const MachineState& state) {

@@ -18,6 +18,7 @@
 // /proc/stat's busy time by priority are recorded beside it, as explanation.
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +43,13 @@ struct MachineThresholds {
   double min_of_quiet_bandwidth = 0.75;
   // A core round trip above this: the kernel threads' cores are far apart (a note).
   double max_near_core_round_trip_ns = kNearCoreRoundTripNs;
+  // While timing (MachineWatch): other work above the spare cores by more than this is
+  // contention; half a core, since /proc/stat counts in 10 ms ticks and a window of a
+  // repeat or two sees a tick or two of system housekeeping.
+  double watch_margin_cores = 0.5;
+  // A single window is judged on its own only when it is this long (shorter ones only count
+  // in the sum): a 30 ms window holds three ticks per CPU.
+  double watch_min_window_seconds = 0.2;
 };
 
 // What was looked at, and the verdict.
@@ -94,5 +102,52 @@ MachineState check_machine(Backend& backend, int threads, const RoofsMachine& ro
                            const MachineThresholds& thresholds = {});
 
 nlohmann::json to_json(const MachineState& state);
+
+// Watching the machine while timing. The check above is one moment before the repeats; work
+// that starts after it (a build, another user's job) takes the cores from the repeats and
+// leaves figures that look certain and are wrong. So every timed repeat is also a window in
+// which /proc/stat and this process's own CPU time are read at both ends: the CPU time other
+// tasks took (all of it, less ours) against the cores this process leaves spare, and steal.
+struct CpuUsageSample {
+  bool valid = false;
+  double wall_seconds = 0;     // monotonic
+  double own_cpu_seconds = 0;  // this process, every thread
+  double normal_seconds = 0;   // /proc/stat user + system + irq + softirq, every CPU
+  double niced_seconds = 0;    // /proc/stat nice
+  double steal_seconds = 0;
+  double total_seconds = 0;    // every state, idle included
+  int procs_running = 0;       // /proc/stat: runnable tasks at this moment, ours included
+};
+CpuUsageSample sample_cpu_usage();
+
+// What the windows saw, and the verdict (docs/metrics.md, "Machine check").
+struct MachineWatch {
+  int machine_cores = 0;  // CPUs /proc/stat counts (online)
+  int own_threads = 0;    // threads this process keeps busy: kernel threads + the host thread
+  bool niced_competes = false;  // niced work takes CPU from this run (autogroups, or this run niced)
+  int windows = 0, contended_windows = 0;
+  double wall_seconds = 0;         // the windows' time together
+  double others_cpu_seconds = 0;   // CPU time other tasks took in them
+  double steal_seconds = 0, total_seconds = 0;
+  double worst_window_others_cores = 0;  // the busiest window, in cores of other work
+  int most_runnable_others = 0;    // runnable tasks beyond this process's threads, at a window's end
+  bool contended = false;
+  std::string finding;  // one sentence with the numbers, when contended
+
+  // Other work in cores, over all the windows; the cores it could have had without taking ours.
+  double others_busy_cores() const { return wall_seconds > 0 ? others_cpu_seconds / wall_seconds : 0.0; }
+  double spare_cores() const { return std::max(0, machine_cores - own_threads); }
+  double steal_fraction() const { return total_seconds > 0 ? steal_seconds / total_seconds : 0.0; }
+};
+
+// A watch for a run on `state`'s machine (its kernel threads, nice level and autogroup).
+MachineWatch start_machine_watch(const MachineState& state);
+// Adds the window between two samples and judges the watch again: contended when other work
+// took more than the spare cores plus `margin_cores` — over all the windows, or in one window
+// long enough for /proc/stat's ticks to say so (`min_window_seconds`) — or steal went above
+// the check's threshold.
+void add_window(MachineWatch& watch, const CpuUsageSample& before, const CpuUsageSample& after,
+                const MachineThresholds& thresholds = {});
+nlohmann::json to_json(const MachineWatch& watch);
 
 }  // namespace decodelab

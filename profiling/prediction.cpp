@@ -417,8 +417,8 @@ nlohmann::json to_json(const Prediction& prediction) {
           {"decode_tokens", timing.decode_tokens},
           {"groups", timing.groups},
           {"decode_steps", timing.step_ms.size()},
-          {"decode_step_wall_ms", prediction.decode_step_wall_ms()},
-          {"decode_step_busy_ms", prediction.decode_step_busy_ms()},
+          {"decode_wall_ms_per_step", prediction.decode_step_wall_ms()},
+          {"decode_busy_ms_per_step", prediction.decode_step_busy_ms()},
           {"ops", prediction.ops},
           {"phases", phases},
           {"categories", categories}};

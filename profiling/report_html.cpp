@@ -14,6 +14,7 @@
 
 #include "profiling/atomic_file.h"
 #include "profiling/report.h"
+#include "profiling/decode_reading.h"
 #include "profiling/units.h"
 
 namespace decodelab {
@@ -33,11 +34,33 @@ std::string figure(const std::string& name, const std::string& value) {
 
 std::string headline_figure(const HeadlineFigure& figure) { return headline_figure_html(figure); }
 
+// The card's sentence: decode read from the medians the card shows (profiling/decode_reading.h),
+// then the trace's reading of the other phases; the trace's summary alone where the card
+// has no decode figures.
+std::string card_sentence(const LabelledRun& run) {
+  const RunAnalysis& analysis = *run.analysis;
+  auto median = [&](const char* key) -> std::optional<double> {
+    for (const HeadlineFigure& figure : run.headline)
+      if (figure.key == key) return figure.estimate.median;
+    return std::nullopt;
+  };
+  const auto gbps = median("decode_bandwidth_gbps"), wall = median("decode_wall_ms_per_step");
+  const auto busy = median("decode_busy_ms_per_step"), tokens = median("decode_tokens_per_s");
+  const std::optional<Precision> precision = parse_precision(analysis.dtype);
+  if (!gbps || !wall || !busy || !tokens || !precision || !analysis.phase(Phase::Decode)) return analysis.summary;
+  std::string sentence = read_decode(*gbps * 1e9, *wall, *busy, *tokens * *wall / 1e3, *precision,
+                                     analysis.device_spec, analysis.thresholds)
+                             .sentence;
+  for (const PhaseStats& phase : analysis.phases)
+    if (phase.phase == Phase::Prefill && phase.steps > 0) sentence += "; " + phase.summary;
+  return sentence;
+}
+
 std::string run_card(const LabelledRun& run, size_t index) {
   const RunAnalysis& analysis = *run.analysis;
   std::ostringstream html;
   html << "<div class=\"card\" style=\"--run: " << run_colour(index) << "\"><div class=\"label\">" << escape(run.label)
-       << "</div><p class=\"sentence\">" << escape(analysis.summary) << "</p>";
+       << "</div><p class=\"sentence\">" << escape(card_sentence(run)) << "</p>";
   if (run.machine && run.machine->contended) {
     html << "<p class=\"caveat\">The machine was busy while this ran: " << escape(run.machine->summary()) << ". "
          << escape(run.machine->advice) << ".</p>";
@@ -152,8 +175,22 @@ std::string roofs_table(const DeviceSpec& spec) {
   html << table;
   for (const auto& [name, roofs] : sets) {
     const std::string quality = roofs->age_and_spread(std::time(nullptr));
-    html << "<p class=\"note\">" << name << (quality.empty() ? "" : " (" + escape(quality) + ")") << ": "
-         << escape(roofs->source) << "</p>\n";
+    // A measured source is one long "; "-joined account (one clause per roof): a list reads, a
+    // single sentence of that length does not.
+    std::vector<std::string> clauses;
+    for (size_t begin = 0; begin <= roofs->source.size();) {
+      const size_t end = std::min(roofs->source.find("; ", begin), roofs->source.size());
+      if (end > begin) clauses.push_back(roofs->source.substr(begin, end - begin));
+      begin = end + 2;
+    }
+    html << "<p class=\"note\">" << name << (quality.empty() ? "" : " (" + escape(quality) + ")") << ":";
+    if (clauses.size() <= 1) {
+      html << " " << escape(roofs->source) << "</p>\n";
+    } else {
+      html << "</p><ul class=\"note\">";
+      for (const std::string& clause : clauses) html << "<li>" << escape(clause) << "</li>";
+      html << "</ul>\n";
+    }
   }
   if (spec.cache_bytes > 0) html << "<p class=\"note\">last-level cache: " << escape(format_bytes(spec.cache_bytes)) << "</p>\n";
   return html.str();

@@ -86,7 +86,7 @@ nlohmann::json to_json(const Estimate& estimate) {
   return {{"median", estimate.median},         {"low", estimate.low},
           {"high", estimate.high},             {"relative_ci", estimate.relative_ci()},
           {"samples", estimate.samples},       {"confidence", estimate.confidence},
-          {"noisy", estimate.noisy}};
+          {"noisy", estimate.noisy},           {"contended", estimate.contended}};
 }
 
 Estimate estimate_from_json(const nlohmann::json& json) {
@@ -98,14 +98,23 @@ Estimate estimate_from_json(const nlohmann::json& json) {
   estimate.samples = json.value("samples", 0);
   estimate.confidence = json.value("confidence", 0.0);
   estimate.noisy = json.value("noisy", false);
+  estimate.contended = json.value("contended", false);
   return estimate;
 }
 
 std::string format_interval(const Estimate& estimate) {
+  const std::string contended = estimate.contended ? " contended" : "";
+  // One sample has no spread to show: "±0.0% noisy" would claim a width it never measured.
+  if (estimate.samples == 1) return "(1 sample, no interval)" + contended;
   const double percent = 100 * estimate.relative_ci();
   char text[48];
-  std::snprintf(text, sizeof text, percent < 9.95 ? "±%.1f%%" : "±%.0f%%", percent);
-  return std::string(text) + (estimate.noisy ? " noisy" : "");
+  if (percent >= 100) {
+    // Past the median itself the width says only that the samples disagree ("±10613%" is noise in a number).
+    std::snprintf(text, sizeof text, "±>100%%");
+  } else {
+    std::snprintf(text, sizeof text, percent < 9.95 ? "±%.1f%%" : "±%.0f%%", percent);
+  }
+  return std::string(text) + (estimate.noisy ? " noisy" : "") + contended;
 }
 
 }  // namespace decodelab

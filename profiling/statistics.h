@@ -31,6 +31,10 @@ struct Estimate {
   double confidence = 0;     // its coverage: ≥ 0.95 from kSamplesFor95 samples, less below
   int samples = 0;
   bool noisy = false;        // relative_ci() above the target, or confidence below 95%
+  // Measured while other work took the cores (the machine check before, or the watch during
+  // or after the repeats): the interval says how the repeats agreed, not that the figure is
+  // this machine's; printed "contended" whatever its width.
+  bool contended = false;
 
   // The interval's larger distance from the median, relative to it: the "±" printed.
   double relative_ci() const;
@@ -56,12 +60,14 @@ Estimate paired_ratio(const std::vector<double>& numerator, const std::vector<do
 // The plain median (0 for no samples), shared by every summary in the project.
 double median_of(std::vector<double> values);
 
-// {"median", "low", "high", "relative_ci", "samples", "confidence", "noisy"}, and back
-// (missing fields read as 0/false).
+// {"median", "low", "high", "relative_ci", "samples", "confidence", "noisy", "contended"},
+// and back (missing fields read as 0/false).
 nlohmann::json to_json(const Estimate& estimate);
 Estimate estimate_from_json(const nlohmann::json& json);
 
-// "±1.8%" (the interval's larger side, relative to the median), then " noisy" when it is.
+// "±1.8%" (the interval's larger side, relative to the median), then " noisy" when it is,
+// " contended" when it was measured under contention; "±>100%" for an interval wider than
+// the median, "(1 sample, no interval)" for one sample.
 std::string format_interval(const Estimate& estimate);
 
 }  // namespace decodelab

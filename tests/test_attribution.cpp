@@ -91,7 +91,7 @@ TEST_CASE("the residual is what the parts do not explain", "[attribution]") {
   const nlohmann::json json = to_json(attribution);
   CHECK(json["parts"].size() == 4);
   CHECK(json.contains("residual_ms_per_token"));
-  CHECK(format_attribution(attribution).find("| residual |") != std::string::npos);
+  CHECK(format_attribution(attribution).find("| unexplained |") != std::string::npos);
 }
 
 TEST_CASE("identical runs attribute nothing", "[attribution]") {

@@ -5,6 +5,7 @@
 // stderr that is not a terminal; -o csv|json|jsonl rows; --top; threads, dtype and
 // backend swept as lists; prefill tok/s. Runs use lab-tiny with a few tokens.
 #include <catch2/catch.hpp>
+#include <chrono>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -58,6 +59,21 @@ TEST_CASE("cli: a mistyped subcommand, scenario or --only value gets a did-you-m
   CHECK(only.exit_code == 2);
   CHECK_THAT(only.err, Contains("--only") && Contains("host_sinc") && Contains("(did you mean 'host_sync'?)") &&
                            Contains("fp32_ops, host_sync, no_kv_cache, non_contiguous, sequential_generation"));
+}
+
+TEST_CASE("cli: a mistyped option or device name gets a did-you-mean, exit 2", "[cli][usability]") {
+  const CommandResult option = run_decodelab({"run", "quickstart", "--thread", "1"});
+  CHECK(option.exit_code == 2);
+  CHECK_THAT(option.err, Contains("--thread is unknown (did you mean '--threads'?)"));
+  CHECK(option.out.empty());
+  const CommandResult device = run_decodelab({"roofline", "--device", "h20"});
+  CHECK(device.exit_code == 2);
+  CHECK_THAT(device.err, Contains("--device") && Contains("h20") && Contains("did you mean 'h200'?"));
+  const CommandResult predict_on = run_decodelab({"lab", "--predict-on", "h20"});
+  CHECK(predict_on.exit_code == 2);
+  CHECK_THAT(predict_on.err, Contains("did you mean 'h200'?"));
+  // The help says what 0 threads means.
+  CHECK_THAT(run_decodelab({"run", "--help"}).out, Contains("0 = every core"));
 }
 
 TEST_CASE("cli: --only takes a,b and a b alike", "[cli][usability]") {
@@ -145,9 +161,16 @@ TEST_CASE("cli: run -o csv|json|jsonl prints its row on stdout, --top the ops, p
   }
   CHECK_THAT(adaptive.err, Contains(" so far)\n"));
 
+  // --quiet silences progress, never an output asked for: -o jsonl still prints its row.
   const CommandResult jsonl = run_decodelab(with_tiny({"run", "quickstart", "-o", "jsonl", "--quiet"}));
-  CHECK(jsonl.out.empty());  // --quiet prints nothing
+  CHECK(json_lines(jsonl.out).size() == 1);
   CHECK(jsonl.err.empty());
+  const CommandResult quiet_csv = run_decodelab(with_tiny({"run", "quickstart", "-o", "csv", "-q"}));
+  CHECK(quiet_csv.out.find("decode_tokens_per_s") != std::string::npos);
+  CHECK(quiet_csv.err.empty());
+  const CommandResult quiet_table = run_decodelab(with_tiny({"run", "quickstart", "-q"}));
+  CHECK(quiet_table.out.empty());  // the table is for people: -q drops it
+  CHECK(quiet_table.err.empty());
   const CommandResult lines = run_decodelab(with_tiny({"run", "quickstart", "--output", "jsonl"}));
   REQUIRE(lines.exit_code == 0);
   const std::vector<nlohmann::json> parsed = json_lines(lines.out);
@@ -258,6 +281,46 @@ TEST_CASE("cli: lab shares its time budget among the bugs still to run", "[cli][
   const CommandResult zero = run_decodelab(with_tiny({"lab", "--only", "host_sync", "--max-seconds", "0"}));
   CHECK(zero.exit_code == 2);
   CHECK_THAT(zero.err, Contains("--max-seconds"));
+}
+
+TEST_CASE("cli: a budget is a ceiling: lab --max-seconds N ends within N plus a few seconds", "[cli][usability]") {
+  const TempDir dir;
+  const auto json = dir.path() / "lab.json";
+  // Pairs far beyond what the budget allows (min_repeats used to run whatever the time), each
+  // slowed by the emulated dispatch cost: only the budget can end them.
+  std::vector<std::string> arguments =
+      with_tiny({"lab", "--only", "host_sync,no_kv_cache", "--json", json.string(), "--max-seconds", "8"});
+  arguments.insert(arguments.end(), {"--set", "run={warmup: 1, min_repeats: 400, max_repeats: 400}", "--set",
+                                     "workload.host_overhead_us=50"});
+  const auto begin = std::chrono::steady_clock::now();
+  const CommandResult lab = run_decodelab(arguments);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  INFO(lab.err);
+  REQUIRE(lab.exit_code == 0);
+  // The process's own start and end (loading every scenario, writing the file) sit outside the
+  // budget's clock: a few seconds on a busy machine.
+  CHECK(seconds < 8 + 5);
+  CHECK_THAT(lab.err, Contains("lab: 2 bugs within 8 s") && Contains("of the lab's budget left"));
+  const nlohmann::json rows = read_json(json);
+  REQUIRE(rows.size() == 2);
+  for (const nlohmann::json& row : rows) {
+    CHECK(row["stopped_because"] == "max_seconds reached");
+    CHECK(row["pairs"].get<int>() < 400);
+    CHECK(row["timed_seconds"].get<double>() <= row["budget_seconds"].get<double>() + 0.5);
+  }
+
+  // compare alone: run.max_seconds covers its warm-ups and pairs, min_repeats included.
+  const auto compare_json = dir.path() / "compare.json";
+  std::vector<std::string> compare_arguments = with_tiny({"compare", "host_sync", "--json", compare_json.string()});
+  compare_arguments.insert(compare_arguments.end(),
+                           {"--set", "run={warmup: 1, min_repeats: 400, max_repeats: 400, max_seconds: 3}", "--set",
+                            "workload.host_overhead_us=50"});
+  const CommandResult compare = run_decodelab(compare_arguments);
+  INFO(compare.err);
+  REQUIRE(compare.exit_code == 0);
+  const nlohmann::json compared = read_json(compare_json);
+  CHECK(compared["pairs"].get<int>() < 400);
+  CHECK(compared["timed_seconds"].get<double>() <= 3.0 + 0.5);
 }
 
 TEST_CASE("cli: sweep takes threads and dtype lists, and --threads 1,2 on the command line", "[cli][usability]") {

@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "lab/collect_report.h"
 #include "support/cli_runner.h"
 #include "support/result_rows.h"
 #include "support/temp_dir.h"
@@ -203,4 +204,15 @@ TEST_CASE("sweep --slurm and collect refuse what they cannot do, leaving nothing
       run_decodelab({"collect", sweep_run.string(), "--report", (dir.path() / "rep").string()});
   CHECK(report.exit_code == 2);
   CHECK_THAT(report.err, Contains("only a lab run has a report"));
+}
+
+TEST_CASE("collect: a threads sweep on one CPU is one device in its set", "[collect]") {
+  const nlohmann::json one = {{"device", "AMD EPYC (1 threads, AVX2)"}};
+  const nlohmann::json two = {{"device", "AMD EPYC (2 threads, AVX2)"}};
+  const nlohmann::json other = {{"device", "NVIDIA H200"}};
+  const std::string threads = decodelab::set_heading({{"default", ""}, {&one, &two}});
+  CHECK(threads.find("different devices") == std::string::npos);
+  CHECK(threads.find("AMD EPYC (AVX2)") != std::string::npos);
+  // Two real devices in one set are still said.
+  CHECK(decodelab::set_heading({{"default", ""}, {&one, &other}}).find("2 different devices") != std::string::npos);
 }

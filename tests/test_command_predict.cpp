@@ -37,7 +37,7 @@ void check_prediction_json(const nlohmann::json& prediction) {
   CHECK(prediction.at("ttft_ms").get<double>() > 0);
   CHECK(prediction.at("total_ms").get<double>() > 0);
   CHECK(prediction.at("decode_tokens_per_s").get<double>() >= 0);
-  CHECK(prediction.at("decode_step_wall_ms").get<double>() >= prediction.at("decode_step_busy_ms").get<double>());
+  CHECK(prediction.at("decode_wall_ms_per_step").get<double>() >= prediction.at("decode_busy_ms_per_step").get<double>());
   CHECK_FALSE(prediction.at("phases").empty());
   CHECK_FALSE(prediction.at("categories").empty());
 }
@@ -133,7 +133,7 @@ TEST_CASE("predict: bad input is one line, exit 2, nothing written", "[command_p
     CHECK(std::count(result.err.begin(), result.err.end(), '\n') == 1);
     CHECK_FALSE(std::filesystem::exists(json));
   };
-  expect_input_error({"predict", "host_sync", "--device", "h300"}, "unknown device 'h300'");
+  expect_input_error({"predict", "host_sync", "--device", "h300"}, "--device: h300: unknown device (did you mean 'h200'?)");
   expect_input_error({"predict", "host_sync", "--device", "h200", "--check"}, "--check measures on this machine");
   expect_input_error({"predict", "quickstart", "--device", "h200", "--row", "x"}, "needs a bug");
   expect_input_error({"predict", "host_sync", "--device", "h200", "--set", "workload.batch_size=0"}, "batch_size");

@@ -457,3 +457,99 @@ TEST_CASE("machine check: the probe's spread leaves out one held-up copy at eith
   CHECK(probe_spread_of({1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8}) == Approx((1.7 - 1.1) / 1.4));
   CHECK(probe_spread_of({1.0, 2.0}) == 0.0);
 }
+
+namespace {
+
+// A /proc/stat and own-CPU sample at `wall` seconds, the CPU times in seconds since some start.
+CpuUsageSample usage_at(double wall, double own_cpu, double normal, double niced = 0, double steal = 0) {
+  CpuUsageSample sample;
+  sample.valid = true;
+  sample.wall_seconds = wall;
+  sample.own_cpu_seconds = own_cpu;
+  sample.normal_seconds = normal;
+  sample.niced_seconds = niced;
+  sample.steal_seconds = steal;
+  sample.total_seconds = 4 * wall;  // a four-core machine
+  return sample;
+}
+
+}  // namespace
+
+TEST_CASE("machine watch: other work taking the cores while timing is contention, with its numbers",
+          "[machine_check]") {
+  MachineState checked = quiet_machine();
+  checked.kernel_threads = 2;  // + the host thread: 3 of 4 cores busy with this run, 1 spare
+  MachineWatch watch = start_machine_watch(checked);
+  watch.machine_cores = 4;  // the figures below are a four-core machine's, whatever this one has
+
+  // Quiet: this run's three threads and half a core of other work, over two 0.5 s repeats.
+  add_window(watch, usage_at(0, 0, 0), usage_at(0.5, 1.5, 1.75));
+  add_window(watch, usage_at(1, 1.5, 1.75), usage_at(1.5, 3.0, 3.5));
+  CHECK(watch.windows == 2);
+  CHECK(watch.others_busy_cores() == Approx(0.5));
+  CHECK_FALSE(watch.contended);
+  CHECK(watch.finding.empty());
+
+  // A build starts: three cores of other work in the third repeat; this run gets less CPU.
+  add_window(watch, usage_at(2, 3.0, 3.5), usage_at(2.5, 3.5, 5.5));
+  CHECK(watch.contended);
+  CHECK(watch.contended_windows == 1);
+  CHECK(watch.worst_window_others_cores == Approx(3.0));
+  CHECK_THAT(watch.finding, Catch::Matchers::Contains("other work took") && Catch::Matchers::Contains("in the busiest repeat"));
+  const nlohmann::json json = to_json(watch);
+  CHECK(json["contended"] == true);
+  CHECK(json["spare_cores"] == 1);
+
+  // Steal alone is contention too.
+  MachineWatch stolen = start_machine_watch(checked);
+  stolen.machine_cores = 4;
+  add_window(stolen, usage_at(0, 0, 0), usage_at(1, 3, 3, 0, 0.4));
+  CHECK(stolen.contended);
+  CHECK_THAT(stolen.finding, Catch::Matchers::Contains("steal"));
+
+  // Niced work gives way to a normal-priority run, unless autogroups put it on equal terms.
+  checked.autogroup = false;
+  MachineWatch niced = start_machine_watch(checked);
+  niced.machine_cores = 4;
+  add_window(niced, usage_at(0, 0, 0), usage_at(1, 3, 3, 3));
+  CHECK_FALSE(niced.contended);
+  checked.autogroup = true;
+  MachineWatch grouped = start_machine_watch(checked);
+  grouped.machine_cores = 4;
+  add_window(grouped, usage_at(0, 0, 0), usage_at(1, 3, 3, 3));
+  CHECK(grouped.contended);
+}
+
+TEST_CASE("busy loops started after the machine check: every figure is marked contended",
+          "[machine_check][cli][sanitizer_skip]") {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("decodelab_test_machine_watch-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::string json_file = (dir / "run.json").string();
+  // Enough repeats of a slowed workload that the run is still timing when the loops start.
+  BackgroundDecodelab run({"run", "quickstart", "--backend", "cpu", "--threads", "1", "--set",
+                           "run={warmup: 0, repeats: 12}", "--set", "workload.new_tokens=48", "--set",
+                           "workload.host_overhead_us=40", "--json", json_file});
+  // The check is over once the first repeat is reported; only then does the other work start.
+  REQUIRE(wait_until([&] { return run.stderr_so_far().find("repeat 1/12 done") != std::string::npos; }, 120.0));
+  CommandResult result;
+  {
+    BusyLoops loops(2 * cores);
+    result = run.wait();
+  }
+  REQUIRE(result.exit_code == 0);
+  CHECK_THAT(result.machine_warning, Catch::Matchers::Contains("marked \"contended\""));
+  const nlohmann::json json = nlohmann::json::parse(read_text_file(json_file));
+  CHECK(json["contended"] == true);
+  CHECK(json["machine_during"]["contended"] == true);
+  CHECK(json["machine_during"]["others_busy_cores"].get<double>() > 0.5);
+  for (const auto& [name, interval] : json["intervals"].items()) {
+    INFO(name);
+    if (interval.is_object()) CHECK(interval["contended"] == true);
+  }
+  // The printed row says so beside the figures.
+  CHECK_THAT(result.out, Catch::Matchers::Contains("contended"));
+  std::filesystem::remove_all(dir);
+}

@@ -122,6 +122,37 @@ TEST_CASE("lab index: the stylesheet, each bug linked to its pages, verdicts mar
   CHECK_THAT(page, !Contains("no_kv_cache/report.html"));  // no pages written for it: named, not linked
   CHECK_THAT(page, Contains("<span class=\"verdict in-range\">in range</span>") &&
                        Contains("<span class=\"verdict within-noise\">within noise</span>"));
+  // Two bugs ran: the title says so, not "the five-bug lab".
+  CHECK_THAT(page, Contains("<h1>decodelab: the lab, 2 bugs</h1>") && !Contains("five-bug"));
+}
+
+TEST_CASE("lab index: one chart of the slowdowns, the busy machine said once, the prediction in its own table",
+          "[pages]") {
+  const TempDir dir;
+  std::vector<LabRow> rows(2);
+  rows[0].bug = "host_sync";
+  rows[0].headline.expected = ExpectedSlowdown{100, 1000, SlowdownMetric::Decode};
+  rows[0].headline.measured.median = 1.5;
+  rows[0].headline.measured.low = 1.4;
+  rows[0].headline.measured.high = 1.6;
+  rows[0].headline.measured.samples = 12;
+  rows[0].headline.verdict = {VerdictKind::Below, "below"};
+  rows[0].contended = true;
+  rows[1].bug = "no_kv_cache";
+  rows[1].headline.measured = rows[0].headline.measured;
+  rows[1].headline.measured.median = 3;
+  rows[1].headline.measured.high = 3.2;
+  write_lab_index(dir.path(), rows);
+  const std::string page = read_text_file(dir.path() / "index.html");
+  CHECK(xml_problem(page, /*html=*/true) == "");
+  CHECK_THAT(page, Contains("<h2>Each bug's slowdown</h2><svg class=\"lab-chart\""));
+  CHECK(decodelab::testing::occurrences(page, "<rect class=\"range\"") == 1);  // only host_sync has a range
+  CHECK(decodelab::testing::occurrences(page, "<title>measured ") == 2);
+  // The chart's scale reaches the range: 1000x is a tick.
+  CHECK_THAT(page, Contains(">1000x</text>"));
+  CHECK(decodelab::testing::occurrences(page, "class=\"caveat\"") == 1);
+  CHECK_THAT(page, Contains("The machine was busy while host_sync was measured"));
+  CHECK_THAT(page, Contains("<h3>Against the prediction</h3>"));
 }
 
 TEST_CASE("sweep page: the stylesheet, the rows in a table that scrolls", "[pages]") {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "profiling/analysis.h"
+#include "profiling/decode_reading.h"
 #include "profiling/machine_check.h"
 #include "profiling/printers.h"
 #include "profiling/report.h"
@@ -36,6 +37,8 @@ struct TwoRuns {
   TwoRuns() {
     DeviceSpec device = decodelab::testing::synthetic_cpu_device();
     device.datasheet = Roofs{.bandwidth = 40e9, .fp32_flops = 200e9, .fp16_flops = 120e9, .bf16_flops = 120e9, .source = "synthetic datasheet"};
+    // A measured account is one clause per roof, "; "-joined, as roof_measure writes it.
+    if (device.measured) device.measured->source = "copy 40 GB/s; FMA probe 200 GFLOP/s; fp16 matmul 120 GFLOP/s";
     SyntheticRun fixed_run;
     SyntheticRun buggy_run;
     buggy_run.sync_each_step = true;
@@ -116,6 +119,10 @@ TEST_CASE("HTML report: well-formed, self-contained, every section present", "[r
   }
   CHECK(count(html, "<svg ") == 3);  // the roofline and one timeline per run
   CHECK(html.find(xml_escape(runs.buggy.summary)) != std::string::npos);
+  // The roofs' source as a list of clauses, not one long sentence.
+  if (runs.buggy.device_spec.measured) {
+    CHECK(html.find("<li>copy 40 GB/s</li><li>FMA probe 200 GFLOP/s</li>") != std::string::npos);
+  }
 }
 
 TEST_CASE("HTML report: a busy machine's summary and a far-cores note are shown on the run", "[report]") {
@@ -233,4 +240,25 @@ TEST_CASE("Phases table: device wall is busy + idle on the device, host time the
                             format_seconds(decode->timeline.busy_seconds) + "</td>"));
   CHECK(count(html, "<div class=\"table-scroll\"><table>") >= 7);  // phases, categories and top ops per run, roofs
   CHECK_THAT(html, Contains(page_stylesheet()));
+}
+
+TEST_CASE("HTML report: a run card's headline reads decode from the medians the card shows", "[report]") {
+  const TwoRuns runs;
+  Estimate gbps, wall, busy, tokens;
+  gbps.median = 7.69;
+  wall.median = 2.0;
+  busy.median = 1.9;
+  tokens.median = 500;  // one token per step at 2 ms
+  for (Estimate* estimate : {&gbps, &wall, &busy, &tokens}) estimate->samples = 6;
+  LabelledRun run{"fixed", &runs.fixed,
+                  {{"decode_bandwidth_gbps", "decode GB/s", "7.69", gbps},
+                   {"decode_wall_ms_per_step", "wall ms/step", "2.000", wall},
+                   {"decode_busy_ms_per_step", "busy ms/step", "1.900", busy},
+                   {"decode_tokens_per_s", "decode tok/s", "500", tokens}},
+                  nullptr};
+  const std::string html = report_html({run}, "one run");
+  const DecodeReading expected = read_decode(7.69e9, 2.0, 1.9, 1.0, parse_precision(runs.fixed.dtype).value(),
+                                             runs.fixed.device_spec, runs.fixed.thresholds);
+  CHECK(html.find("<p class=\"sentence\">" + xml_escape(expected.sentence)) != std::string::npos);
+  CHECK(html.find(format_percent(expected.roof_fraction())) != std::string::npos);
 }

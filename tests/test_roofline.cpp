@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "profiling/decode_reading.h"
 #include "profiling/roofline.h"
 
 using namespace decodelab;
@@ -192,4 +193,41 @@ TEST_CASE("near a threshold or the ridge, the verdict says so", "[roofline]") {
     CHECK_THAT(limiter_rules_text(moved, false), Catch::Matchers::Contains("50% of its roof"));
     CHECK_THAT(limiter_rules_text(thresholds, true), Catch::Matchers::Contains("under 10 µs"));
   }
+}
+
+TEST_CASE("decode reading: judged against the roof a decode matvec reaches, the copy's beside it", "[roofline]") {
+  DeviceSpec spec;
+  Roofs roofs;
+  roofs.bandwidth = 24.2e9;  // a copy's rate
+  roofs.fp16_flops = 1e12;
+  roofs.decode_matmul_ceilings = {{Precision::Fp16, 1, 9.5e9}, {Precision::Fp16, 4, 11e9}, {Precision::Fp32, 1, 20e9}};
+  spec.measured = roofs;
+
+  // 7.69 GB/s at batch 1, the device busy 90% of each step: 81% of the 9.5 GB/s matvec roof.
+  const DecodeReading busy = read_decode(7.69e9, 1.0, 0.9, 1, Precision::Fp16, spec);
+  CHECK(busy.matvec_roof);
+  CHECK(busy.reachable_roof == 9.5e9);
+  CHECK(busy.roof_fraction() == Approx(7.69 / 9.5));
+  CHECK(busy.limiter == Limiter::Memory);
+  CHECK_THAT(busy.sentence, Catch::Matchers::Contains("7.69 GB/s") && Catch::Matchers::Contains("81%") &&
+                                Catch::Matchers::Contains("24.2 GB/s"));
+  // The largest measured batch within the step's: 4 rows for a batch of 6.
+  CHECK(read_decode(7.69e9, 1.0, 0.9, 6, Precision::Fp16, spec).reachable_roof == 11e9);
+  // A device idle half of each step waits for its host, whatever the bytes.
+  const DecodeReading idle = read_decode(7.69e9, 1.0, 0.5, 1, Precision::Fp16, spec);
+  CHECK(idle.limiter == Limiter::Overhead);
+  CHECK_THAT(idle.sentence, Catch::Matchers::Contains("idles 50%"));
+  // Far below the matvec roof with a busy device: latency-bound, and the same percent said.
+  const DecodeReading slow = read_decode(1.9e9, 1.0, 0.95, 1, Precision::Fp16, spec);
+  CHECK(slow.limiter == Limiter::Latency);
+  CHECK_THAT(slow.sentence, Catch::Matchers::Contains("20%"));
+  // Without a measured matvec rate (a datasheet GPU): the bandwidth roof.
+  DeviceSpec gpu;
+  Roofs datasheet;
+  datasheet.bandwidth = 3.35e12;
+  gpu.datasheet = datasheet;
+  const DecodeReading on_gpu = read_decode(2.5e12, 1.0, 1.0, 1, Precision::Bf16, gpu);
+  CHECK_FALSE(on_gpu.matvec_roof);
+  CHECK(on_gpu.roof_fraction() == Approx(2.5 / 3.35));
+  CHECK(on_gpu.limiter == Limiter::Memory);
 }

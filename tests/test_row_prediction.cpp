@@ -132,7 +132,7 @@ TEST_CASE("row prediction: the sentence names the numbers the model priced", "[r
   CHECK(row.here.unit == "step");
   INFO(row.sentence);
   CHECK_THAT(row.sentence, Contains(std::to_string(reads_per_step) + " device-to-host reads per step × " +
-                                    format_seconds(7e-6) + " round trip + the drained queue"));
+                                    format_seconds(7e-6) + " round trip + the wait for the work queued before it"));
   CHECK_THAT(row.sentence, Contains(ratio));
   CHECK_THAT(row.sentence, Contains("on h200 the same costs") && Contains(h200_ratio));
   // The added time per step is the predicted decode time per step, buggy minus fixed.
@@ -190,8 +190,8 @@ TEST_CASE("row prediction: a verdict taken on a noisy machine says so", "[row_pr
   CHECK(machine_noise(true, true) == "busy, roofs noisy");
   // A starved host counts from 5% of a side's decode device time idle for it.
   CHECK(machine_noise(false, false, 0.049).empty());
-  CHECK(machine_noise(false, false, 0.23) == "host starved 23%");
-  CHECK(machine_noise(true, true, 0.05) == "busy, roofs noisy, host starved 5%");
+  CHECK(machine_noise(false, false, 0.23) == "device waiting on the host 23%");
+  CHECK(machine_noise(true, true, 0.05) == "busy, roofs noisy, device waiting on the host 5%");
   DeviceSpec here = round_device();
   CHECK_FALSE(roofs_noisy(here));
   here.measured = Roofs{};
@@ -367,4 +367,36 @@ TEST_CASE("sweep chart: the decode-batch curve turns compute-bound at the ridge 
   CHECK(knee->x <= 8);
   // Past the knee tok/s flattens: the last doubling gains far less than the first.
   CHECK(curve.back().decode_tokens_per_s / curve.front().decode_tokens_per_s < 64.0 / 4);
+}
+
+TEST_CASE("sweep chart: the curve passes through each row's own prediction, points carry their intervals",
+          "[row_prediction]") {
+  const std::filesystem::path file = scenarios_dir() / "sweeps" / "decode-batch.yaml";
+  const std::vector<SweepPoint> points = expand_sweep(read_scenario_document(file), file.string());
+  std::vector<Scenario> scenarios;
+  for (const SweepPoint& point : points) scenarios.push_back(parse_scenario(point.scenario, file));
+  // Rows whose predictions came from other roofs than the chart's device (as a threads sweep's
+  // points each have their own): the curve must not replace them.
+  std::vector<nlohmann::json> rows;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const double measured = 100.0 * static_cast<double>(i + 1);
+    rows.push_back({{"metrics", {{"decode_tokens_per_s", measured}}},
+                    {"intervals",
+                     {{"decode_tokens_per_s",
+                       {{"median", measured}, {"low", measured * 0.9}, {"high", measured * 1.2}, {"samples", 6}}}}},
+                    {"predicted_decode_tokens_per_s", 7.0 * measured},
+                    {"prediction", {{"device", "row roofs"}, {"decode_bound", "bandwidth roof"}}}});
+  }
+  const std::vector<SweepSeries> series = sweep_series(points, scenarios, rows, round_device());
+  REQUIRE(series.size() == 1);
+  const SweepSeries& s = series[0];
+  REQUIRE(s.measured_x.size() == points.size());
+  for (size_t k = 0; k < s.measured_x.size(); ++k) {
+    CHECK(s.measured_low[k] == Approx(0.9 * s.measured_tokens_per_s[k]));
+    CHECK(s.measured_high[k] == Approx(1.2 * s.measured_tokens_per_s[k]));
+    const auto at = std::find_if(s.predicted.begin(), s.predicted.end(),
+                                 [&](const CurvePoint& p) { return p.x == s.measured_x[k]; });
+    REQUIRE(at != s.predicted.end());
+    CHECK(at->decode_tokens_per_s == Approx(7.0 * s.measured_tokens_per_s[k]));
+  }
 }

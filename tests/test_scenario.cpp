@@ -11,6 +11,7 @@
 
 #include "engine/errors.h"
 #include "lab/scenario.h"
+#include "lab/slowdown.h"
 #include "lab/sweep.h"
 #include "support/temp_dir.h"
 
@@ -158,6 +159,39 @@ TEST_CASE("run: the repeat policy, and expected_slowdown names its metric", "[sc
   // --set keys are remembered (a lab verdict needs to know what changed).
   const Scenario overridden = load_scenario(dir.write("o.yaml", kBaseScenario), {"workload.new_tokens=3", "run.warmup=1"});
   CHECK(overridden.overridden_keys == std::vector<std::string>{"workload.new_tokens", "run.warmup"});
+}
+
+TEST_CASE("--set to the value the scenario already has changes nothing a verdict depends on", "[scenario]") {
+  const TempDir dir;
+  const auto file = dir.write("o.yaml", kBaseScenario);
+  const Scenario as_written = load_scenario(file);
+  const std::string seed = std::to_string(as_written.workload.seed);
+  const std::string other_seed = std::to_string(as_written.workload.seed + 1);
+  const std::string model = scenario_to_json(as_written)["model"].get<std::string>();
+  const std::string dtype = dtype_name(as_written.dtype);
+
+  // The same values, key by key or as a whole mapping: no key changed.
+  CHECK(load_scenario(file, {"workload.seed=" + seed}).overridden_keys.empty());
+  CHECK(load_scenario(file, {"model=" + model, "dtype=" + dtype}).overridden_keys.empty());
+  // Another value is a change, and only it is named.
+  CHECK(load_scenario(file, {"workload.seed=" + seed, "workload.seed=" + other_seed}).overridden_keys ==
+        std::vector<std::string>{"workload.seed"});
+  CHECK(load_scenario(file, {"model=" + model, "workload.seed=" + other_seed}).overridden_keys ==
+        std::vector<std::string>{"workload.seed"});
+
+  // So the lab's verdict stands for a --set that changes nothing.
+  Scenario judged = load_scenario(file, {"workload.seed=" + seed});
+  judged.expected_slowdown = ExpectedSlowdown{2, 4, SlowdownMetric::Decode};
+  Estimate slowdown;
+  slowdown.median = 3;
+  slowdown.low = 2.9;
+  slowdown.high = 3.1;
+  slowdown.samples = 12;
+  slowdown.confidence = 0.95;
+  CHECK(read_slowdown(judged, slowdown, slowdown).verdict.kind == VerdictKind::InRange);
+  Scenario changed = load_scenario(file, {"workload.seed=" + other_seed});
+  changed.expected_slowdown = judged.expected_slowdown;
+  CHECK(read_slowdown(changed, slowdown, slowdown).verdict.kind == VerdictKind::WorkloadChanged);
 }
 
 TEST_CASE("bug values: false, true (default variant) or a mapping of the variant", "[scenario]") {
@@ -501,4 +535,17 @@ TEST_CASE("scenario JSON writes each bug as false, true or its options", "[scena
   CHECK_FALSE(json["workload"].contains("prompt_tokens"));
   CHECK(json["run"]["min_repeats"] == 2);
   CHECK(json["run"]["max_repeats"] == 2);
+}
+
+TEST_CASE("a rendered scenario writes its numbers as they were written", "[scenario]") {
+  const TempDir dir;
+  const Scenario scenario = load_scenario(dir.write(
+      "numbers.yaml", edited({{12, "run: {target_ci: 0.03, max_seconds: 12.5}\nexpected_slowdown: {min: 1.1, max: 4.2, of: decode}"}})));
+  const std::string yaml = scenario_to_yaml(scenario);
+  CHECK_THAT(yaml, Catch::Matchers::Contains("target_ci: 0.03") && Catch::Matchers::Contains("max_seconds: 12.5") &&
+                       Catch::Matchers::Contains("min: 1.1"));
+  CHECK(yaml.find("0.0299999") == std::string::npos);
+  const Scenario reloaded = load_scenario(dir.write("again.yaml", yaml));
+  CHECK(reloaded.repeats == scenario.repeats);
+  CHECK(reloaded.expected_slowdown->min == scenario.expected_slowdown->min);
 }

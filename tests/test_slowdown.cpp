@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "lab/compare.h"
 #include "lab/scenario.h"
 #include "lab/slowdown.h"
 
@@ -121,4 +122,43 @@ TEST_CASE("drift note: said only when the rows' medians divide to a ratio outsid
   CHECK_FALSE(drift_note("decode_slowdown", decode, 2.5).empty());
   CHECK(drift_note("decode_slowdown", Estimate{}, 1.5).empty());  // nothing measured
   CHECK(drift_note("decode_slowdown", decode, 0).empty());        // no rows' ratio
+}
+
+TEST_CASE("a verdict below the course's range says, from the model, why the range does not apply here",
+          "[slowdown]") {
+  SlowdownReading headline;
+  headline.metric = SlowdownMetric::Decode;
+  headline.expected = ExpectedSlowdown{100, 1000, SlowdownMetric::Decode};
+  headline.measured.median = 1.51;
+  headline.measured.low = 1.45;
+  headline.measured.high = 1.6;
+  headline.measured.samples = 12;
+  headline.verdict = judge_slowdown(headline.measured, SlowdownMetric::Decode, headline.expected, {});
+  REQUIRE(headline.verdict.kind == VerdictKind::Below);
+  RowPrediction prediction;
+  prediction.of = SlowdownMetric::Decode;
+  prediction.here.device = "this-cpu";
+  prediction.here.decode_slowdown = 1.6;
+  DeviceSlowdown gpu;
+  gpu.device = "h200";
+  gpu.decode_slowdown = 240;
+  gpu.mechanism = "16 device-to-host reads per step";
+  prediction.elsewhere.push_back(gpu);
+
+  explain_range(headline, prediction);
+  const std::string& sentence = headline.verdict.sentence;
+  using Catch::Matchers::Contains;
+  CHECK_THAT(sentence, Contains("wholly below the expected") && Contains("Below is a finding, not a failure") &&
+                           Contains("1.60x on this-cpu") && Contains("240.0x on h200") &&
+                           Contains("inside the course's") && Contains("does not apply to this device"));
+
+  // In range: nothing added.
+  SlowdownReading in_range = headline;
+  in_range.measured.median = 200;
+  in_range.measured.low = 190;
+  in_range.measured.high = 210;
+  in_range.verdict = judge_slowdown(in_range.measured, SlowdownMetric::Decode, in_range.expected, {});
+  const std::string before = in_range.verdict.sentence;
+  explain_range(in_range, prediction);
+  CHECK(in_range.verdict.sentence == before);
 }

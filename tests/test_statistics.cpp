@@ -38,6 +38,13 @@ TEST_CASE("noisy: an interval wider than the target, quiet within it", "[statist
   CHECK(median_estimate(tight, 0.005).noisy);
   CHECK(format_interval(quiet) == "±1.0%");
   CHECK(format_interval(median_estimate(tight, 0.005)) == "±1.0% noisy");
+  // One sample has no interval; a width past the median says only "wide"; contention is said.
+  CHECK(format_interval(median_estimate({5.0}, 0.03)) == "(1 sample, no interval)");
+  CHECK(format_interval(median_estimate({1, 1, 1, 1, 300, 300, 300}, 0.03)) == "±>100% noisy");
+  Estimate contended = quiet;
+  contended.contended = true;
+  CHECK(format_interval(contended) == "±1.0% contended");
+  CHECK(estimate_from_json(to_json(contended)).contended);
 }
 
 TEST_CASE("a rate from a time: the median maps exactly and the interval flips", "[statistics]") {

@@ -50,6 +50,22 @@ void split_machine_warning(CommandResult& result) {
     result.machine_warning += result.err.substr(begin, end - begin);
     result.err.erase(begin, end - begin);
   }
+  // The watch during and after the repeats, and a figure far below its prediction: a line
+  // (with "  - " lines under it), which as much depend on the machine.
+  for (const std::string marker : {"were measured on a busy machine", "suspect — other work"}) {
+    for (size_t at = result.err.find(marker); at != std::string::npos; at = result.err.find(marker)) {
+      const size_t line_begin = result.err.rfind('\n', at);
+      const size_t begin = line_begin == std::string::npos ? 0 : line_begin + 1;
+      size_t end = result.err.find('\n', at);
+      end = end == std::string::npos ? result.err.size() : end + 1;
+      while (result.err.compare(end, 4, "  - ") == 0) {
+        const size_t next = result.err.find('\n', end);
+        end = next == std::string::npos ? result.err.size() : next + 1;
+      }
+      result.machine_warning += result.err.substr(begin, end - begin);
+      result.err.erase(begin, end - begin);
+    }
+  }
 }
 
 CommandResult result_of(int status, const std::filesystem::path& out, const std::filesystem::path& err) {

@@ -19,7 +19,7 @@ struct CommandResult {
   int signal = 0;      // the signal that ended it, if one did
   std::string out;
   std::string err;              // stderr without the machine check's warning
-  std::string machine_warning;  // that warning, when decodelab gave one (it depends on the machine)
+  std::string machine_warning;  // that warning, and the watch's and a suspect figure's (they depend on the machine)
 };
 
 std::string read_text_file(const std::filesystem::path& file);

@@ -36,9 +36,11 @@ inline nlohmann::json names_only(const nlohmann::json& value) {
 
 inline nlohmann::json without_figures(nlohmann::json row) {
   row.erase("placement");
+  row.erase("suspect");  // present only when a figure fell far below its prediction, a measured state
   for (const char* measured : {"metrics", "intervals", "machine", "run", "fixed", "buggy", "headline", "verdict", "pairs",
                                "fixed_tokens_per_s", "buggy_tokens_per_s", "decode_slowdown", "end_to_end_slowdown",
-                               "timed_seconds", "budget_seconds"}) {
+                               "timed_seconds", "budget_seconds", "stopped_because", "contended", "machine_during",
+                               "machine_after"}) {
     if (row.contains(measured)) row[measured] = names_only(row[measured]);
   }
   if (row.contains("repeats")) {
