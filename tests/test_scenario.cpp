@@ -161,7 +161,7 @@ TEST_CASE("run: the repeat policy, and expected_slowdown names its metric", "[sc
   CHECK(overridden.overridden_keys == std::vector<std::string>{"workload.new_tokens", "run.warmup"});
 }
 
-TEST_CASE("--set to the value the scenario already has changes nothing a verdict depends on", "[scenario]") {
+TEST_CASE("a --set to the value the scenario already has changes nothing a verdict depends on", "[scenario]") {
   const TempDir dir;
   const auto file = dir.write("o.yaml", kBaseScenario);
   const Scenario as_written = load_scenario(file);
