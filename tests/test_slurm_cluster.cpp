@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <regex>
 #include <chrono>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -223,8 +224,10 @@ TEST_CASE("slurm: a study over two partitions has one row set each, side by side
   const CommandResult done = collect_when_settled(run, 180, {"--json", collected.string()});
   INFO(done.err);
   REQUIRE(done.exit_code == 0);
-  // Each set's heading names the device its rows ran on (the row's own `device`) and the node.
-  const std::string device = read_json(run / "rows" / first / "00000.json")["device"];
+  // Each set's heading names the device its rows ran on (the row's own `device`, less a CPU's
+  // thread count: a threads sweep is one device) and the node.
+  const std::string device = std::regex_replace(
+      read_json(run / "rows" / first / "00000.json")["device"].get<std::string>(), std::regex(R"(\(\d+ threads, )"), "(");
   CHECK_THAT(done.out, Contains("## partition " + first + ": " + device + " on " + short_hostname()) &&
                            Contains("## partition " + second + ": " + device + " on " + short_hostname()) &&
                            Contains("## side by side") &&
