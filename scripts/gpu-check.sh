@@ -564,7 +564,8 @@ stage_lab() {
   step decodelab lab --backend "$backend" --only "$only" --max-seconds "$lab_seconds" "${set_args[@]}" \
     --json "$work/lab.json" --report "$work/lab-report" || fail "decodelab lab failed"
   local kv_args=(--set "run.max_seconds=$kv_seconds")
-  [[ $dry_run == 1 ]] && kv_args=(--set "run={warmup: 0, repeats: 2}")
+  # Six pairs at least: the fewest that give the 95% interval the verdict is read from.
+  [[ $dry_run == 1 ]] && kv_args=(--set "run={warmup: 1, min_repeats: 6, max_repeats: 20, max_seconds: 15}")
   step decodelab compare "$repo/scenarios/bugs/no_kv_cache.yaml" --backend "$backend" --quiet "${kv_model[@]}" \
     --set "workload.prompt_tokens=$prompt" "${kv_args[@]}" --json "$work/no_kv_cache.json" ||
     fail "decodelab compare no_kv_cache failed"
