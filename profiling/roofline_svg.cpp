@@ -176,8 +176,13 @@ std::string roofline_svg(const std::vector<LabelledRun>& runs) {
   LabelPlacer labels(LabelBox{kLeft + 2, kTop + 2, kRight - 2, kBottom - 2});
 
   // Title, grid, ticks.
-  svg << "<text x=\"" << kLeft << "\" y=\"22\" font-size=\"15\" font-weight=\"600\" fill=\"#111827\">Roofline · "
-      << xml_escape(spec.description.empty() ? spec.name : spec.description) << "</text>\n";
+  {  // a long device description (threads, ISA, weight stream) must not run off the chart
+    const std::string title = "Roofline · " + (spec.description.empty() ? spec.name : spec.description);
+    const FittedText fitted = fit_text(title, kWidth - 12 - kLeft, 15, 11, true);
+    svg << "<text x=\"" << kLeft << "\" y=\"22\" font-size=\"" << num(fitted.font_px) << "\" font-weight=\"600\" fill=\"#111827\">";
+    if (fitted.cut) svg << "<title>" << xml_escape(title) << "</title>";
+    svg << xml_escape(fitted.text) << "</text>\n";
+  }
   svg << "<g stroke=\"#e5e7eb\" stroke-width=\"1\">\n";
   for (double decade = x.low_decade; decade <= x.high_decade; ++decade) {
     const double px = x.at(std::pow(10, decade));

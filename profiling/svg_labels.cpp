@@ -20,6 +20,20 @@ double advance_em(char32_t c) {
 
 }  // namespace
 
+FittedText fit_text(std::string_view text, double max_width, double font_px, double min_font_px, bool bold) {
+  const double weight = bold ? 1.1 : 1.0;
+  for (double px = font_px; px >= min_font_px; px -= 0.5) {
+    if (text_width(text, px) * weight <= max_width) return {std::string(text), px, false};
+  }
+  std::string shown(text);
+  while (!shown.empty() && text_width(shown + "\u2026", min_font_px) * weight > max_width) {
+    while (!shown.empty() && (static_cast<unsigned char>(shown.back()) & 0xC0) == 0x80) shown.pop_back();  // continuation bytes
+    if (!shown.empty()) shown.pop_back();  // then the lead byte (or an ASCII one)
+  }
+  while (!shown.empty() && shown.back() == ' ') shown.pop_back();
+  return {shown + "\u2026", min_font_px, true};
+}
+
 double text_width(std::string_view text, double font_px) {
   double em = 0;
   for (size_t i = 0; i < text.size();) {  // one code point at a time

@@ -33,6 +33,16 @@ double text_width(std::string_view text, double font_px);
 // The box of a left-aligned label whose baseline starts at (left, baseline).
 LabelBox text_box(double left, double baseline, std::string_view text, double font_px);
 
+// A title fitted to `max_width` px: its font shrinks from `font_px` down to `min_font_px`,
+// then its end is cut at a code point and ends in "…" (the caller keeps the whole text as
+// the element's <title>, shown on hover). Bold text is about a tenth wider: `bold`.
+struct FittedText {
+  std::string text;
+  double font_px = 0;
+  bool cut = false;
+};
+FittedText fit_text(std::string_view text, double max_width, double font_px, double min_font_px, bool bold);
+
 class LabelPlacer {
  public:
   explicit LabelPlacer(const LabelBox& bounds) : bounds_(bounds) {}

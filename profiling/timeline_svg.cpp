@@ -44,8 +44,13 @@ std::string step_timeline_svg(const RunAnalysis& analysis, const std::string& la
          "<rect width=\"6\" height=\"6\" fill=\"#f3f4f6\"/><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#9ca3af\" "
          "stroke-width=\"2\"/></pattern></defs>\n";
   svg << "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
-  svg << "<text x=\"" << kTimelineLeft << "\" y=\"20\" font-size=\"13\" font-weight=\"600\" fill=\"#111827\">Decode steps · "
-      << xml_escape(label) << "</text>\n";
+  {
+    const std::string title = "Decode steps · " + label;
+    const FittedText fitted = fit_text(title, kTimelineWidth - 8 - kTimelineLeft, 13, 10, true);
+    svg << "<text x=\"" << kTimelineLeft << "\" y=\"20\" font-size=\"" << fitted.font_px << "\" font-weight=\"600\" fill=\"#111827\">";
+    if (fitted.cut) svg << "<title>" << xml_escape(title) << "</title>";
+    svg << xml_escape(fitted.text) << "</text>\n";
+  }
   const std::vector<StepStats>& steps = analysis.steps;
   if (steps.empty()) {
     svg << "<text x=\"" << kTimelineLeft << "\" y=\"" << (kTimelineTop + kTimelineBottom) / 2 << "\" fill=\"#6b7280\">no decode steps in this run</text>\n";

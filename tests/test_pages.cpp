@@ -191,3 +191,29 @@ TEST_CASE("label placer: labels never overlap or leave the plot, and one with no
   CHECK(text_width("mmmm", 11) > text_width("iiii", 11) * 2);
   CHECK(text_width("decode matmul", 11) > 60);  // an upper bound: a wide sans-serif's width
 }
+
+TEST_CASE("chart titles: a long title shrinks, then is cut at a character and keeps its whole text on hover", "[pages]") {
+  const FittedText short_title = fit_text("Roofline · lab CPU", 650, 15, 11, true);
+  CHECK_FALSE(short_title.cut);
+  CHECK(short_title.font_px == 15);
+  CHECK(short_title.text == "Roofline · lab CPU");
+
+  const std::string longer = "Roofline · Intel(R) Xeon(R) Processor (1 threads, AVX-512, hardware weight stream)";
+  const FittedText shrunk = fit_text(longer, 650, 15, 11, true);
+  CHECK_FALSE(shrunk.cut);
+  CHECK(shrunk.font_px < 15);
+  CHECK(text_width(shrunk.text, shrunk.font_px) * 1.1 <= 650);
+
+  const std::string very_long = longer + " · " + longer + " · naïve ×";
+  const FittedText cut = fit_text(very_long, 650, 15, 11, true);
+  CHECK(cut.cut);
+  CHECK(cut.font_px == 11);
+  CHECK(text_width(cut.text, 11) * 1.1 <= 650);
+  REQUIRE(cut.text.size() > 3);
+  CHECK(cut.text.substr(cut.text.size() - 3) == "\u2026");
+  // Cut at a code point: no stray continuation byte before the ellipsis.
+  const std::string before = cut.text.substr(0, cut.text.size() - 3);
+  CHECK(very_long.compare(0, before.size(), before) == 0);
+  const auto next = static_cast<unsigned char>(very_long[before.size()]);
+  CHECK((next & 0xC0) != 0x80);
+}
