@@ -77,7 +77,7 @@ const PhasePrediction* Prediction::phase(Phase which) const {
 
 namespace {
 
-bool named(const OpDesc& op, const char* name) { return std::strcmp(op.name, name) == 0; }
+bool is_named_op(const OpDesc& op, const char* name) { return std::strcmp(op.name, name) == 0; }
 
 Phase phase_of(const StreamPlace& place) {
   if (place.prefill) return Phase::Prefill;
@@ -288,7 +288,7 @@ Prediction predict_op_stream(const OpStream& stream, const PredictionInputs& inp
         group.start = i;
       }
     }
-    if (op.place.step >= 0 && named(op.desc, "argmax") && !op.desc.inputs.empty())
+    if (op.place.step >= 0 && is_named_op(op.desc, "argmax") && !op.desc.inputs.empty())
       group.sequences = op.desc.inputs[0].shape[0];
   }
 
@@ -329,7 +329,7 @@ Prediction predict_op_stream(const OpStream& stream, const PredictionInputs& inp
       if (phase == Phase::Prefill) ++prefill.ops;
       if (phase == Phase::Decode) ++decode.ops;
     }
-    if (op.desc.category == OpCategory::Memcpy && named(op.desc, "memcpy_dtoh")) {
+    if (op.desc.category == OpCategory::Memcpy && is_named_op(op.desc, "memcpy_dtoh")) {
       if (phase == Phase::Prefill) ++prefill.device_to_host_reads;
       if (phase == Phase::Decode) ++decode.device_to_host_reads;
     }
