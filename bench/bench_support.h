@@ -9,7 +9,7 @@
 
 #include "engine/backend.h"
 #include "engine/device_buffer.h"
-#include "profiling/roof_measure.h"
+#include "profiling/measure/roof_measure.h"
 
 namespace decodelab::bench {
 

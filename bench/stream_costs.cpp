@@ -1,4 +1,4 @@
-// The stream's own costs as a table — measured by profiling/stream_costs.h, the same
+// The stream's own costs as a table — measured by profiling/measure/stream_costs.h, the same
 // measurement the roofs' cache keeps as the CPU's fixed costs — then whether they
 // dominate lab-tiny's decode.
 #include "bench/stream_costs.h"
@@ -8,7 +8,7 @@
 #include "bench/bench_support.h"
 #include "bench/traced_run.h"
 #include "lab/run_metrics.h"
-#include "profiling/stream_costs.h"
+#include "profiling/measure/stream_costs.h"
 
 namespace decodelab::bench {
 

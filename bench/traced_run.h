@@ -7,7 +7,7 @@
 
 #include "engine/backend.h"
 #include "lab/runner.h"
-#include "profiling/analysis.h"
+#include "profiling/model/analysis.h"
 
 namespace decodelab::bench {
 

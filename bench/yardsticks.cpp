@@ -13,7 +13,7 @@
 #include "engine/clock.h"
 #include "engine/cpu/simd.h"
 #include "engine/host_parallel.h"
-#include "profiling/roof_measure.h"
+#include "profiling/measure/roof_measure.h"
 
 namespace decodelab::bench {
 

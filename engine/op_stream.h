@@ -2,7 +2,7 @@
 // order, each with its place in the decode loop (group, prefill or step, layer). Recorded
 // through the event sink, so it holds what a profiler could see and nothing more; recorded
 // on the dry-run device (record_generation), it also holds what memory each op touched.
-// The prediction model (profiling/prediction.h) prices this stream op by op, so what is
+// The prediction model (profiling/model/prediction.h) prices this stream op by op, so what is
 // predicted is exactly what a run issues — every bug and combination included.
 #pragma once
 

@@ -1,4 +1,4 @@
-// libFuzzer target: the Chrome trace reader (profiling/chrome_trace.h). A trace it accepts
+// libFuzzer target: the Chrome trace reader (profiling/trace/chrome_trace.h). A trace it accepts
 // must also survive a round trip: written back with chrome_trace_json and read again, it
 // is the same trace — so the fuzzer checks the writer and the reader against each other.
 #include <cstddef>
@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "engine/errors.h"
-#include "profiling/chrome_trace.h"
+#include "profiling/trace/chrome_trace.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -1,4 +1,4 @@
-// libFuzzer target: the Nsight Compute CSV reader (profiling/ncu_reader.h) and the reading
+// libFuzzer target: the Nsight Compute CSV reader (profiling/trace/ncu_reader.h) and the reading
 // `decodelab ncu` prints from what it accepts (limiter, % of roof, against the default
 // device's roofs from configs/devices/). The input is an export's text, wide or long form.
 #include <cstddef>
@@ -6,8 +6,8 @@
 #include <string_view>
 
 #include "engine/errors.h"
-#include "profiling/ncu_reader.h"
-#include "profiling/ncu_reading.h"
+#include "profiling/trace/ncu_reader.h"
+#include "profiling/model/ncu_reading.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -1,5 +1,5 @@
-// libFuzzer target: the torch.profiler trace reader (profiling/torch_trace.h) and the reading
-// and diagnosis built on it (profiling/torch_pass_reading.h). Whatever JSON arrives, reading
+// libFuzzer target: the torch.profiler trace reader (profiling/trace/torch_trace.h) and the reading
+// and diagnosis built on it (profiling/diagnosis/torch_pass_reading.h). Whatever JSON arrives, reading
 // it either throws InputError or yields a diagnosis; it never crashes, and every pass it
 // finds points into the outline it built.
 #include <cstddef>
@@ -8,10 +8,10 @@
 #include <string_view>
 
 #include "engine/errors.h"
-#include "profiling/diagnosis.h"
-#include "profiling/pass_reading.h"
-#include "profiling/torch_pass_reading.h"
-#include "profiling/torch_trace.h"
+#include "profiling/diagnosis/diagnosis.h"
+#include "profiling/diagnosis/pass_reading.h"
+#include "profiling/diagnosis/torch_pass_reading.h"
+#include "profiling/trace/torch_trace.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -12,8 +12,8 @@
 #include "lab/run_report.h"
 #include "lab/sweep_row.h"
 #include "profiling/atomic_file.h"
-#include "profiling/html_page.h"
-#include "profiling/report.h"
+#include "profiling/report/html_page.h"
+#include "profiling/report/report.h"
 
 namespace decodelab {
 

@@ -14,8 +14,8 @@
 #include "lab/paths.h"
 #include "lab/row_output.h"
 #include "lab/top_ops_table.h"
-#include "profiling/chrome_trace.h"
-#include "profiling/report.h"
+#include "profiling/trace/chrome_trace.h"
+#include "profiling/report/report.h"
 
 namespace decodelab {
 

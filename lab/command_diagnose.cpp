@@ -2,16 +2,16 @@
 // its evidence and a confidence — a trace written by `decodelab run --trace`, or a
 // torch.profiler trace of a PyTorch program (the kind is read from the file). It reads the
 // trace file and nothing else — not the scenario, not a side file: the reading must earn
-// its answer (profiling/diagnosis.h; signals and limits in docs/diagnosis.md).
+// its answer (profiling/diagnosis/diagnosis.h; signals and limits in docs/diagnosis.md).
 #include <cstdio>
 #include <string>
 
 #include "lab/commands.h"
 #include "lab/output_files.h"
 #include "profiling/atomic_file.h"
-#include "profiling/diagnosis.h"
-#include "profiling/pass_reading.h"
-#include "profiling/trace_file.h"
+#include "profiling/diagnosis/diagnosis.h"
+#include "profiling/diagnosis/pass_reading.h"
+#include "profiling/trace/trace_file.h"
 
 namespace decodelab {
 

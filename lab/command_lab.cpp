@@ -33,10 +33,10 @@
 #include "lab/run_report.h"
 #include "lab/slurm_submit.h"
 #include "lab/yaml_fields.h"
-#include "profiling/analysis.h"
-#include "profiling/chrome_trace.h"
-#include "profiling/report.h"
-#include "profiling/roof_cache.h"
+#include "profiling/model/analysis.h"
+#include "profiling/trace/chrome_trace.h"
+#include "profiling/report/report.h"
+#include "profiling/measure/roof_cache.h"
 
 namespace decodelab {
 

@@ -11,8 +11,8 @@
 #include "lab/row_prediction.h"
 #include "profiling/atomic_file.h"
 #include "profiling/device_spec.h"
-#include "profiling/ncu_reader.h"
-#include "profiling/ncu_reading.h"
+#include "profiling/trace/ncu_reader.h"
+#include "profiling/model/ncu_reading.h"
 
 namespace decodelab {
 

@@ -10,8 +10,8 @@
 #include "lab/commands.h"
 #include "lab/output_files.h"
 #include "profiling/atomic_file.h"
-#include "profiling/nsys_reader.h"
-#include "profiling/nsys_timeline.h"
+#include "profiling/trace/nsys_reader.h"
+#include "profiling/model/nsys_timeline.h"
 
 namespace decodelab {
 

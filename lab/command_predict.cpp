@@ -22,8 +22,8 @@
 #include "lab/row_prediction.h"
 #include "lab/runner.h"
 #include "lab/sweep.h"
-#include "profiling/roof_cache.h"
-#include "profiling/text_table.h"
+#include "profiling/measure/roof_cache.h"
+#include "profiling/report/text_table.h"
 #include "profiling/units.h"
 
 namespace decodelab {

@@ -20,10 +20,10 @@
 #include "lab/runner.h"
 #include "profiling/atomic_file.h"
 #include "profiling/device_spec.h"
-#include "profiling/machine_check.h"
-#include "profiling/printers.h"
-#include "profiling/roof_cache.h"
-#include "profiling/roof_measure.h"
+#include "profiling/measure/machine_check.h"
+#include "profiling/report/printers.h"
+#include "profiling/measure/roof_cache.h"
+#include "profiling/measure/roof_measure.h"
 #include "profiling/units.h"
 
 namespace decodelab {
@@ -90,7 +90,7 @@ void execute_roofline(const RooflineArguments& options) {
     return;
   }
   // The cache the runs use, merged by groups of rates and figure by figure for fixed costs: a
-  // good set of roofs is never replaced by a worse one (profiling/roof_cache.h).
+  // good set of roofs is never replaced by a worse one (profiling/measure/roof_cache.h).
   const std::filesystem::path target = roof_cache_path(machine);
   if (!cached || !cached->measured) {
     save_device_spec(spec, target);

@@ -22,10 +22,10 @@
 #include "lab/runner.h"
 #include "lab/scenario.h"
 #include "lab/top_ops_table.h"
-#include "profiling/analysis.h"
-#include "profiling/chrome_trace.h"
-#include "profiling/report.h"
-#include "profiling/roof_cache.h"
+#include "profiling/model/analysis.h"
+#include "profiling/trace/chrome_trace.h"
+#include "profiling/report/report.h"
+#include "profiling/measure/roof_cache.h"
 #include "profiling/trace.h"
 
 namespace decodelab {

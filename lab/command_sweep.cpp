@@ -27,7 +27,7 @@
 #include "lab/sweep.h"
 #include "lab/sweep_report.h"
 #include "lab/sweep_row.h"
-#include "profiling/roof_cache.h"
+#include "profiling/measure/roof_cache.h"
 
 namespace decodelab {
 

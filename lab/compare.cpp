@@ -12,7 +12,7 @@
 #include "lab/predict.h"
 #include "lab/run_report.h"
 #include "lab/token_agreement.h"
-#include "profiling/roof_cache.h"
+#include "profiling/measure/roof_cache.h"
 
 namespace decodelab {
 

@@ -24,9 +24,9 @@
 #include "lab/scenario.h"
 #include "lab/slowdown.h"
 #include "lab/token_agreement.h"
-#include "profiling/analysis.h"
-#include "profiling/attribution.h"
-#include "profiling/report.h"
+#include "profiling/model/analysis.h"
+#include "profiling/model/attribution.h"
+#include "profiling/report/report.h"
 #include "profiling/trace.h"
 
 namespace decodelab {

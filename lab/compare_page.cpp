@@ -7,7 +7,7 @@
 #include "lab/predict.h"
 #include "lab/run_report.h"
 #include "profiling/atomic_file.h"
-#include "profiling/html_page.h"
+#include "profiling/report/html_page.h"
 #include "profiling/units.h"
 
 namespace decodelab {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "lab/compare.h"
-#include "profiling/report.h"
+#include "profiling/report/report.h"
 
 namespace decodelab {
 

@@ -11,8 +11,8 @@
 #include "profiling/atomic_file.h"
 #include "lab/compare_page.h"
 #include "lab/run_report.h"
-#include "profiling/html_page.h"
-#include "profiling/report.h"
+#include "profiling/report/html_page.h"
+#include "profiling/report/report.h"
 
 namespace decodelab {
 

@@ -4,7 +4,7 @@
 #include "engine/backend.h"
 #include "engine/op_stream.h"
 #include "lab/row_prediction.h"
-#include "profiling/roof_cache.h"
+#include "profiling/measure/roof_cache.h"
 
 namespace decodelab {
 

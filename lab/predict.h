@@ -1,6 +1,6 @@
 // Predictions of scenarios: the scenario's op stream recorded on the dry-run device (the
 // engine's own decode loop, every bug as configured, no kernel run) and priced against a
-// device's roofs and fixed costs (profiling/prediction.h). A buggy scenario is predicted
+// device's roofs and fixed costs (profiling/model/prediction.h). A buggy scenario is predicted
 // with its fixed twin, and the slowdown is read off the two predictions with the same
 // definitions a measurement uses: decode_slowdown is fixed decode tok/s over buggy decode
 // tok/s, end_to_end_slowdown is buggy total time over fixed total time.
@@ -16,7 +16,7 @@
 #include "lab/run_metrics.h"
 #include "lab/scenario.h"
 #include "profiling/device_spec.h"
-#include "profiling/prediction.h"
+#include "profiling/model/prediction.h"
 
 namespace decodelab {
 

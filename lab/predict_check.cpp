@@ -11,9 +11,9 @@
 
 #include "lab/compare.h"
 #include "lab/progress.h"
-#include "profiling/core_round_trip.h"
-#include "profiling/statistics.h"
-#include "profiling/text_table.h"
+#include "profiling/measure/core_round_trip.h"
+#include "profiling/model/statistics.h"
+#include "profiling/report/text_table.h"
 #include "profiling/units.h"
 
 namespace decodelab {
@@ -170,7 +170,7 @@ std::string prediction_check_table(const PredictionCheck& check) {
     out << "cores: " << cores_text(check.core_round_trip_ns) << " round trip during the run";
     if (check.roofs_core_round_trip_ns > 0)
       out << ", " << cores_text(check.roofs_core_round_trip_ns) << " when the roofs were measured";
-    out << " (profiling/core_round_trip.h)\n";
+    out << " (profiling/measure/core_round_trip.h)\n";
   }
   out << "machine: ";
   if (check.machine_text() == "quiet") {

@@ -37,7 +37,7 @@ struct PredictionCheck {
   std::optional<CheckedFigure> end_to_end_slowdown;  // scenarios with bugs
   int repeats = 0;
   // How far apart the kernel threads' cores were before timing, and when the roofs were
-  // measured (profiling/core_round_trip.h); 0 = not probed.
+  // measured (profiling/measure/core_round_trip.h); 0 = not probed.
   double core_round_trip_ns = 0;
   double roofs_core_round_trip_ns = 0;
   // Was the machine quiet? The machine check just before the repeats (contended: busy),

@@ -7,9 +7,9 @@
 #include <sstream>
 
 #include "lab/predict.h"
-#include "profiling/core_round_trip.h"
-#include "profiling/printers.h"
-#include "profiling/text_table.h"
+#include "profiling/measure/core_round_trip.h"
+#include "profiling/report/printers.h"
+#include "profiling/report/text_table.h"
 #include "profiling/units.h"
 
 namespace decodelab {

@@ -9,8 +9,8 @@
 #include "engine/errors.h"
 #include "lab/predict.h"
 #include "lab/slowdown.h"
-#include "profiling/report.h"
-#include "profiling/roofline.h"
+#include "profiling/report/report.h"
+#include "profiling/model/roofline.h"
 #include "profiling/units.h"
 
 namespace decodelab {

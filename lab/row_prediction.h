@@ -21,7 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lab/scenario.h"
-#include "profiling/statistics.h"
+#include "profiling/model/statistics.h"
 #include "profiling/device_spec.h"
 
 namespace decodelab {

@@ -1,7 +1,7 @@
 // The figures a run reports (docs/metrics.md), computed here once for every surface: the
 // CLI row, --json, sweep and lab rows, the HTML report's headline, compare and the bench.
 // Each timed repeat gives one sample of each measured time; a run's figure is the median
-// of its samples with a 95% interval (profiling/statistics.h).
+// of its samples with a 95% interval (profiling/model/statistics.h).
 //
 // Non-obvious choice: the rates are derived from the measured times, never medians of
 // their own. decode tok/s = tokens per step / decode wall time per step, and GB/s = bytes
@@ -17,7 +17,7 @@
 #include "engine/dtype.h"
 #include "engine/generator.h"
 #include "engine/model_config.h"
-#include "profiling/statistics.h"
+#include "profiling/model/statistics.h"
 
 namespace decodelab {
 

@@ -22,7 +22,7 @@
 #include "lab/scenario.h"
 #include "lab/sweep_row.h"
 #include "profiling/atomic_file.h"
-#include "profiling/roof_cache.h"
+#include "profiling/measure/roof_cache.h"
 
 namespace decodelab {
 

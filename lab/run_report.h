@@ -10,8 +10,8 @@
 
 #include "lab/runner.h"
 #include "lab/scenario.h"
-#include "profiling/analysis.h"
-#include "profiling/printers.h"
+#include "profiling/model/analysis.h"
+#include "profiling/report/printers.h"
 
 namespace decodelab {
 

@@ -17,7 +17,7 @@
 #include "engine/weights.h"
 #include "lab/byte_size.h"
 #include "lab/interrupt.h"
-#include "profiling/roof_cache.h"
+#include "profiling/measure/roof_cache.h"
 #include "profiling/trace.h"
 
 namespace decodelab {

@@ -15,8 +15,8 @@
 #include "lab/progress.h"
 #include "lab/run_metrics.h"
 #include "lab/scenario.h"
-#include "profiling/analysis.h"
-#include "profiling/machine_check.h"
+#include "profiling/model/analysis.h"
+#include "profiling/measure/machine_check.h"
 #include "profiling/trace.h"
 
 namespace decodelab {
@@ -137,7 +137,7 @@ RunResult summarize_run(const Scenario& scenario, const Backend& backend, const 
 // again after them (RunResult::after).
 RunResult run_scenario(const Scenario& scenario, const RunOptions& options, Backend* backend = nullptr);
 
-// The machine check before timing (profiling/machine_check.h), against the quiet bandwidth
+// The machine check before timing (profiling/measure/machine_check.h), against the quiet bandwidth
 // probe and core round trip cached with this machine's roofs when there are some; a
 // contended machine is said on stderr (with the numbers and what to do) when `warn`, its
 // notes (far-apart cores) when `notes` too — a quiet command prints only warnings.

@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lab/scenario.h"
-#include "profiling/statistics.h"
+#include "profiling/model/statistics.h"
 
 namespace decodelab {
 

@@ -14,9 +14,9 @@
 #include "lab/predict.h"
 #include "lab/run_report.h"
 #include "profiling/atomic_file.h"
-#include "profiling/html_page.h"
-#include "profiling/report.h"
-#include "profiling/svg_labels.h"
+#include "profiling/report/html_page.h"
+#include "profiling/report/report.h"
+#include "profiling/report/svg_labels.h"
 #include "profiling/units.h"
 
 namespace decodelab {

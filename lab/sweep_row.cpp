@@ -5,10 +5,10 @@
 
 #include "lab/row_prediction.h"
 #include "lab/run_report.h"
-#include "profiling/analysis.h"
-#include "profiling/cost_model.h"
-#include "profiling/decode_reading.h"
-#include "profiling/roof_cache.h"
+#include "profiling/model/analysis.h"
+#include "profiling/model/cost_model.h"
+#include "profiling/model/decode_reading.h"
+#include "profiling/measure/roof_cache.h"
 #include "profiling/trace.h"
 
 namespace decodelab {
@@ -54,7 +54,7 @@ SweepRow run_sweep_point(const SweepPoint& point, const Scenario& scenario, RunO
 nlohmann::json decode_roofline_json(const RunAnalysis& analysis, const RunMetrics& metrics, DType dtype) {
   const PhaseStats* decode = analysis.phase(Phase::Decode);
   if (!decode || metrics.decode_steps == 0) return nullptr;
-  // The limiter and % of roof from the medians the row prints (profiling/decode_reading.h),
+  // The limiter and % of roof from the medians the row prints (profiling/model/decode_reading.h),
   // so that "3.44 GB/s" and its "% of roof" tell one story; the intensity from the trace.
   const DecodeReading medians =
       read_decode(metrics.decode_bandwidth_gbps.median * 1e9, metrics.decode_wall_ms_per_step.median,

@@ -12,9 +12,9 @@
 #include "lab/runner.h"
 #include "lab/scenario.h"
 #include "lab/sweep.h"
-#include "profiling/analysis.h"
+#include "profiling/model/analysis.h"
 #include "profiling/device_spec.h"
-#include "profiling/machine_check.h"
+#include "profiling/measure/machine_check.h"
 
 namespace decodelab {
 
@@ -47,7 +47,7 @@ SweepRow run_sweep_point(const SweepPoint& point, const Scenario& scenario, RunO
 
 // The row's "decode_roofline": the decode phase's intensity (from the trace), then its
 // limiter and % of roof read from the row's own medians against a roof decode can reach
-// (profiling/decode_reading.h: the decode matvec's rate, the copy's beside it), the ridge
+// (profiling/model/decode_reading.h: the decode matvec's rate, the copy's beside it), the ridge
 // point, and `above_roof` ("in cache" or "roof suspect") when the point sits above its roof.
 // Null without a decode phase.
 nlohmann::json decode_roofline_json(const RunAnalysis& analysis, const RunMetrics& metrics, DType dtype);

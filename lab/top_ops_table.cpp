@@ -1,7 +1,7 @@
 // The --top table (see top_ops_table.h).
 #include "lab/top_ops_table.h"
 
-#include "profiling/text_table.h"
+#include "profiling/report/text_table.h"
 #include "profiling/units.h"
 
 namespace decodelab {

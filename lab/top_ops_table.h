@@ -1,12 +1,12 @@
 // `--top N`: the ops that took the most device time, as a table in the terminal, the way
 // torch.profiler's key_averages().table() prints one: per op (name, place in the model,
 // phase) its calls, total and mean device time, share of the device's busy time, achieved
-// rates and limiter. It formats an analysis' top_ops (profiling/analysis.h), nothing more.
+// rates and limiter. It formats an analysis' top_ops (profiling/model/analysis.h), nothing more.
 #pragma once
 
 #include <string>
 
-#include "profiling/analysis.h"
+#include "profiling/model/analysis.h"
 
 namespace decodelab {
 

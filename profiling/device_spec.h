@@ -1,6 +1,6 @@
 // Device roofs: peak memory bandwidth and peak FLOP/s per precision, from a datasheet
 // (configs/devices/*.yaml, each citing its source) and/or measured on the machine
-// (profiling/roof_measure.h). Non-obvious choice: a spec keeps both sets side by side and
+// (profiling/measure/roof_measure.h). Non-obvious choice: a spec keeps both sets side by side and
 // analysis uses the merged "effective" roofs — measured wherever a figure was measured,
 // datasheet otherwise — because real roofs sit below the datasheet and reports show both.
 #pragma once
@@ -105,7 +105,7 @@ struct Roofs {
 };
 
 // What a roofline leaves out: the fixed costs of issuing work and of reading results back.
-// The prediction model (profiling/prediction.h) adds them to each op's roofline time.
+// The prediction model (profiling/model/prediction.h) adds them to each op's roofline time.
 struct FixedCosts {
   double host_launch = 0;          // s: host time to enqueue one op (the launch call itself)
   double op_overhead = 0;          // s: device time per op beyond its roofline time, ops queued back to back
@@ -148,7 +148,7 @@ struct DeviceSpec {
   int sm_count = 0;                 // 0 for CPUs
   std::vector<std::string> match;   // substrings of a CUDA device name that select this spec
   // "8.0", "9.0": what an Nsight export's "CC" column says; "" for CPUs. With the bandwidth
-  // it tells a GPU from an export that names none (profiling/ncu_reading.h).
+  // it tells a GPU from an export that names none (profiling/model/ncu_reading.h).
   std::string compute_capability;
   std::optional<Roofs> datasheet;
   std::optional<Roofs> measured;

@@ -48,7 +48,7 @@ source "$repo/scripts/profile-common.sh"
 find_decodelab ncu-profile "$repo"
 require_on_path ncu-profile ncu "Nsight Compute"
 
-# The metrics profiling/ncu_reader.h reads (ncu_metric::all()), and the fp16 tensor-pipe
+# The metrics profiling/trace/ncu_reader.h reads (ncu_metric::all()), and the fp16 tensor-pipe
 # counters by destination that NVIDIA lists (the reader adds them up where the bare
 # src_fp16 is missing): the query below keeps the names this ncu knows.
 metrics=(

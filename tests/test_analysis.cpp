@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "profiling/analysis.h"
+#include "profiling/model/analysis.h"
 #include "tests/support/profiling_fixtures.h"
 
 using namespace decodelab;

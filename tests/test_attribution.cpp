@@ -7,8 +7,8 @@
 #include <cmath>
 #include <regex>
 
-#include "profiling/analysis.h"
-#include "profiling/attribution.h"
+#include "profiling/model/analysis.h"
+#include "profiling/model/attribution.h"
 #include "tests/support/profiling_fixtures.h"
 #include "tests/support/xml_check.h"
 

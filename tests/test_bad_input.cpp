@@ -4,7 +4,7 @@
 // and says what was expected, print nothing on stdout, and leave no output file — not
 // even a temporary — in the folder its --json points to.
 // Traces go through `decodelab diagnose` when the binary has it; before that command is
-// merged they are read in-process by the same reader (profiling/chrome_trace.h), and the
+// merged they are read in-process by the same reader (profiling/trace/chrome_trace.h), and the
 // test says so.
 #include <catch2/catch.hpp>
 
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "engine/errors.h"
-#include "profiling/chrome_trace.h"
+#include "profiling/trace/chrome_trace.h"
 #include "support/cli_runner.h"
 #include "support/safetensors_writer.h"
 #include "support/temp_dir.h"

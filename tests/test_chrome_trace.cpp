@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "engine/errors.h"
-#include "profiling/chrome_trace.h"
+#include "profiling/trace/chrome_trace.h"
 #include "tests/support/profiling_fixtures.h"
 
 using namespace decodelab;

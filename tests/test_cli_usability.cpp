@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "profiling/csv_table.h"
+#include "profiling/trace/csv_table.h"
 #include "support/cli_runner.h"
 #include "support/temp_dir.h"
 

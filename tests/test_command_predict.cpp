@@ -12,7 +12,7 @@
 #include "lab/paths.h"
 #include "lab/predict_check.h"
 #include "profiling/device_spec.h"
-#include "profiling/roof_measure.h"
+#include "profiling/measure/roof_measure.h"
 #include "tests/support/cached_roofs.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/temp_dir.h"

@@ -5,7 +5,7 @@
 
 #include "lab/cli_commands.h"
 #include "profiling/device_spec.h"
-#include "profiling/printers.h"
+#include "profiling/report/printers.h"
 
 using namespace decodelab;
 

@@ -2,7 +2,7 @@
 // formula in the test, never copied from the implementation's output.
 #include <catch2/catch.hpp>
 
-#include "profiling/cost_model.h"
+#include "profiling/model/cost_model.h"
 #include "tests/support/profiling_fixtures.h"
 
 using namespace decodelab;

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "engine/errors.h"
-#include "profiling/csv_table.h"
+#include "profiling/trace/csv_table.h"
 
 using namespace decodelab;
 

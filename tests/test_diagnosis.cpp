@@ -16,9 +16,9 @@
 #include "engine/backend.h"
 #include "lab/runner.h"
 #include "lab/scenario.h"
-#include "profiling/chrome_trace.h"
-#include "profiling/diagnosis.h"
-#include "profiling/trace_outline.h"
+#include "profiling/trace/chrome_trace.h"
+#include "profiling/diagnosis/diagnosis.h"
+#include "profiling/diagnosis/trace_outline.h"
 #include "tests/support/profiling_fixtures.h"
 #include "tests/support/temp_dir.h"
 

@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "profiling/report.h"
+#include "profiling/report/report.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/temp_dir.h"
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "engine/op_stream.h"
-#include "profiling/cost_model.h"
+#include "profiling/model/cost_model.h"
 #include "tests/cpu_test_support.h"
 #include "tests/support/engine_fixtures.h"
 

@@ -3,8 +3,8 @@
 // meanwhile; a host waiting in a sync, a short gap and a gap outside every run do not.
 #include <catch2/catch.hpp>
 
-#include "profiling/analysis.h"
-#include "profiling/host_stalls.h"
+#include "profiling/model/analysis.h"
+#include "profiling/model/host_stalls.h"
 #include "tests/support/profiling_fixtures.h"
 
 using namespace decodelab;

@@ -18,9 +18,9 @@
 #include <nlohmann/json.hpp>
 
 #include "profiling/device_spec.h"
-#include "profiling/cache_level.h"
-#include "profiling/machine_check.h"
-#include "profiling/roof_cache.h"
+#include "profiling/measure/cache_level.h"
+#include "profiling/measure/machine_check.h"
+#include "profiling/measure/roof_cache.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/scoped_env.h"
 

@@ -7,8 +7,8 @@
 
 #include "engine/backend.h"
 #include "lab/mystery.h"
-#include "profiling/chrome_trace.h"
-#include "profiling/diagnosis.h"
+#include "profiling/trace/chrome_trace.h"
+#include "profiling/diagnosis/diagnosis.h"
 #include "tests/support/temp_dir.h"
 
 using namespace decodelab;

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "engine/errors.h"
-#include "profiling/ncu_reader.h"
+#include "profiling/trace/ncu_reader.h"
 
 using namespace decodelab;
 

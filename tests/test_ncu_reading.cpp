@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "engine/errors.h"
-#include "profiling/ncu_reading.h"
+#include "profiling/model/ncu_reading.h"
 
 using namespace decodelab;
 

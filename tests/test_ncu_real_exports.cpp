@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "engine/errors.h"
-#include "profiling/csv_table.h"
-#include "profiling/ncu_reading.h"
+#include "profiling/trace/csv_table.h"
+#include "profiling/model/ncu_reading.h"
 
 using namespace decodelab;
 

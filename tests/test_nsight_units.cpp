@@ -2,7 +2,7 @@
 // names scaled to base units, nsys's units inside column headers.
 #include <catch2/catch.hpp>
 
-#include "profiling/nsight_units.h"
+#include "profiling/trace/nsight_units.h"
 
 using namespace decodelab;
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "engine/errors.h"
-#include "profiling/nsys_reader.h"
+#include "profiling/trace/nsys_reader.h"
 
 using namespace decodelab;
 

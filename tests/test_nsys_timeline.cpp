@@ -10,7 +10,7 @@
 #include <string>
 
 #include "engine/errors.h"
-#include "profiling/nsys_timeline.h"
+#include "profiling/model/nsys_timeline.h"
 
 using namespace decodelab;
 

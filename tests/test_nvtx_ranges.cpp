@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "profiling/chrome_trace.h"
+#include "profiling/trace/chrome_trace.h"
 #include "profiling/trace.h"
 #include "tests/support/engine_fixtures.h"
 

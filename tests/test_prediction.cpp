@@ -11,8 +11,8 @@
 #include "engine/cpu/fan_out.h"
 #include "engine/op_stream.h"
 #include "lab/predict.h"
-#include "profiling/cache_residency.h"
-#include "profiling/prediction.h"
+#include "profiling/model/cache_residency.h"
+#include "profiling/model/prediction.h"
 #include "tests/support/engine_fixtures.h"
 
 using namespace decodelab;

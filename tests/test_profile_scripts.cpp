@@ -1,7 +1,7 @@
 // scripts/ncu-profile.sh and scripts/nsys-profile.sh, run against stand-in `ncu` and `nsys`
 // executables that record their arguments: the command lines the scripts build (NVTX
 // filter, clocks, units, the reports) and, above all, that ncu is asked for exactly the
-// metrics the reader uses, so the script and profiling/ncu_reader.h cannot drift apart.
+// metrics the reader uses, so the script and profiling/trace/ncu_reader.h cannot drift apart.
 #include <sys/wait.h>
 
 #include <catch2/catch.hpp>
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "profiling/ncu_reader.h"
+#include "profiling/trace/ncu_reader.h"
 #include "support/temp_dir.h"
 
 using decodelab::testing::TempDir;

@@ -2,8 +2,8 @@
 // recorded by a Trace, analysed, and written to and read from a Chrome trace.
 #include <catch2/catch.hpp>
 
-#include "profiling/analysis.h"
-#include "profiling/chrome_trace.h"
+#include "profiling/model/analysis.h"
+#include "profiling/trace/chrome_trace.h"
 #include "tests/support/engine_fixtures.h"
 #include "tests/support/profiling_fixtures.h"
 

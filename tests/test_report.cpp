@@ -12,12 +12,12 @@
 
 #include <unistd.h>
 
-#include "profiling/analysis.h"
-#include "profiling/decode_reading.h"
-#include "profiling/machine_check.h"
-#include "profiling/printers.h"
-#include "profiling/report.h"
-#include "profiling/svg_labels.h"
+#include "profiling/model/analysis.h"
+#include "profiling/model/decode_reading.h"
+#include "profiling/measure/machine_check.h"
+#include "profiling/report/printers.h"
+#include "profiling/report/report.h"
+#include "profiling/report/svg_labels.h"
 #include "profiling/units.h"
 #include "tests/support/profiling_fixtures.h"
 #include "tests/support/xml_check.h"

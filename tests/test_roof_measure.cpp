@@ -13,11 +13,11 @@
 
 #include <unistd.h>
 
-#include "profiling/machine_check.h"
-#include "profiling/op_timer.h"
-#include "profiling/roof_cache.h"
-#include "profiling/cache_level.h"
-#include "profiling/roof_measure.h"
+#include "profiling/measure/machine_check.h"
+#include "profiling/measure/op_timer.h"
+#include "profiling/measure/roof_cache.h"
+#include "profiling/measure/cache_level.h"
+#include "profiling/measure/roof_measure.h"
 #include "tests/support/scoped_env.h"
 
 using namespace decodelab;

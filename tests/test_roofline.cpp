@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "profiling/decode_reading.h"
-#include "profiling/roofline.h"
+#include "profiling/model/decode_reading.h"
+#include "profiling/model/roofline.h"
 
 using namespace decodelab;
 

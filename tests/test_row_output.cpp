@@ -1,12 +1,12 @@
 // Rows as `-o csv|json|jsonl`: generic over the rows' JSON objects, so a field a row gains
 // is printed without an edit; csv flattens objects to dotted columns and is read back by
-// the project's RFC 4180 reader (profiling/csv_table.h), quoting included.
+// the project's RFC 4180 reader (profiling/trace/csv_table.h), quoting included.
 #include <catch2/catch.hpp>
 
 #include <sstream>
 
 #include "lab/row_output.h"
-#include "profiling/csv_table.h"
+#include "profiling/trace/csv_table.h"
 
 using namespace decodelab;
 

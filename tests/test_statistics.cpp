@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "profiling/statistics.h"
+#include "profiling/model/statistics.h"
 
 using namespace decodelab;
 

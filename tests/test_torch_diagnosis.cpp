@@ -16,13 +16,13 @@
 #include <set>
 
 #include "engine/errors.h"
-#include "profiling/diagnosis.h"
-#include "profiling/pass_reading.h"
-#include "profiling/torch_pass_reading.h"
-#include "profiling/torch_trace.h"
-#include "profiling/torch_trace_stream.h"
-#include "profiling/trace_text.h"
-#include "profiling/trace_file.h"
+#include "profiling/diagnosis/diagnosis.h"
+#include "profiling/diagnosis/pass_reading.h"
+#include "profiling/diagnosis/torch_pass_reading.h"
+#include "profiling/trace/torch_trace.h"
+#include "profiling/trace/torch_trace_stream.h"
+#include "profiling/trace/trace_text.h"
+#include "profiling/trace/trace_file.h"
 #include "tests/support/temp_dir.h"
 
 using namespace decodelab;

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "profiling/device_spec.h"
-#include "profiling/roof_cache.h"
-#include "profiling/roof_measure.h"
+#include "profiling/measure/roof_cache.h"
+#include "profiling/measure/roof_measure.h"
 #include "tests/support/scoped_env.h"
 
 namespace decodelab::testing {

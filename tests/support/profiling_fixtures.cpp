@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "profiling/cost_model.h"
+#include "profiling/model/cost_model.h"
 
 namespace decodelab::testing {
 

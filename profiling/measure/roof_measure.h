@@ -1,0 +1,240 @@
+// Measured roofs: what this device really sustains, against a Backend. Bandwidth from
+// large `copy` ops (bytes read + written) and from a large matrix-vector `matmul` (the
+// weight streamed once, as in decode), whichever is faster; FLOP/s from the backend's FMA
+// probe where it has one (the CPU: register-resident FMA chains on every kernel thread,
+// the arithmetic every dtype runs on, since half values are widened to fp32), else from a
+// square `matmul` per dtype (fp32, fp16, bf16) on random data, which is also measured and
+// reported beside the probe as what our matmul reaches; each timed by the device's own op timings (the
+// backend's take_timings after a sync), warm-up first, then several repeats whose
+// median and spread are reported, a figure flagged noisy when the repeats disagree.
+// A roof is an upper bound and contention only ever slows an op down, so the roof itself
+// is the fastest repeat: on a shared machine the median sits well below what the same
+// hardware sustains, and a roof below achieved performance would read as >100% of roof.
+// The kernel rates that price a run's ops at their shapes (decode matmuls, decode attention)
+// are the median repeat instead: they stand for a run's typical op, and a run's figures are
+// medians; the decode matmuls of every dtype and row count are timed in turn, round after
+// round, so that their ratios come from the same periods of the machine.
+//
+// Non-obvious choices: the bandwidth roof is the faster of copy and streaming read, because
+// on a CPU a copy's stores also read their destination line first (write-allocate), so a
+// copy alone sits well below what a read-dominated decode step reaches. CPU roofs are cached
+// per machine (profiling/measure/roof_cache.h), so every run is held to measured roofs by default
+// while the measurement itself (seconds) happens once per machine.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/backend.h"
+#include "profiling/device_spec.h"
+#include "profiling/measure/stream_costs.h"
+
+namespace decodelab {
+
+// Bumped whenever the measurement changes meaning, so that roofs cached by an earlier method
+// are measured again rather than read (caches are keyed by it). What each method changed is in
+// the history of this line, not here.
+constexpr int kRoofMethodVersion = 17;
+
+// fp32, fp16, bf16: the dtypes whose matmul a measurement times (out of line: GCC 12 warns
+// about an inlined initializer list here as possibly uninitialised).
+std::vector<DType> default_matmul_dtypes();
+
+// The hidden size of the decode step the roofs time (lab-small's; its MLP is 2.75 times as
+// wide): the prediction takes the measured decode-matmul rates as exact for weights this deep.
+constexpr int kDecodeStepWidth = 1024;
+
+struct RoofMeasureOptions {
+  size_t copy_bytes = 0;  // bytes of one copy's source; 0 = 256 MiB on CPU, 1 GiB on CUDA
+  int matmul_size = 0;    // M = N = K; 0 = 1024 on CPU, 8192 on CUDA
+  int warmups = 1;
+  int repeats = 5;
+  // After the first warm-up (which may fault its buffers in), more of them until they have
+  // kept the device busy this long: a memory path ramps up under continuous traffic (on a
+  // 2-vCPU Zen 5 VM, 128 MiB copies after a second's idle went 35, 48, 59, 61, 69 ... 80
+  // GB/s over 40 ms), and timed cold, the ramp reads as a noisy, contended machine (the
+  // machine check's probe: 14 of 20 probes over its 15% spread cold, 0 of 20 after 60 ms of
+  // copies). 0: only `warmups`.
+  double min_warmup_seconds = 0.06;
+  std::vector<DType> matmul_dtypes = default_matmul_dtypes();  // also the decode attention's cache dtypes
+  // CPU: the decode-shaped matmuls timed per dtype — these rows of activations against a
+  // decode step's projections (decode_step_projections), layer after layer, streamed from
+  // memory (four times the last-level cache) — whose rates price a decode step's matmuls in
+  // the prediction (Roofs::decode_matmul_bandwidth) — at these shapes the time our kernel
+  // measurably takes, compute included; more rows (a prefill) are held to the matmul
+  // ceiling. Empty: none.
+  std::vector<int> decode_matmul_rows = {1, 4, 8, 16, 32, 64};
+  int decode_step_width = kDecodeStepWidth;
+  // CPU: the decode attention timed per dtype (profiling/measure/attention_roof.h) — one query row
+  // per sequence over KV caches of these many positions, a decode step's layers of them
+  // streamed from memory — whose rates price decode attention in the prediction
+  // (Roofs::decode_attention_bandwidth). Empty: none.
+  std::vector<int> decode_attention_contexts = {32, 128, 512, 2048};
+  int decode_attention_sequences = 4;  // the context-length sweep's batch
+  double noisy_spread = 0.10;  // a TimedSamples::spread above this flags a figure as noisy
+  double fma_probe_flops = 2e10;  // FLOPs per FMA-probe repeat (about 0.05 s on a 2-core CPU)
+};
+
+// Repeated device timings of one op and their summary.
+struct TimedSamples {
+  std::vector<double> seconds;
+  double median = 0;
+  double best = 0;    // the fastest sample
+  // (max - min) / median below five samples; from five on, the range of the middle ones over
+  // the median, a fifth of the samples left out at either end (of five to nine: the second
+  // slowest less the second fastest; the machine check's probe takes its spread so): one
+  // repeat held up by a hypervisor tick moves neither the best nor the median, the figures
+  // taken from them.
+  double spread = 0;
+  bool noisy = false;
+  int warmups = 0;              // warm-ups run before the samples (OpTimer: min_warmup_seconds after the first)
+  double first_warmup = 0;      // the first warm-up's seconds (a cold start, page faults included)
+  double warmup_seconds = 0;    // all warm-ups together
+
+  static TimedSamples of(std::vector<double> seconds, double noisy_spread);
+};
+
+// Copies of one buffer timed on the device: the bandwidth of the fastest (bytes read +
+// written). Shared by the roofs and the machine check's short probe.
+struct CopyMeasurement {
+  double bytes_moved = 0;  // per copy, read + written
+  TimedSamples timing;
+  double bandwidth = 0;    // bytes/s, the fastest copy
+};
+CopyMeasurement measure_copy(Backend& backend, size_t source_bytes, const RoofMeasureOptions& options);
+
+struct RoofMeasurement {
+  double copy_bytes_moved = 0;  // per copy, read + written
+  TimedSamples copy;
+  double copy_bandwidth = 0;    // bytes/s
+  double read_bytes = 0;        // per matrix-vector product: weight + vector + output
+  TimedSamples read;
+  double read_bandwidth = 0;    // bytes/s
+  struct Matmul {
+    DType dtype = DType::F32;
+    int size = 0;
+    TimedSamples timing;
+    double flops_per_s = 0;
+    // CPU: a narrow product too (kNarrowRows × kNarrowColumns outputs over K = kNarrowDepth),
+    // and the two fitted to time = outputs · (2K / kernel_flops_per_s + output_seconds):
+    // the kernel's rate as K grows and its cost per output element (Roofs::matmul_output_*).
+    // Without it (a GPU, or a fit the noise left without meaning) the rate is the square's.
+    TimedSamples narrow;
+    double narrow_flops_per_s = 0;
+    double kernel_flops_per_s = 0;
+    double output_seconds = 0;
+  };
+  static constexpr int64_t kNarrowRows = 64, kNarrowColumns = 1024, kNarrowDepth = 128;
+  std::vector<Matmul> matmuls;
+  // A decode step's matmuls: `rows` activation rows times `layers` layers of projections
+  // (decode_step_projections) of one dtype, each weight a few MB streamed once, one op each
+  // as in a real step. Its rate in bytes (weights + activations + outputs) over the ops'
+  // summed device time: what our kernel streams at that shape, the seams between weights
+  // included (one long weight streams faster than a step's few-MB ones).
+  struct DecodeMatmul {
+    DType dtype = DType::F16;
+    int rows = 1;
+    int layers = 0;
+    double bytes = 0;
+    TimedSamples timing;
+    double bandwidth = 0;  // bytes/s, the median round (a kernel rate, not a roof)
+  };
+  std::vector<DecodeMatmul> decode_matmuls;
+  // Decode attention over `context` cached positions: `sequences` query rows (one per
+  // sequence) against their KV caches at a decode step's layer shape (heads of 64 dims,
+  // width / 64 of them, as many KV heads), `layers` caches one after another, one op each.
+  // Its rate in the bytes the cost model declares for it (keys, values, queries, outputs)
+  // over the ops' summed device time.
+  struct DecodeAttention {
+    DType dtype = DType::F16;
+    int context = 0;
+    int sequences = 0;
+    int layers = 0;
+    double bytes = 0;
+    TimedSamples timing;
+    double bandwidth = 0;  // bytes/s, the median repeat (a kernel rate, not a roof)
+  };
+  std::vector<DecodeAttention> decode_attentions;
+  double bandwidth = 0;  // bytes/s: the fastest of the copy and the one-row decode matmuls' fastest rounds
+  TimedSamples fma;      // the backend's FMA probe, when it has one
+  double fma_flops_per_s = 0;  // 0 = no probe: the compute roofs are the matmuls'
+  // The fixed costs beside the roofs (profiling/measure/stream_costs.h), and the last-level cache
+  // (CPU only; how it is found and checked: profiling/measure/cache_level.h).
+  StreamCosts stream;
+  double cache_reported_bytes = 0;  // what the OS reports (sysfs, else CPUID); 0 = nothing
+  struct CacheRead {
+    double weight_bytes = 0;
+    double bytes = 0;      // weight + vector + output
+    TimedSamples timing;
+    double bandwidth = 0;  // bytes/s, the fastest repeat
+  };
+  TimedSamples cache_dram_read;       // the same product over a weight no cache holds, timed first
+  double cache_dram_bandwidth = 0;    // bytes/s, its fastest repeat
+  // Timed again to check the OS's capacity: the faster of the two readings is the one above.
+  bool cache_dram_read_again = false;
+  std::vector<CacheRead> cache_reads;  // in the order read, halving
+  double cache_bytes = 0;  // the checked capacity; 0 = no cache found or measured
+  // The fastest read of the plateau that set the capacity (the weight and the two below it).
+  double cache_read_bytes = 0;
+  TimedSamples cache_read;
+  double cache_bandwidth = 0;
+
+  FixedCosts fixed_costs() const;
+  std::optional<CacheLevel> cache() const;
+  std::string cache_capacity_note() const;  // how the capacity was found, one sentence
+
+  // Set by the caller from the machine check taken before the measurement.
+  bool machine_contended = false;
+  double probe_bandwidth = 0;   // that check's bandwidth probe (bytes/s)
+  double core_round_trip_ns = 0;  // that check's core round trip (0 = not probed)
+
+  double largest_spread() const;  // TimedSamples::spread of the least steady figure
+  bool noisy() const;             // any figure noisy, or the machine contended
+  // With a source line saying how they were measured, and when, how steady (measured_at,
+  // spread, noisy, probe_bandwidth, core_round_trip_ns).
+  Roofs roofs() const;
+  std::string describe() const;  // one line per figure, with spread and noise flags
+};
+
+// Every figure with its samples' summary (bandwidths in GB/s = 1e9 B/s, rates in
+// GFLOP/s, times in seconds): what `decodelab roofline --measure --json` writes.
+nlohmann::json to_json(const RoofMeasurement& measurement);
+
+RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& options = {}, std::ostream* progress = nullptr);
+
+// The backend's FMA probe timed like the roofs (warm-ups, repeats, the fastest repeat's
+// rate); no samples and zero rates when the backend has no probe.
+struct FmaPeak {
+  TimedSamples timing;
+  double flops_per_s = 0;         // the fastest repeat
+  double median_flops_per_s = 0;
+};
+FmaPeak measure_fma_peak(Backend& backend, const RoofMeasureOptions& options = {}, std::ostream* progress = nullptr);
+
+// A spec holding a measurement (and the machine identity) ready to save or analyse with.
+DeviceSpec measured_spec(const std::string& description, const MachineIdentity& machine,
+                         const RoofMeasurement& measurement);
+
+
+// The backend measures a GPU (its roofs are the device's, not the host's).
+bool is_gpu_backend(const Backend& backend);
+
+// One decoder layer's projections as the engine runs them, [N, K] weights for a hidden size
+// `width` (multi-head attention): q, k, v fused (3·width × width), o (width × width), gate
+// and up fused (2·intermediate × width), down (width × intermediate); the intermediate
+// size is 2.75 × width rounded up to a multiple of 256 (2816 for 1024: lab-small's layer).
+struct StepWeightShape {
+  int64_t n = 0;
+  int64_t k = 0;
+};
+std::vector<StepWeightShape> decode_step_projections(int64_t width);
+
+// The bytes a decode-shaped measurement streams per repeat (the decode matmuls, the decode
+// attention): four times the last-level cache, 64 MiB at least, at most `memory_bytes`.
+double decode_streamed_bytes(size_t memory_bytes);
+
+}  // namespace decodelab
