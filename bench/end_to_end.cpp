@@ -1,5 +1,5 @@
 // End-to-end benchmarks through the engine (see end_to_end.h). Bytes per decode step are
-// the run table's (lab/run_metrics.h: every streamed weight once, plus the KV cache at
+// the run table's (lab/run/run_metrics.h: every streamed weight once, plus the KV cache at
 // the mean context), so "GB/s" here is the same figure `decodelab run` prints.
 #include "bench/end_to_end.h"
 
@@ -11,8 +11,8 @@
 #include "bench/bench_support.h"
 #include "bench/traced_run.h"
 #include "bench/yardsticks.h"
-#include "lab/run_metrics.h"
-#include "lab/runner.h"
+#include "lab/run/run_metrics.h"
+#include "lab/run/runner.h"
 
 namespace decodelab::bench {
 

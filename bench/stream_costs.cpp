@@ -7,7 +7,7 @@
 
 #include "bench/bench_support.h"
 #include "bench/traced_run.h"
-#include "lab/run_metrics.h"
+#include "lab/run/run_metrics.h"
 #include "profiling/measure/stream_costs.h"
 
 namespace decodelab::bench {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "engine/backend.h"
-#include "lab/runner.h"
+#include "lab/run/runner.h"
 #include "profiling/model/analysis.h"
 
 namespace decodelab::bench {

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "engine/errors.h"
-#include "lab/scenario.h"
-#include "lab/sweep.h"
+#include "lab/scenario/scenario.h"
+#include "lab/run/sweep.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "engine/errors.h"
-#include "lab/yaml_fields.h"
+#include "lab/scenario/yaml_fields.h"
 
 namespace decodelab {
 

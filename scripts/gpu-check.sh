@@ -119,7 +119,7 @@ load_binaries() {
 }
 decodelab() { "$DECODELAB" "$@"; }
 
-# A base scenario the stages override with --set (the documented schema, lab/scenario.h).
+# A base scenario the stages override with --set (the documented schema, lab/scenario/scenario.h).
 write_scenario() {  # file model dtype requests batch prompt new_tokens
   cat >"$1" <<YAML
 description: written by scripts/gpu-check.sh

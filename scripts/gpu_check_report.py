@@ -11,7 +11,7 @@ when the claim does not hold (2 when an input is missing or malformed):
                                     decode bandwidth as a share of the copy bandwidth
   lab LAB.json [--compare LABEL=COMPARE.json ...] --out F.json
                                     every bug slower than its fixed twin, tokens kept (on
-                                    CUDA up to a near-tie of the fixed run: lab/token_agreement.h);
+                                    CUDA up to a near-tie of the fixed run: lab/run/token_agreement.h);
                                     a compare's bug judged by its interval: its low end above 1
   summary --work DIR --results DIR --mode real|dry-run
                                     summary.md (to paste into docs/gpu.md) and summary.json

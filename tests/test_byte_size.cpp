@@ -1,7 +1,7 @@
 // Byte sizes for --max-memory and for messages: binary and decimal suffixes, refusals.
 #include <catch2/catch.hpp>
 
-#include "lab/byte_size.h"
+#include "lab/scenario/byte_size.h"
 
 using namespace decodelab;
 

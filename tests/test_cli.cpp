@@ -12,7 +12,7 @@
 #include <sstream>
 #include <string>
 
-#include "lab/mystery.h"
+#include "lab/run/mystery.h"
 #include "lab/npy.h"
 #include "support/temp_dir.h"
 

@@ -9,7 +9,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "lab/collect_report.h"
+#include "lab/report/collect_report.h"
 #include "support/cli_runner.h"
 #include "support/result_rows.h"
 #include "support/temp_dir.h"

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lab/paths.h"
-#include "lab/predict_check.h"
+#include "lab/predict/predict_check.h"
 #include "profiling/device_spec.h"
 #include "profiling/measure/roof_measure.h"
 #include "tests/support/cached_roofs.h"

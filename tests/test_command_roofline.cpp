@@ -3,7 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "lab/cli_commands.h"
+#include "lab/cli/cli_commands.h"
 #include "profiling/device_spec.h"
 #include "profiling/report/printers.h"
 

@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "lab/runner.h"
+#include "lab/run/runner.h"
 #include "support/cli_runner.h"
 #include "support/temp_dir.h"
 

@@ -14,8 +14,8 @@
 #include <sstream>
 
 #include "engine/backend.h"
-#include "lab/runner.h"
-#include "lab/scenario.h"
+#include "lab/run/runner.h"
+#include "lab/scenario/scenario.h"
 #include "profiling/trace/chrome_trace.h"
 #include "profiling/diagnosis/diagnosis.h"
 #include "profiling/diagnosis/trace_outline.h"

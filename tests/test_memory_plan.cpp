@@ -8,7 +8,7 @@
 #include "engine/errors.h"
 #include "engine/hf_checkpoint.h"
 #include "engine/weights.h"
-#include "lab/runner.h"
+#include "lab/run/runner.h"
 #include "support/counting_backend.h"
 #include "support/safetensors_writer.h"
 #include "support/temp_dir.h"

@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "engine/errors.h"
-#include "lab/model_catalog.h"
+#include "lab/scenario/model_catalog.h"
 #include "support/temp_dir.h"
 
 using namespace decodelab;

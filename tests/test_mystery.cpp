@@ -6,7 +6,7 @@
 #include <set>
 
 #include "engine/backend.h"
-#include "lab/mystery.h"
+#include "lab/run/mystery.h"
 #include "profiling/trace/chrome_trace.h"
 #include "profiling/diagnosis/diagnosis.h"
 #include "tests/support/temp_dir.h"

@@ -12,7 +12,7 @@
 #include "engine/device_buffer.h"
 #include "engine/errors.h"
 #include "engine/numerics.h"
-#include "lab/runner.h"
+#include "lab/run/runner.h"
 #include "support/cli_runner.h"
 #include "support/safetensors_writer.h"
 #include "support/temp_dir.h"

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "lab/bug_lessons.h"
-#include "lab/lab_table.h"
-#include "lab/sweep_report.h"
+#include "lab/report/lab_table.h"
+#include "lab/report/sweep_report.h"
 #include "profiling/report/html_page.h"
 #include "profiling/report/svg_labels.h"
 #include "tests/support/cli_runner.h"

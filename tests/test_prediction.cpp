@@ -10,7 +10,7 @@
 
 #include "engine/cpu/fan_out.h"
 #include "engine/op_stream.h"
-#include "lab/predict.h"
+#include "lab/predict/predict.h"
 #include "profiling/model/cache_residency.h"
 #include "profiling/model/prediction.h"
 #include "tests/support/engine_fixtures.h"

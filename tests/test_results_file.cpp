@@ -4,8 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include "engine/errors.h"
-#include "lab/lab_table.h"
-#include "lab/results_file.h"
+#include "lab/report/lab_table.h"
+#include "lab/run/results_file.h"
 #include "support/cli_runner.h"
 #include "support/temp_dir.h"
 

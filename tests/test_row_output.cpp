@@ -5,7 +5,7 @@
 
 #include <sstream>
 
-#include "lab/row_output.h"
+#include "lab/report/row_output.h"
 #include "profiling/trace/csv_table.h"
 
 using namespace decodelab;

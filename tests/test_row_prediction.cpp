@@ -11,14 +11,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lab/lab_table.h"
+#include "lab/report/lab_table.h"
 #include "lab/paths.h"
-#include "lab/predict.h"
-#include "lab/row_prediction.h"
-#include "lab/scenario.h"
-#include "lab/slowdown.h"
-#include "lab/sweep.h"
-#include "lab/sweep_report.h"
+#include "lab/predict/predict.h"
+#include "lab/predict/row_prediction.h"
+#include "lab/scenario/scenario.h"
+#include "lab/run/slowdown.h"
+#include "lab/run/sweep.h"
+#include "lab/report/sweep_report.h"
 #include "profiling/units.h"
 #include "tests/support/cached_roofs.h"
 #include "tests/support/cli_runner.h"

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "engine/errors.h"
-#include "lab/run_folder.h"
+#include "lab/cluster/run_folder.h"
 #include "support/temp_dir.h"
 
 using namespace decodelab;

@@ -3,7 +3,7 @@
 // lab-tiny shape.
 #include <catch2/catch.hpp>
 
-#include "lab/run_metrics.h"
+#include "lab/run/run_metrics.h"
 
 using namespace decodelab;
 

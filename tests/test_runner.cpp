@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "engine/errors.h"
-#include "lab/byte_size.h"
-#include "lab/runner.h"
+#include "lab/scenario/byte_size.h"
+#include "lab/run/runner.h"
 #include "support/temp_dir.h"
 
 using namespace decodelab;

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "engine/errors.h"
-#include "lab/scenario.h"
-#include "lab/slowdown.h"
-#include "lab/sweep.h"
+#include "lab/scenario/scenario.h"
+#include "lab/run/slowdown.h"
+#include "lab/run/sweep.h"
 #include "support/temp_dir.h"
 
 using namespace decodelab;

@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "lab/compare.h"
-#include "lab/scenario.h"
-#include "lab/slowdown.h"
+#include "lab/run/compare.h"
+#include "lab/scenario/scenario.h"
+#include "lab/run/slowdown.h"
 
 using namespace decodelab;
 

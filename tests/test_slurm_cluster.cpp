@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "lab/subprocess.h"
+#include "lab/cluster/subprocess.h"
 #include "support/cli_runner.h"
 #include "support/result_rows.h"
 #include "support/temp_dir.h"

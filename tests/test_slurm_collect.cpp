@@ -2,7 +2,7 @@
 // state of the latest attempt; then, once Slurm has forgotten the job, the task's record.
 #include <catch2/catch.hpp>
 
-#include "lab/slurm_collect.h"
+#include "lab/cluster/slurm_collect.h"
 
 using namespace decodelab;
 using Catch::Matchers::Contains;

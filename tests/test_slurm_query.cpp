@@ -3,7 +3,7 @@
 // states mean waiting, running or over.
 #include <catch2/catch.hpp>
 
-#include "lab/slurm_query.h"
+#include "lab/cluster/slurm_query.h"
 
 using namespace decodelab;
 

@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "engine/errors.h"
-#include "lab/sweep.h"
+#include "lab/run/sweep.h"
 
 using namespace decodelab;
 

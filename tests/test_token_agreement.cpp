@@ -1,10 +1,10 @@
-// lab/token_agreement.h: a bug's tokens against its fixed twin's — exactly where the
+// lab/run/token_agreement.h: a bug's tokens against its fixed twin's — exactly where the
 // backend rounds alike whatever the bug (the CPU), else up to the first step where the
 // fixed run's own logits make the other choice a near-tie within the dtype's tolerance.
 #include <catch2/catch.hpp>
 
 #include "engine/logit_tolerance.h"
-#include "lab/token_agreement.h"
+#include "lab/run/token_agreement.h"
 
 using namespace decodelab;
 

@@ -10,7 +10,7 @@
 #include "bench/llamacpp/gguf_writer.h"
 #include "engine/errors.h"
 #include "engine/safetensors.h"
-#include "lab/model_catalog.h"
+#include "lab/scenario/model_catalog.h"
 
 namespace decodelab::bench {
 

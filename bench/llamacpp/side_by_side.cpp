@@ -19,8 +19,8 @@
 #include "engine/errors.h"
 #include "engine/generator.h"
 #include "engine/hf_checkpoint.h"
-#include "lab/model_catalog.h"
-#include "lab/run_metrics.h"
+#include "lab/scenario/model_catalog.h"
+#include "lab/run/run_metrics.h"
 
 namespace decodelab::bench {
 

@@ -12,7 +12,7 @@
 
 namespace decodelab {
 
-// One headline figure of a run as the caller measured it (lab/run_report.h): printed in
+// One headline figure of a run as the caller measured it (lab/report/run_report.h): printed in
 // the report under its label, with its interval, stored under its docs/metrics.md key.
 struct HeadlineFigure {
   std::string key;    // "decode_tokens_per_s"

@@ -30,7 +30,7 @@ CommandResult run_decodelab(const std::vector<std::string>& arguments, const std
 // The same for any program: `environment program arguments...` (command[0] is the program;
 // `environment` is shell assignments, e.g. "PATH=/x:/usr/bin DECODELAB_REQUIRE_CUDA=1"),
 // run in `directory` when one is given. Through the shell, for those assignments and the
-// folder; lab/subprocess.h's run_program is the no-shell runner the CLI itself uses.
+// folder; lab/cluster/subprocess.h's run_program is the no-shell runner the CLI itself uses.
 CommandResult run_command(const std::vector<std::string>& command, const std::string& environment = "",
                           const std::filesystem::path& directory = {});
 
