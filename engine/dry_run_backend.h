@@ -14,16 +14,9 @@
 #include <vector>
 
 #include "engine/backend.h"
+#include "engine/operand_access.h"
 
 namespace decodelab {
-
-// One operand of one op: where it starts and how many bytes it spans logically
-// (elements × dtype size, whatever the strides).
-struct OperandAccess {
-  uintptr_t address = 0;
-  int64_t bytes = 0;
-  bool written = false;
-};
 
 class DryRunBackend final : public Backend {
  public:

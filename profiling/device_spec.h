@@ -17,6 +17,12 @@
 
 namespace decodelab {
 
+// The hidden size of the decode step the roofs time (lab-small's; its MLP is 2.75 times as
+// wide): the prediction takes the measured decode-matmul rates (DeviceSpec's
+// decode_matmul_ceilings) as exact for weights this deep. Here, beside the rates, because
+// both the measurement (profiling/measure/) and the prediction (profiling/model/) read it.
+constexpr int kDecodeStepWidth = 1024;
+
 // The unit an op's FLOPs run on: CUDA cores / CPU FMA units (fp32), or tensor cores.
 enum class Precision : uint8_t { Fp32, Tf32, Fp16, Bf16 };
 const char* precision_name(Precision precision);  // "fp32", "tf32", "fp16", "bf16"

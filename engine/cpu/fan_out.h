@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "engine/event_sink.h"
+#include "engine/parallel_regions.h"  // parallel_regions(), which fan_out.cpp defines
 
 namespace decodelab::cpu {
 
@@ -26,9 +27,5 @@ inline bool rope_fans_out(int64_t rows, int64_t q_width, int64_t k_width) {
 inline bool kv_store_fans_out(int64_t elements) { return elements > (int64_t{1} << 15); }
 inline bool embedding_fans_out(int64_t rows, int64_t hidden) { return rows * hidden > (int64_t{1} << 16); }
 inline bool argmax_fans_out(int64_t rows, int64_t vocab) { return rows * vocab > (int64_t{1} << 16); }
-
-// The parallel regions the CPU kernel of a recorded op opens at its shapes (0 for ops
-// that never fan out: markers, positions, copies to or from the host).
-int parallel_regions(const OpDesc& op);
 
 }  // namespace decodelab::cpu

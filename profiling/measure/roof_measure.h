@@ -44,10 +44,6 @@ constexpr int kRoofMethodVersion = 17;
 // about an inlined initializer list here as possibly uninitialised).
 std::vector<DType> default_matmul_dtypes();
 
-// The hidden size of the decode step the roofs time (lab-small's; its MLP is 2.75 times as
-// wide): the prediction takes the measured decode-matmul rates as exact for weights this deep.
-constexpr int kDecodeStepWidth = 1024;
-
 struct RoofMeasureOptions {
   size_t copy_bytes = 0;  // bytes of one copy's source; 0 = 256 MiB on CPU, 1 GiB on CUDA
   int matmul_size = 0;    // M = N = K; 0 = 1024 on CPU, 8192 on CUDA

@@ -18,7 +18,7 @@
 #include <map>
 #include <vector>
 
-#include "engine/dry_run_backend.h"
+#include "engine/operand_access.h"
 
 namespace decodelab {
 

@@ -6,11 +6,11 @@
 #include <cstring>
 #include <map>
 
-#include "engine/cpu/fan_out.h"
 #include "engine/errors.h"
+#include "engine/parallel_regions.h"
 #include "profiling/model/cache_residency.h"
 #include "profiling/model/cost_model.h"
-#include "profiling/measure/roof_measure.h"
+#include "profiling/model/statistics.h"
 
 namespace decodelab {
 
@@ -357,8 +357,8 @@ Prediction predict_op_stream(const OpStream& stream, const PredictionInputs& inp
 }
 
 // The median as measured runs take it (profiling's one summary of repeated figures).
-double Prediction::decode_step_wall_ms() const { return TimedSamples::of(timing.step_ms, 0).median; }
-double Prediction::decode_step_busy_ms() const { return TimedSamples::of(step_busy_ms, 0).median; }
+double Prediction::decode_step_wall_ms() const { return median_of(timing.step_ms); }
+double Prediction::decode_step_busy_ms() const { return median_of(step_busy_ms); }
 
 PredictionInputs prediction_inputs(const DeviceSpec& device, double host_overhead_seconds) {
   const std::optional<FixedCosts> costs = device.effective_fixed_costs();
