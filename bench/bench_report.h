@@ -2,8 +2,8 @@
 // finishes, the same figures as JSON, and the targets (issue 7's) each checked against
 // a figure measured in this run. The one non-obvious choice: a target is stated as a
 // ratio to a yardstick measured in the same run (STREAM triad, the FMA peak), never as an
-// absolute number, because on a shared machine the bandwidth the VM gets changes by 2x
-// within minutes. llama.cpp is measured beside decodelab, never quoted (bench/llamacpp/).
+// absolute number, because on a shared machine the bandwidth a virtual machine gets can
+// change by 2x within minutes. llama.cpp is measured beside decodelab, never quoted (bench/llamacpp/).
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -6,8 +6,8 @@
 // strings and a trace read back from a file looks exactly like a recorded one. Before each
 // run (before_run) the trace writes the memory its next run's records will take — the ops,
 // their tensor lists, ranges and host calls, as many as the last run's and a quarter more:
-// a run that recorded into fresh memory faulted a page every few ops, ~1 µs an op on a VM
-// against ~30 ns into memory already written, and slowed the run it recorded.
+// a run that recorded into fresh memory faulted a page every few ops, tens of times the cost
+// of recording into memory already written, and slowed the run it recorded.
 #pragma once
 
 #include <array>

@@ -337,10 +337,9 @@ void attention_for(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache
   const int64_t items = rows * kv_heads;
   // Guided: each thread takes half of what is left, then less, down to one item. Taken one at
   // a time (dynamic, 1), every item cost a trip to the shared counter, a cache line's round
-  // trip between cores (~400 ns on a VM's far-apart vCPUs): a 128-row fp16 prefill of
-  // lab-small's layer (2048 items) took 510-525 µs against 310-320 guided, a 40-row prefix
-  // recomputed by no_kv_cache 119 against 51, lab-tiny's 20-row one 9.9-14 against 6.1-7.0,
-  // decode (16 long items) alike. Causal rows cost more the later they are; guided's
+  // trip between cores (hundreds of nanoseconds between far-apart cores): prefills and the
+  // prefixes no_kv_cache recomputes, thousands of short items, took up to twice as long;
+  // decode (a few long items) alike. Causal rows cost more the later they are; guided's
   // shrinking chunks still even the threads out (dealing the rows round-robin, or the
   // costliest first, was slower).
   parallel_for(attention_fans_out(work), items, [&](int64_t item) {

@@ -35,16 +35,14 @@ constexpr int kBatchRows = 6;
 #else
 constexpr int kBatchRows = 2;
 #endif
-// The panel tile (several groups of x rows over a W panel held in L2). AVX-512 keeps
-// the 6×4 measured on Zen 5. AVX2 (measured on Zen 3, 2 vCPUs): 4 x rows × 3 W rows,
-// 12 accumulators + 3 widened W chunks + 1 x chunk in the 16 registers, 3 conversions
-// and 4 x loads per 12 FMAs where 2×4 paid 4 conversions and 2 loads per 8 FMAs and was
-// bound by the conversions and the 16-bit W stream from L2: the four lab-small layer
-// shapes at M = 512, rounds interleaved in one process, 2 threads fp16 +7-18% (median of
-// 10-12 rounds per comparison), bf16 +20%, fp32 +35%; 1 thread fp16 +7%; M = 4, 16 and
-// 64 +9-19%. 6×2 (0.87-0.98x) and 5×2 (1.00-1.03x) lost to 4×3, and so did widening
-// each fp16 panel once into an fp32 copy in L2 (0.80-0.91x: twice the bytes from L2 per
-// W chunk, where the conversions were not what bound it). 3×4 spills (tried earlier).
+// The panel tile (several groups of x rows over a W panel held in L2). AVX-512: 6×4.
+// AVX2: 4 x rows × 3 W rows, 12 accumulators + 3 widened W chunks + 1 x chunk in the 16
+// registers, 3 conversions and 4 x loads per 12 FMAs where 2×4 paid 4 conversions and 2
+// loads per 8 FMAs and was bound by the conversions and the 16-bit W stream from L2. 6×2
+// and 5×2 lost to 4×3, and so did widening each fp16 panel once into an fp32 copy in L2
+// (twice the bytes from L2 per W chunk, where the conversions were not what bound it);
+// 3×4 spills. The timings that chose these tiles are in
+// bench/results/2026-12-06-code-comment-measurements.md.
 #if defined(DECODELAB_SIMD_AVX512)
 constexpr int kPanelXRows = 6;
 constexpr int kPanelWeightRows = 4;
@@ -58,20 +56,18 @@ constexpr int64_t kPanelRows = 64 / kPanelWeightRows * kPanelWeightRows;
 // How far ahead of its read position the first x group prefetches W: about the
 // bandwidth-delay product of one core's DRAM stream, measured best among 16-128 KiB.
 constexpr int64_t kPrefetchAheadBytes = 32 * 1024;
-// AVX2, a single x row (measured on Zen 3, 2 vCPUs): W is read as kStreams sequential
-// streams, the rows of a tile being n, n + q, n + 2q, ... (q = N / kStreams), so that
-// each accumulator's next row follows its last in memory and a stream runs on through
-// whole pages for q rows. The hardware prefetcher follows a few long streams far better
-// than many row-long ones: the interleaved rows of a kWeightRows block (2 KiB fp16 rows,
-// one software-prefetched stream) reached 75% of fp32's GB/s, and rows of 4 KiB or more
-// read 8 adjacent rows at a time (short streams that end every row). lab-small's whole
-// step of matvecs, GB/s against the same run's other variants: fp16 1 thread 11.5 ->
-// 19.0, 2 threads 22.5 -> 29.6; fp32 16.9 -> 20.4 and 26.9 -> 28.9. 16-bit rows also
-// prefetch kStreamPrefetchBytes ahead in each stream into L1 (+15% on one thread over
-// the hardware prefetcher alone, where fp32 measured no gain); 6 streams beat 4 and 8.
-// At 2 threads no other distance (off, 256 B-2 KiB), hint (L2, non-temporal) or schedule
-// (guided, dynamic) did better (medians of 60-80 interleaved rounds within 0.92-1.02x);
-// what did was 2 MiB pages under the weights (engine/cpu/host_memory.h).
+// AVX2, a single x row: W is read as kStreams sequential streams, the rows of a tile
+// being n, n + q, n + 2q, ... (q = N / kStreams), so that each accumulator's next row
+// follows its last in memory and a stream runs on through whole pages for q rows. The
+// hardware prefetcher follows a few long streams far better than many row-long ones: the
+// interleaved rows of a kWeightRows block (2 KiB fp16 rows, one software-prefetched
+// stream) fell well short of fp32's GB/s, and rows of 4 KiB or more read 8 adjacent rows
+// at a time (short streams that end every row). 16-bit rows also prefetch
+// kStreamPrefetchBytes ahead in each stream into L1 (on one thread, a gain over the
+// hardware prefetcher alone, where fp32 has none); 6 streams beat 4 and 8. At 2 threads
+// no other distance (off, 256 B-2 KiB), hint (L2, non-temporal) or schedule (guided,
+// dynamic) did better; what did was 2 MiB pages under the weights
+// (engine/cpu/host_memory.h). The timings: bench/results/2026-12-06-code-comment-measurements.md.
 // The non-temporal weight stream (weight_stream.h) reads one x row through the blocks instead.
 constexpr int kStreams = 6;
 constexpr int64_t kStreamPrefetchBytes = 512;

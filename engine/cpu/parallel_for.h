@@ -2,8 +2,8 @@
 // it, else on the calling thread without entering OpenMP at all. The one non-obvious
 // choice is that second branch: libgomp ends every region, a serialized one too
 // (`#pragma omp parallel if (false)`), with a futex wake on its team's barrier — a system
-// call that cost ~1.1 µs in a VM, more than a small op's whole work (an add of 1024
-// floats: 1.31 µs per queued op with the region, ~0.2 µs without). A parallel region
+// call that can cost more than a small op's whole work (an add of a thousand floats). A
+// parallel region
 // costs that wake and the threads' start and join on top (docs/prediction.md, "The
 // parallel region").
 #pragma once

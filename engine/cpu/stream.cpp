@@ -112,9 +112,8 @@ void CpuStream::synchronize() {
 std::vector<OpTiming> CpuStream::take_timings() {
   // Copied out, not swapped for a fresh vector: the worker keeps writing into memory it
   // has touched. A fresh vector's pages fault in one by one as the worker appends (one
-  // fault per 170 timings), and in a VM each fault held the device 15-25 µs between two
-  // queued ops: 6.3 such gaps per 1000 ops in lab-tiny's sequential decode, 0.45 once copied
-  // (docs/performance.md item 13).
+  // fault per 170 timings), and each fault holds the device between two queued ops for
+  // longer than many ops take.
   std::lock_guard<std::mutex> lock(results_mutex_);
   std::vector<OpTiming> taken(timings_.begin(), timings_.end());
   timings_.clear();

@@ -8,8 +8,8 @@
 // The one non-obvious choice: the variant is a machine's property, not an instruction
 // set's. prefetchnta's fills are kept out of the outer caches, and how far that helps or
 // hurts a stream differs by vendor and core: the non-temporal blocks were the faster on
-// the AMD Zen 5 of earlier work, and read a third of the hardware variant's bandwidth on
-// an Intel AVX-512 core (bench/results/2026-12-06-intel-weight-stream.md). The default is
+// an AMD core, and read a third of the hardware variant's bandwidth on an Intel AVX-512
+// core (bench/results/2026-12-06-intel-weight-stream.md). The default is
 // the hardware variant, whose only assumption is a hardware prefetcher that follows long
 // sequential streams; DECODELAB_WEIGHT_STREAM=hardware|non-temporal picks one, and the
 // variant in use is part of the CPU backend's device description (so of every result).

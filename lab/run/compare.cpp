@@ -114,9 +114,9 @@ std::vector<double> per_token_times(const std::vector<GenerationResult>& runs, S
 // Keeps the trace of the repeat whose time (one per repeat so far, as side.traces) is closest
 // to their median — the one the report shows — and drops the others. Keeping every repeat's
 // trace until the end made each new one record into fresh memory, a page fault every few
-// ops: Trace::op_enqueued took ~1050 ns an op against 31 ns into the memory a dropped trace
-// leaves (a VM, 2026-12-03), which doubled the host's time per op on lab-tiny and slowed the
-// very run it recorded (its sequential decode 29.6k tok/s untraced, 15.2k traced).
+// ops: Trace::op_enqueued took some thirty times as long an op as into the memory a dropped
+// trace leaves, which doubled the host's time per op on lab-tiny and slowed the very run it
+// recorded.
 void keep_typical_trace(Side& side, const std::vector<double>& times) {
   const double median = median_of(times);
   for (size_t i = 0; i < side.traces.size(); ++i) {

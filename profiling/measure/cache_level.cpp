@@ -65,9 +65,9 @@ void find_cache_level(double reported_bytes, double largest_weight_bytes, double
 }
 
 // The cache level (RoofMeasurement's cache_* fields): the DRAM yardstick (the same product
-// over 512 MiB, a quarter of the available memory at most: over twice the reported capacity,
-// 67 MB on a VM reporting 33.6 MB, a share was still served by the cache and the yardstick read
-// 1.3-2.4x the bandwidth roof's 268 MB product; over 512 MiB, 0.69-1.36x it in 44 readings),
+// over 512 MiB, a quarter of the available memory at most: over only twice the reported
+// capacity a share can still be served by the cache, and the yardstick would read well above
+// DRAM),
 // then the search of find_cache_level, every read timed after the same warm-ups as the other
 // figures, one after the other, so that a memory path ramped up by the yardstick stays so.
 void measure_cache_level(Backend& backend, const RoofMeasureOptions& options, RoofMeasurement& measurement,

@@ -21,19 +21,15 @@ namespace decodelab {
 
 // A weight reads on the cache's plateau when it reads at least this fraction as fast as the
 // faster of the kCachePlateauReads weights below it (half and a quarter its size). A ratio of
-// reads taken back to back, not one to a DRAM reading: on a 2-vCPU Zen 5 VM (32 MB of L3 per
-// CCD; the OS reports 533 MB) DRAM read 35-100 GB/s as its memory path ramped and its vCPUs
-// moved, and a 133 MB weight read up to 2.2x the DRAM product timed just before it (2x or
-// more in 4 of 234 measurements: the 2x rule of roof methods 11-14 then took the OS's 533 MB),
-// but over 54 searches it read 0.56-0.78 of the faster of the two below it (median 0.70),
-// where 33.3 MB read 0.99 (0.85 or more in 52), and 66.6 MB, held in part (the vCPUs on two
-// CCDs with an L3 each), 0.67-0.90.
+// reads taken back to back, not one to a DRAM reading: a DRAM reading moves by up to 3x as a
+// memory path ramps and vCPUs move, so a weight read from DRAM can read twice the DRAM
+// product timed just before it, while reads taken back to back agree closely on the plateau
+// and a weight beyond the cache reads well below the two under it.
 constexpr double kCachePlateau = 0.85;
 constexpr size_t kCachePlateauReads = 2;
 // ... and at least this much faster than the product over a weight no cache holds, timed
 // (warmed) before the search: what tells a plateau of cache reads from one of DRAM reads
-// (every weight beyond the cache reads alike). On the same VM the plateau read 1.47-2.09x
-// DRAM, and the 133 MB weight up to 1.41x.
+// (every weight beyond the cache reads alike).
 constexpr double kCacheAboveDram = 1.25;
 
 // Measures the cache level into `measurement` (a CPU backend; nothing where the OS reports
@@ -50,10 +46,9 @@ void measure_cache_level(Backend& backend, const RoofMeasureOptions& options, Ro
 // weight claims the reported capacity (four times anything read), `dram_again`, when given,
 // times the DRAM product once more, back to back with the reads, and returns its bandwidth;
 // the weight must also read kCacheAboveDram above the faster of the two readings. A first
-// DRAM reading held up (a memory path still ramping, a neighbour) let a 133 MB weight, itself
-// read from DRAM, pass at 1.29x in an accuracy run (2026-12-03 20:29 UTC), and priced
-// lab-small's 321 MB of fp16 weights as resident in a "533 MB" cache (fp32_ops predicted
-// 2.73x, measured 1.54x).
+// DRAM reading held up (a memory path still ramping, a neighbour) can let a weight read from
+// DRAM pass as cached, and the prediction would then price a model's weights as resident in
+// a cache they do not fit.
 void find_cache_level(double reported_bytes, double largest_weight_bytes, double dram_bandwidth,
                       const std::function<RoofMeasurement::CacheRead(double weight_bytes)>& read,
                       RoofMeasurement& measurement,

@@ -4,17 +4,17 @@
 // CPU backend's ops hand their outputs from core to core all through a decode step.
 // Two cores sharing a last-level cache pass a line in tens of nanoseconds; cores on
 // different dies or sockets take several times as long. A virtual machine's vCPUs can
-// move between the two as the hypervisor places them: a 2-vCPU Zen 5 VM measured 52-72 ns
-// and 420-460 ns within minutes, and a parallel matmul of 256×128×128 ran 1.7x and 1.05x
-// as fast as one thread in those two states (docs/prediction.md, "Near and far cores").
+// move between the two as the hypervisor places them, within minutes, and a small parallel
+// op gains far less from its threads while they are far apart (docs/prediction.md, "Near
+// and far cores").
 #pragma once
 
 #include <string>
 
 namespace decodelab {
 
-// Round trips shorter than this are cores that share a cache (measured 50-70 ns on a
-// Zen 5 VM; 40-100 ns on common desktops and servers); longer ones cross a die or socket.
+// Round trips shorter than this are cores that share a cache (40-100 ns on common desktops
+// and servers); longer ones cross a die or socket.
 constexpr double kNearCoreRoundTripNs = 250.0;
 
 // Two threads (this one and a helper) pass a flag back and forth: the median over batches

@@ -31,15 +31,15 @@ namespace {
 // something, short enough to run before every timed command.
 constexpr double kProbeSeconds = 0.15;
 // The bandwidth probe: copies of 128 MiB on a CPU (256 MiB moved, beyond the cache of any
-// one CCD, 96 MiB with stacked cache; a 32 MiB probe on a Zen 5 VM, its working set at the
-// CCD's 32 MB, varied by 38-60% on a quiet machine as more or less of it stayed resident);
+// one CCD, 96 MiB with stacked cache: a probe whose working set is near a cache's size varies
+// on a quiet machine as more or less of it stays resident);
 // 256 MiB on a GPU, where 32 MiB takes tens of microseconds and the launch's jitter would
 // read as spread.
 constexpr size_t kProbeCopyBytesCpu = size_t{128} << 20;
 constexpr size_t kProbeCopyBytesGpu = size_t{256} << 20;
 // Nine copies, and the spread taken without the fastest and the slowest: one copy that a
-// hypervisor tick or a page fault held up is not contention (an idle 2-vCPU VM showed single
-// outliers of 20-300% over five copies); other work slows most copies, not one.
+// hypervisor tick or a page fault held up is not contention (an idle virtual machine shows
+// such single outliers); other work slows most copies, not one.
 constexpr int kProbeCopies = 9;
 
 double monotonic_seconds() {

@@ -34,7 +34,7 @@ namespace decodelab {
 struct MachineThresholds {
   // The probe threads must get at least this share of their wall time on a CPU.
   double min_cpu_share = 0.80;
-  // Time the hypervisor ran something else while this VM wanted the CPU.
+  // Time the hypervisor ran something else while this virtual machine wanted the CPU.
   double max_steal_fraction = 0.05;
   // (second slowest - second fastest) / median of the bandwidth probe's copies.
   double max_probe_spread = 0.15;

@@ -189,8 +189,8 @@ void add_ceilings(std::vector<Ceiling>& fresh, const std::vector<Ceiling>& cache
 // The streaming rates: the bandwidth roof and every decode-matmul and decode-attention
 // rate. Each prices a decode op's bytes, and a bug's predicted slowdown is largely their
 // ratios (fp32 against fp16 one-row matmuls, one row against eight, attention against the
-// matmuls), so they come from one measurement: a VM's memory bandwidth moves by a third
-// from period to period, and per-figure bests from two periods make wrong ratios.
+// matmuls), so they come from one measurement: a shared machine's memory bandwidth can move
+// by a third from period to period, and per-figure bests from two periods make wrong ratios.
 std::vector<GroupFigure> streaming_figures(Roofs& fresh, const Roofs& cached, FigureMerger& part) {
   std::vector<GroupFigure> figures{{"bandwidth_bytes_per_s", &fresh.bandwidth, cached.bandwidth, true, &part}};
   add_ceilings(fresh.decode_matmul_ceilings, cached.decode_matmul_ceilings, &Roofs::DecodeMatmulCeiling::rows,
@@ -395,7 +395,7 @@ DeviceSpec default_device_spec(Backend& backend, int threads, std::ostream* prog
   if (cached) {
     // A noisy cache is measured again once the machine is quiet, but not within minutes of its
     // measurement: a machine whose measurement comes out noisy while its check reads quiet (a
-    // VM whose memory runs at other speeds from period to period) would otherwise be measured
+    // virtual machine whose memory runs at other speeds from period to period) would otherwise be measured
     // again, silently, by every command — each bug of a lab.
     const bool quiet_now = machine && !machine->contended;
     const bool measured_lately = std::time(nullptr) - cached->measured->measured_at < kRemeasureAfterSeconds;

@@ -6,7 +6,7 @@
 // decode matmuls, decode attention), the compute rates (compute roofs, matmul ceilings and
 // their cost per output, the cache's bandwidth) — each kept or replaced as a whole, and the
 // fixed costs figure by figure (the lower reading of each). Per-figure bests of rates from
-// two periods of a VM whose memory bandwidth moves by a third made wrong ratios; whole
+// two periods of a machine whose memory bandwidth moves between them make wrong ratios; whole
 // measurements let a set with good roofs bring along fixed costs taken under load.
 #pragma once
 

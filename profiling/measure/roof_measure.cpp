@@ -137,17 +137,14 @@ void measure_narrow_matmul(Backend& backend, OpTimer& timer, RoofMeasurement::Ma
 // against each of the options' row counts (1, 4, 8, 16, 32, 64). Every (dtype, rows) is
 // timed once per round, round after round (OpTimer::sample_interleaved): the prediction
 // divides these rates by each other (fp32 against fp16 weights, a prefix's rows against one
-// row), and a VM's bandwidth moves by 2x from period to period — timed one dtype after the
-// other, fp32's one row once read 1.5x fp16's where the runs it priced read 1.17x. Within a
+// row), and a shared machine's bandwidth can move by 2x from period to period — timed one
+// dtype after the other, their ratios came out far from the runs' they priced. Within a
 // round the shapes go row count by row count (every dtype's one row, then every dtype's four
 // rows, ...), so that a shape follows shapes of its own rows rather than the 64-row,
 // compute-bound ones (the round's first shape follows the timer's untimed lead-in): timed
-// dtype by dtype, 15 alternated measurements on the Zen 5 VM read fp32's four rows over its
-// one row at 0.94-1.50 and fp16's at 0.91-1.15, row by row 0.90-1.12 and 0.86-1.12, where
-// the runs read 0.93-1.0 (docs/prediction.md). Each rate is the median round, not the
-// fastest: it prices a run's kernels, whose figures are medians too (in one measurement the
-// fastest one-row fp16 round read 53 GB/s, the median 41, and the runs that followed
-// streamed at about 41).
+// dtype by dtype, the ratios of row counts spread far wider than the runs' (docs/prediction.md).
+// Each rate is the median round, not the fastest: it prices a run's kernels, whose figures
+// are medians too (the fastest round reads well above what the runs that follow stream at).
 void measure_decode_matmuls(Backend& backend, OpTimer& timer, size_t memory_bytes, const RoofMeasureOptions& options,
                             RoofMeasurement& measurement, std::ostream* progress) {
   const std::vector<StepWeightShape> layer = decode_step_projections(options.decode_step_width);

@@ -50,11 +50,9 @@ struct RoofMeasureOptions {
   int warmups = 1;
   int repeats = 5;
   // After the first warm-up (which may fault its buffers in), more of them until they have
-  // kept the device busy this long: a memory path ramps up under continuous traffic (on a
-  // 2-vCPU Zen 5 VM, 128 MiB copies after a second's idle went 35, 48, 59, 61, 69 ... 80
-  // GB/s over 40 ms), and timed cold, the ramp reads as a noisy, contended machine (the
-  // machine check's probe: 14 of 20 probes over its 15% spread cold, 0 of 20 after 60 ms of
-  // copies). 0: only `warmups`.
+  // kept the device busy this long: a memory path ramps up under continuous traffic (for
+  // tens of milliseconds after an idle second), and timed cold, the ramp reads as a noisy,
+  // contended machine. 0: only `warmups`.
   double min_warmup_seconds = 0.06;
   std::vector<DType> matmul_dtypes = default_matmul_dtypes();  // also the decode attention's cache dtypes
   // CPU: the decode-shaped matmuls timed per dtype — these rows of activations against a

@@ -177,8 +177,8 @@ TimeSplit price(const StreamOp& op, const OpCost& cost, const Residency& residen
                                                : inputs.roofs.bandwidth;
   const double dram = stream_bandwidth > 0 ? (cost.bytes() - cache_bytes + allocated) / stream_bandwidth : 0.0;
   // Decode attention's measured rate bounds it wherever its bytes come from: at short
-  // contexts the kernel is held by its own work per position (15-19 GB/s at 32-128 fp16
-  // positions on a VM whose DRAM copy ran at 50-80 GB/s), so a KV cache resident in the
+  // contexts the kernel is held by its own work per position (it reads a few cached
+  // positions well below the DRAM bandwidth), so a KV cache resident in the
   // cache (the non_contiguous bug's fresh copies) reads no faster than one from DRAM.
   const double memory = attention > 0 ? std::max(dram + cached, (cost.bytes() + allocated) / stream_bandwidth) : dram + cached;
   // Each parallel region the op's CPU kernel opens (its threads' fan-out and join) costs a

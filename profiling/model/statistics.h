@@ -8,8 +8,9 @@
 // 6 samples to reach 95%, and below that the reported interval is min..max with its real,
 // lower confidence, and the figure counts as noisy. A slowdown is measured in pairs (fixed
 // and buggy repeats alternated, back to back), so it is the median of the pairs' own ratios
-// with the same interval: a machine whose speed drifts between pairs (a shared VM's bandwidth
-// moves by a third within minutes) slows both sides of a pair alike and cancels in its ratio,
+// with the same interval: a machine whose speed drifts between pairs (a shared machine's
+// memory bandwidth can move by a third within minutes) slows both sides of a pair alike and
+// cancels in its ratio,
 // where a ratio of the two sides' medians would divide medians taken in different periods.
 #pragma once
 
