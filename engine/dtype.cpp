@@ -8,16 +8,6 @@
 
 namespace decodelab {
 
-const char* dtype_name(DType dtype) {
-  switch (dtype) {
-    case DType::F32: return "fp32";
-    case DType::F16: return "fp16";
-    case DType::BF16: return "bf16";
-    case DType::I32: return "i32";
-  }
-  return "?";
-}
-
 std::optional<DType> parse_dtype(std::string_view name) {
   if (name == "fp32" || name == "float32" || name == "F32") return DType::F32;
   if (name == "fp16" || name == "float16" || name == "F16") return DType::F16;

@@ -17,8 +17,17 @@ enum class DType : uint8_t { F32, F16, BF16, I32 };
 
 inline size_t dtype_size(DType dtype) { return dtype == DType::F16 || dtype == DType::BF16 ? 2 : 4; }
 
-// Names as the scenarios spell them: fp32, fp16, bf16, i32.
-const char* dtype_name(DType dtype);
+// Names as the scenarios spell them: fp32, fp16, bf16, i32. Inline, so that the CUDA
+// library, which links no engine code, names dtypes with the same words.
+inline const char* dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::F32: return "fp32";
+    case DType::F16: return "fp16";
+    case DType::BF16: return "bf16";
+    case DType::I32: return "i32";
+  }
+  return "?";
+}
 std::optional<DType> parse_dtype(std::string_view name);
 inline bool is_half(DType dtype) { return dtype == DType::F16 || dtype == DType::BF16; }
 

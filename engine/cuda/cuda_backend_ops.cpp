@@ -36,7 +36,7 @@ std::string describe(const char* name, const Tensor& tensor) {
     text += std::to_string(tensor.shape[axis]);
   }
   text += "] ";
-  text += dtype_label(tensor.dtype);
+  text += dtype_name(tensor.dtype);
   return text;
 }
 

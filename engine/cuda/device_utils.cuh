@@ -159,7 +159,7 @@ void dispatch_float_dtype(DType dtype, Function&& function) {
     case DType::BF16: function(TypeTag<__nv_bfloat16>{}); return;
     case DType::I32: break;
   }
-  throw std::invalid_argument(std::string("expected a floating dtype (fp32, fp16, bf16), got ") + dtype_label(dtype));
+  throw std::invalid_argument(std::string("expected a floating dtype (fp32, fp16, bf16), got ") + dtype_name(dtype));
 }
 
 }  // namespace decodelab::cuda

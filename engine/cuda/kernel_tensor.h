@@ -11,17 +11,6 @@
 
 namespace decodelab::cuda {
 
-// dtype.h's dtype_name lives in the core library, which this library must not depend on.
-inline const char* dtype_label(DType dtype) {
-  switch (dtype) {
-    case DType::F32: return "fp32";
-    case DType::F16: return "fp16";
-    case DType::BF16: return "bf16";
-    case DType::I32: return "i32";
-  }
-  return "?";
-}
-
 struct KernelTensor {
   void* data = nullptr;
   DType dtype = DType::F32;
