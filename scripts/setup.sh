@@ -11,6 +11,8 @@
 #   slurm    Debian's slurm-wlm and munge: a one-node Slurm for `sweep/lab --slurm`
 #            (scripts/slurm-local.sh; the ctest slurm_cluster)
 #   clang    Debian's clang and its fuzzer runtime (scripts/fuzz.sh)
+#   qemu     Debian's qemu-user-static: the test binary run on emulated older x86-64 CPUs, to show
+#            that the kernel variant it picks there is right (tests/cpu-variants-qemu.sh)
 #   aarch64  Debian's crossbuild-essential-arm64, qemu-user-static and the arm64 libraries (the arm64
 #            architecture is added to dpkg; yaml-cpp's arm64 development files are unpacked into
 #            .cross/arm64, since its package cannot sit beside the native one): scripts/aarch64-test.sh
@@ -28,8 +30,8 @@ extras="${DECODELAB_SETUP_EXTRAS:-}"
 extras="${extras//,/ }"
 for extra in $extras; do
   case "$extra" in
-    browser|slurm|clang|torch|aarch64|cuda12) ;;
-    *) echo "setup: unknown extra '$extra' in DECODELAB_SETUP_EXTRAS (expected any of: browser slurm clang torch aarch64 cuda12)" >&2; exit 2 ;;
+    browser|slurm|qemu|clang|torch|aarch64|cuda12) ;;
+    *) echo "setup: unknown extra '$extra' in DECODELAB_SETUP_EXTRAS (expected any of: browser slurm qemu clang torch aarch64 cuda12)" >&2; exit 2 ;;
   esac
 done
 wants() { [[ " $extras " == *" $1 "* ]]; }
@@ -39,6 +41,7 @@ packages=(build-essential cmake ninja-build pkg-config libcli11-dev libyaml-cpp-
 if wants browser; then packages+=(chromium chromium-driver python3-selenium fonts-dejavu-core); fi
 if wants clang; then packages+=(clang libclang-rt-14-dev); fi
 if wants slurm; then packages+=(slurm-wlm munge); fi
+if wants qemu; then packages+=(qemu-user-static); fi
 if wants torch || wants cuda12; then packages+=(python3-venv); fi
 if wants aarch64; then
   packages+=(crossbuild-essential-arm64 qemu-user-static file zlib1g-dev:arm64 libyaml-cpp0.7:arm64 libgomp1:arm64)

@@ -12,9 +12,11 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
+#include "engine/cpu/kernel_variant.h"
 #include "tests/support/cached_roofs.h"
 #include "tests/support/environment_guard.h"
 
@@ -71,7 +73,21 @@ class SeededRoofCache {
   std::filesystem::path directory_;
 };
 
+// ctest runs the CPU op tests once more under each narrower kernel variant
+// (DECODELAB_CPU_KERNELS); on a CPU that cannot run the one asked for, that entry is
+// skipped (exit 77, ctest's SKIP_RETURN_CODE) with the reason, not failed.
+constexpr int kSkipped = 77;
+
 int main(int argc, char* argv[]) {
+  if (const char* variant = std::getenv("DECODELAB_CPU_KERNELS"); variant && *variant &&
+      std::string(variant) != "auto" && !decodelab::cpu::kernel_variant_supported(variant)) {
+    bool compiled = false;
+    for (const std::string& name : decodelab::cpu::compiled_kernel_variants()) compiled = compiled || name == variant;
+    if (compiled) {
+      std::fprintf(stderr, "skipped: this CPU cannot run the %s kernels (DECODELAB_CPU_KERNELS)\n", variant);
+      return kSkipped;
+    }
+  }
   const SeededRoofCache roofs;
   const int status = Catch::Session().run(argc, argv);
   if (leaking_test_cases > 0) {

@@ -18,7 +18,7 @@
 #include "engine/cpu/checks.h"
 #include "engine/cpu/host_memory.h"
 #include "engine/cpu/kernels.h"
-#include "engine/cpu/simd.h"
+#include "engine/cpu/kernel_variant.h"
 #include "engine/cpu/stream.h"
 #include "engine/cpu/weight_stream.h"
 #include "engine/errors.h"
@@ -60,11 +60,15 @@ class CpuBackend final : public Backend {
  public:
   // The weight-stream variant is read here, on the caller's thread, so that a bad
   // DECODELAB_WEIGHT_STREAM is an input error before any work starts.
-  explicit CpuBackend(const BackendOptions& options) : stream_(options.threads) { (void)cpu::weight_stream(); }
+  // So is the kernel variant (DECODELAB_CPU_KERNELS).
+  explicit CpuBackend(const BackendOptions& options) : stream_(options.threads) {
+    (void)cpu::weight_stream();
+    (void)cpu::kernel_variant();
+  }
 
   std::string name() const override { return "cpu"; }
   std::string device_description() const override {
-    return read_cpu_model() + " (" + std::to_string(stream_.kernel_threads()) + " threads, " + cpu::kSimdName +
+    return read_cpu_model() + " (" + std::to_string(stream_.kernel_threads()) + " threads, " + cpu::kernel_variant_isa() +
            ", " + cpu::weight_stream_name(cpu::weight_stream()) + " weight stream)";
   }
 
