@@ -184,7 +184,13 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
         check_machine_for_timing(*backend, threads, /*warn=*/true, /*notes=*/options.progress != ProgressMode::Off);
   }
   progress.status(progress_text(options, "roofs of " + backend->device_description()));
-  DeviceSpec spec = default_device_spec(*backend, threads, nullptr, {}, &comparison.machine);
+  // An uncached measurement takes tens of seconds on a CPU: a stop abandons it between two ops.
+  RoofMeasureOptions roof_options;
+  roof_options.checkpoint = [] {
+    if (stop_requested()) throw RepeatAbandoned(RepeatAbandoned::Why::StopRequested);
+  };
+  DeviceSpec spec =
+      options.roofs ? *options.roofs : default_device_spec(*backend, threads, nullptr, roof_options, &comparison.machine);
 
   const Workload& workload = buggy_scenario.workload;
   const SlowdownMetric metric =

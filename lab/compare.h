@@ -46,6 +46,9 @@ struct CompareOptions {
   // (min_repeats too give way to it). The lab hands each bug its share of the lab's budget so.
   std::optional<int64_t> deadline_ns;
   double budget_seconds = 0;  // the time to deadline_ns when the lab handed it on, for messages
+  // The roofs to judge by, when the caller measured them (the lab's quick roofs for a short
+  // budget, which no cache holds); else the cached ones, measured first when there are none.
+  std::optional<DeviceSpec> roofs;
 };
 
 // Device time per token of one bucket of ops in the attribution's scope (the decode phase,

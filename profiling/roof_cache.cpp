@@ -408,6 +408,17 @@ DeviceSpec default_device_spec(Backend& backend, int threads, std::ostream* prog
   return measure_into_cache(backend, threads, progress, options, machine, cached);
 }
 
+DeviceSpec measure_device_spec_uncached(Backend& backend, int threads, const RoofMeasureOptions& options,
+                                        const MachineState* machine, std::ostream* progress) {
+  RoofMeasurement measurement = measure_roofs(backend, options, progress);
+  if (machine) {
+    measurement.machine_contended = machine->contended;
+    measurement.probe_bandwidth = machine->probe_bandwidth;
+    measurement.core_round_trip_ns = machine->core_round_trip_ns;
+  }
+  return measured_spec(backend.device_description(), identity_for(backend, threads), measurement);
+}
+
 DeviceSpec remeasure_device_spec(Backend& backend, int threads, const DeviceSpec& current, std::ostream* progress,
                                  const MachineState* machine) {
   if (!current.measured || current.measured->measured_at <= 0) return current;  // a datasheet: nothing to measure
