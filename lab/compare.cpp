@@ -184,13 +184,27 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
         check_machine_for_timing(*backend, threads, /*warn=*/true, /*notes=*/options.progress != ProgressMode::Off);
   }
   progress.status(progress_text(options, "roofs of " + backend->device_description()));
-  // An uncached measurement takes tens of seconds on a CPU: a stop abandons it between two ops.
+  // A measurement here (no cached roofs, a noisy cache on a quiet machine, a point above a
+  // roof) takes tens of seconds on a CPU: a stop abandons it between two ops, and inside the
+  // lab's budget, so does half the time the bug has left — the roofs it had then stand.
+  const int64_t roofs_deadline_ns = options.deadline_ns ? now_ns() + (*options.deadline_ns - now_ns()) / 2 : 0;
   RoofMeasureOptions roof_options;
-  roof_options.checkpoint = [] {
+  roof_options.checkpoint = [&] {
     if (stop_requested()) throw RepeatAbandoned(RepeatAbandoned::Why::StopRequested);
+    if (roofs_deadline_ns && now_ns() > roofs_deadline_ns) throw RepeatAbandoned(RepeatAbandoned::Why::DeadlinePassed);
   };
-  DeviceSpec spec =
-      options.roofs ? *options.roofs : default_device_spec(*backend, threads, nullptr, roof_options, &comparison.machine);
+  DeviceSpec spec;
+  if (options.roofs) {
+    spec = *options.roofs;
+  } else {
+    try {
+      spec = default_device_spec(*backend, threads, nullptr, roof_options, &comparison.machine);
+    } catch (const RepeatAbandoned& abandoned) {
+      const std::optional<DeviceSpec> cached = cached_device_spec(*backend, threads);
+      if (abandoned.why() == RepeatAbandoned::Why::StopRequested || !cached) throw;
+      spec = *cached;  // a noisy cache measured again: it stays as it was
+    }
+  }
 
   const Workload& workload = buggy_scenario.workload;
   const SlowdownMetric metric =
@@ -298,7 +312,12 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
     if (pair == 0) {  // a point above a suspect roof: measure the roofs again, before more pairs use them
       const bool suspect = fixed_side.analyses.back().roofs_suspect() || buggy_side.analyses.back().roofs_suspect();
       if (suspect && !comparison.machine.contended) {
-        spec = remeasure_device_spec(*backend, threads, spec, nullptr, &comparison.machine);
+        try {
+          spec = remeasure_device_spec(*backend, threads, spec, nullptr, &comparison.machine, roof_options);
+        } catch (const RepeatAbandoned&) {
+          // The roofs stand as they were: a stop ends the pairs at the top of the loop, the
+          // finished one kept; past the lab's half, the pairs have the rest.
+        }
         for (auto [side, scenario] : {std::pair{&fixed_side, &comparison.fixed.scenario},
                                       std::pair{&buggy_side, &comparison.buggy.scenario}}) {
           set_trace_metadata(*side->traces.back(), *scenario, *backend, spec);

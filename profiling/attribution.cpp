@@ -91,6 +91,11 @@ std::string negative_note(const std::string& cause) {
 
 std::string headline_of(const Attribution& attribution);
 
+// "1 pair of repeats", "6 pairs of repeats".
+std::string pairs_of_repeats(int pairs) {
+  return std::to_string(pairs) + (pairs == 1 ? " pair of repeats" : " pairs of repeats");
+}
+
 // The share of a group's extra roof time that is extra work (the rest is extra bytes): in
 // proportion to how much its work (FLOPs) grew and how much its bytes per unit of work grew,
 // as log ratios (the two add up to the bytes' own log ratio), counting only those that moved
@@ -225,7 +230,7 @@ std::string headline_of(const Attribution& attribution) {
   const auto top = std::max_element(clear.begin(), clear.end(), by_time);
   if (top == clear.end()) {
     return per_token_time(attribution.delta_ms_per_token) + ": no part stands out of the noise over " +
-           std::to_string(attribution.pairs) + " pairs of repeats";
+           pairs_of_repeats(attribution.pairs);
   }
   if ((*top)->ms_per_token <= 0) {
     return per_token_time(attribution.delta_ms_per_token) + ": no part adds time; the difference is what the parts " +
@@ -339,7 +344,7 @@ nlohmann::json to_json(const Attribution& attribution) {
 std::string format_attribution(const Attribution& attribution) {
   std::ostringstream out;
   const std::string scope = attribution.scope == AttributionScope::Decode ? "decode time" : "end-to-end time";
-  out << "why slower (" << scope << ", medians over " << attribution.pairs << " pairs of repeats): "
+  out << "why slower (" << scope << ", medians over " << pairs_of_repeats(attribution.pairs) << "): "
       << (attribution.headline.empty() ? headline_of(attribution) : attribution.headline) << "\n\n"
       << "| cause | per token | share | explanation |\n| --- | ---: | ---: | --- |\n";
   auto share = [&](double ms_per_token) {
@@ -419,7 +424,7 @@ std::string attribution_html(const Attribution& attribution) {
   html << "<tr class=\"total\"><td>measured difference</td><td class=\"value\">"
        << xml_escape(per_token_time(attribution.delta_ms_per_token)) << "</td><td>100%</td><td></td><td class=\"text\">"
        << "the difference of the medians the rows show (" << xml_escape(scope) << " per token, medians over "
-       << attribution.pairs << " pairs of repeats): the parts plus the residual</td></tr>";
+       << pairs_of_repeats(attribution.pairs) << "): the parts plus what they leave unexplained</td></tr>";
   html << "</table></div></div>";
   return html.str();
 }

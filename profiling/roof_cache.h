@@ -100,6 +100,6 @@ DeviceSpec measure_device_spec_uncached(Backend& backend, int threads, const Roo
 // merges them into the cache; returns the spec to analyse with. Roofs measured less than
 // 10 minutes ago are kept as they are.
 DeviceSpec remeasure_device_spec(Backend& backend, int threads, const DeviceSpec& current, std::ostream* progress,
-                                 const MachineState* machine);
+                                 const MachineState* machine, const RoofMeasureOptions& options = {});
 
 }  // namespace decodelab

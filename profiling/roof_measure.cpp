@@ -4,6 +4,7 @@
 #include "profiling/roof_measure.h"
 
 #include <algorithm>
+#include <exception>
 #include <cmath>
 #include <ctime>
 #include <functional>
@@ -240,6 +241,19 @@ void measure_decode_matmuls(Backend& backend, OpTimer& timer, size_t memory_byte
 }  // namespace
 
 RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& options, std::ostream* progress) {
+  // A measurement its checkpoint abandons leaves no op timings behind: the next user of the
+  // backend (a quick measurement, a run) would count them as its own.
+  struct DrainWhenAbandoned {
+    Backend& backend;
+    ~DrainWhenAbandoned() {
+      if (std::uncaught_exceptions() == 0) return;
+      try {
+        backend.synchronize();
+        backend.take_timings();
+      } catch (...) {
+      }
+    }
+  } drain{backend};
   const bool gpu = is_gpu_backend(backend);
   const size_t budget = backend.available_memory();
   RoofMeasurement measurement;
@@ -310,9 +324,8 @@ RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& option
     if (!gpu) measure_narrow_matmul(backend, timer, matmul, progress);
     measurement.matmuls.push_back(matmul);
   }
-  if (options.checkpoint) options.checkpoint();
   if (progress) *progress << "measuring the stream's fixed costs\n";
-  measurement.stream = measure_stream_costs(backend);
+  measurement.stream = measure_stream_costs(backend, options.checkpoint);
   return measurement;
 }
 

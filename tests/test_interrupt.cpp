@@ -309,3 +309,21 @@ TEST_CASE("lab: a budget too short for the whole roof measurement takes quick ro
     CHECK(rows[0]["stopped_because"] == "max_seconds reached");
   }
 }
+
+TEST_CASE("lab: measuring a noisy cache again comes out of a bug's budget", "[interrupt][cli]") {
+  // A noisy cache is measured again once the machine is quiet (tens of seconds): inside a
+  // lab that happens within a bug's share, abandoned at half of it, the cached roofs kept.
+  const TempDir dir;
+  const auto cache = dir.path() / "roofs";
+  auto noisy = round_measured_spec("noisy-test");
+  noisy.measured->noisy = true;
+  noisy.measured->measured_at = 1;  // long ago: not "measured minutes ago"
+  for (int threads : {1, 0}) cache_roofs(noisy, cache, threads);
+  const ScopedEnv roofs("DECODELAB_CACHE_DIR", cache.c_str());
+  const auto begin = std::chrono::steady_clock::now();
+  const CommandResult lab = run_decodelab(tiny_lab_arguments(dir.path() / "lab.json", "10"));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  INFO(lab.err);
+  CHECK(seconds < 10 + 5);
+  CHECK_THAT(lab.err, Contains("lab: 1 bug within 10 s"));
+}
