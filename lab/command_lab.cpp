@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <iostream>
 #include <memory>
 #include <optional>
 #include <random>
@@ -175,12 +176,14 @@ void execute_lab(const LabArguments& arguments) {
         if (stop.requested()) throw RepeatAbandoned(RepeatAbandoned::Why::StopRequested);
         if (now_ns() > roofs_deadline_ns) throw RepeatAbandoned(RepeatAbandoned::Why::DeadlinePassed);
       };
+      // Its stages on stderr: tens of seconds are not spent in silence.
+      std::ostream* measuring = arguments.quiet ? nullptr : &std::cerr;
       try {
         const MachineState machine = check_machine_for_timing(*backend, threads, /*warn=*/true, /*notes=*/false);
         bool measured = false;
         if (whole_roofs) {
           try {
-            default_device_spec(*backend, threads, nullptr, roof_options, &machine);
+            default_device_spec(*backend, threads, measuring, roof_options, &machine);
             measured = true;
           } catch (const RepeatAbandoned& abandoned) {
             if (abandoned.why() == RepeatAbandoned::Why::StopRequested) throw;
@@ -191,7 +194,7 @@ void execute_lab(const LabArguments& arguments) {
         if (!measured) {
           roof_options.quick = true;
           roofs_deadline_ns = lab_deadline_ns;
-          options.roofs = measure_device_spec_uncached(*backend, threads, roof_options, &machine);
+          options.roofs = measure_device_spec_uncached(*backend, threads, roof_options, &machine, measuring);
         }
         progress.finished(std::string(measured ? "roofs measured" : "quick roofs measured (not cached)") + "; " +
                           std::to_string(static_cast<int>(seconds_left())) + " s of the budget left");
