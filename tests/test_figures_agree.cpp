@@ -231,7 +231,9 @@ TEST_CASE("compare: slowdowns are the pairs' medians, the attribution explains t
     const std::string text = part["explanation"].get<std::string>();
     CHECK_THAT(text, !Contains("()"));
     CHECK_FALSE(std::regex_search(text, std::regex("[0-9]e[-+][0-9]")));
-    if (part["ms_per_token"].get<double>() < 0) CHECK(part.contains("sign_note"));
+    // A negative part says what it means, or that it is within the noise (then it means nothing yet).
+    if (part["ms_per_token"].get<double>() < 0) CHECK((part.contains("sign_note") || part.value("within_noise", false)));
+    if (part.value("within_noise", false)) CHECK_THAT(part["note"].get<std::string>(), Contains("within the noise"));
   }
   CHECK(sum == Approx(attribution["delta_ms_per_token"].get<double>()).epsilon(1e-9).margin(1e-12));
   CHECK_FALSE(std::regex_search(compare.out, std::regex("[0-9]e[-+][0-9]")));
@@ -273,6 +275,14 @@ TEST_CASE("compare: slowdowns are the pairs' medians, the attribution explains t
   check_documented_keys(result, "compare");
   check_documented_keys(result["headline"], "headline");
   check_documented_keys(attribution, "attribution");
+  // The table beside the bars: the decode phase per token, over the same pairs.
+  REQUIRE_FALSE(result["categories"].empty());
+  for (const nlohmann::json& bucket : result["categories"]) {
+    check_documented_keys(bucket, "categories[]");
+    CHECK(bucket["delta_ms_per_token"]["samples"] == result["pairs"]);
+  }
+  CHECK_THAT(compare.out, Contains("device time per token (decode, medians over 6 pairs"));
+  CHECK_THAT(page, Contains("<span title=\"decode_slowdown\">decode slowdown</span> (n="));
   check_documented_keys(result["prediction"], "prediction");
   // The prediction's verdict judges the slowdown the range verdict judges.
   CHECK(result["prediction"]["of"] == result["headline"]["metric"]);

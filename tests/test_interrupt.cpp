@@ -244,3 +244,86 @@ TEST_CASE("lab: a second SIGINT ends it at once and still keeps the finished pai
   REQUIRE(partial["rows"].size() == 1);
   CHECK(partial["rows"][0]["pairs"].get<int>() >= 2);
 }
+
+namespace {
+
+// Every file under `folder` (none when it does not exist).
+size_t files_under(const std::filesystem::path& folder) {
+  if (!std::filesystem::exists(folder)) return 0;
+  size_t count = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(folder)) count += entry.is_regular_file();
+  return count;
+}
+
+std::vector<std::string> tiny_lab_arguments(const std::filesystem::path& json, const char* max_seconds) {
+  return {"lab", "--only", "host_sync", "--backend", "cpu", "--threads", "1", "--set", "model=lab-tiny", "--set",
+          "run={warmup: 0, repeats: 200}", "--set",
+          "workload={requests: 2, batch_size: 2, prompt_tokens: 4, new_tokens: 8, host_overhead_us: 100}",
+          "--max-seconds", max_seconds, "--json", json.string()};
+}
+
+}  // namespace
+
+TEST_CASE("lab: SIGINT while the roofs are first measured ends within 2 s and caches nothing", "[interrupt][cli]") {
+  const TempDir dir;
+  const auto cache = dir.path() / "empty-cache";  // no roofs: the lab measures them, tens of seconds
+  const ScopedEnv roofs("DECODELAB_CACHE_DIR", cache.c_str());
+  BackgroundDecodelab lab(tiny_lab_arguments(dir.path() / "lab.json", "600"));
+  // Into the measurement itself, past its first stage (the machine check before it is seconds
+  // on a busy machine, and has no ops to stop between).
+  REQUIRE(wait_until([&] { return lab.stderr_so_far().find("measuring bandwidth: matrix-vector") != std::string::npos; },
+                     60.0));
+  CHECK_THAT(lab.stderr_so_far(), Contains("the roofs of this machine first"));
+  const auto sent = std::chrono::steady_clock::now();
+  lab.send(SIGINT);
+  const CommandResult interrupted = lab.wait();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+  INFO(interrupted.err);
+  CHECK(seconds < 2.0);
+  CHECK(interrupted.exit_code == 130);
+  CHECK_THAT(interrupted.err, Contains("stopped while measuring the roofs"));
+  CHECK(files_under(cache) == 0);  // an abandoned measurement is no roof
+}
+
+TEST_CASE("lab: a budget too short for the whole roof measurement takes quick roofs, uncached, within the budget",
+          "[interrupt][cli]") {
+  const TempDir dir;
+  const auto cache = dir.path() / "empty-cache";
+  const ScopedEnv roofs("DECODELAB_CACHE_DIR", cache.c_str());
+  const auto json = dir.path() / "lab.json";
+  const auto begin = std::chrono::steady_clock::now();
+  const CommandResult lab = run_decodelab(tiny_lab_arguments(json, "12"));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  INFO(lab.err);
+  // The whole measurement alone took about 40 s here; the budget covers the roofs too (the
+  // process's own start and end sit outside its clock: a few seconds on a busy machine).
+  CHECK(seconds < 12 + 5);
+  CHECK_THAT(lab.err, Contains("quick roofs of this machine first") && Contains("quick roofs measured (not cached)"));
+  CHECK(files_under(cache) == 0);
+  const bool no_time_left = lab.err.find("no time left in the lab's budget") != std::string::npos ||
+                            lab.err.find("ran out while measuring the roofs") != std::string::npos;
+  if (!no_time_left) {  // the bug had time for pairs after the roofs: judged against the quick ones
+    REQUIRE(lab.exit_code == 0);
+    const nlohmann::json rows = read_json(json);
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0]["stopped_because"] == "max_seconds reached");
+  }
+}
+
+TEST_CASE("lab: measuring a noisy cache again comes out of a bug's budget", "[interrupt][cli]") {
+  // A noisy cache is measured again once the machine is quiet (tens of seconds): inside a
+  // lab that happens within a bug's share, abandoned at half of it, the cached roofs kept.
+  const TempDir dir;
+  const auto cache = dir.path() / "roofs";
+  auto noisy = round_measured_spec("noisy-test");
+  noisy.measured->noisy = true;
+  noisy.measured->measured_at = 1;  // long ago: not "measured minutes ago"
+  for (int threads : {1, 0}) cache_roofs(noisy, cache, threads);
+  const ScopedEnv roofs("DECODELAB_CACHE_DIR", cache.c_str());
+  const auto begin = std::chrono::steady_clock::now();
+  const CommandResult lab = run_decodelab(tiny_lab_arguments(dir.path() / "lab.json", "10"));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  INFO(lab.err);
+  CHECK(seconds < 10 + 5);
+  CHECK_THAT(lab.err, Contains("lab: 1 bug within 10 s"));
+}

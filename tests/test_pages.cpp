@@ -153,6 +153,10 @@ TEST_CASE("lab index: one chart of the slowdowns, the busy machine said once, th
   CHECK(decodelab::testing::occurrences(page, "class=\"caveat\"") == 1);
   CHECK_THAT(page, Contains("The machine was busy while host_sync was measured"));
   CHECK_THAT(page, Contains("<h3>Against the prediction</h3>"));
+  // Words in the headers, the JSON names in their tooltips.
+  CHECK_THAT(page, Contains("<th title=\"decode_slowdown\">decode slowdown</th>") &&
+                       Contains("<th title=\"end_to_end_slowdown\">end-to-end slowdown</th>"));
+  CHECK_THAT(page, !Contains("<th>decode_slowdown</th>"));
 }
 
 TEST_CASE("sweep page: the stylesheet, the rows in a table that scrolls", "[pages]") {

@@ -262,3 +262,24 @@ TEST_CASE("HTML report: a run card's headline reads decode from the medians the 
   CHECK(html.find("<p class=\"sentence\">" + xml_escape(expected.sentence)) != std::string::npos);
   CHECK(html.find(format_percent(expected.roof_fraction())) != std::string::npos);
 }
+
+TEST_CASE("report page: one machine note for the page, not one per card", "[report]") {
+  // A comparison's two runs share their machine: the issue saw each card under the same
+  // warnings again.
+  const TwoRuns runs;
+  MachineState machine;
+  machine.contended = true;
+  machine.advice = "rerun when the machine is quiet";
+  machine.notes = {"the kernel threads sit on cores far apart"};
+  std::vector<LabelledRun> labelled = runs.labelled();
+  for (LabelledRun& run : labelled) run.machine = &machine;
+  const std::string html = report_html(labelled, "fixed vs buggy");
+  CHECK(xml_problem(html, /*html=*/true) == "");
+  CHECK(count(html, "The machine was busy while these ran") == 1);
+  CHECK(count(html, "the kernel threads sit on cores far apart") == 1);
+  // The note sits above the cards, not inside one.
+  const size_t note = html.find("The machine was busy while these ran");
+  const size_t first_card = html.find("<div class=\"card\"");
+  REQUIRE(first_card != std::string::npos);
+  CHECK(note < first_card);
+}

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <iostream>
 #include <memory>
 #include <optional>
 #include <random>
@@ -37,6 +38,8 @@
 #include "profiling/trace/chrome_trace.h"
 #include "profiling/report/report.h"
 #include "profiling/measure/roof_cache.h"
+#include "profiling/measure/roof_measure.h"
+#include "profiling/units.h"
 
 namespace decodelab {
 
@@ -71,6 +74,10 @@ std::vector<fs::path> lab_scenarios(const std::vector<std::string>& only) {
   if (files.empty()) throw ResourceError("no lab scenarios found under " + directory.string());
   return files;
 }
+
+// The whole roof measurement takes about 40 s on a 2-core CPU: the lab tries it only where
+// half its budget is at least this, so that it is rarely abandoned part-way.
+constexpr double kWholeRoofSeconds = 60;
 
 // A saved row whose pairs a stop cut short: --resume runs its bug again.
 bool interrupted_row(const nlohmann::json& row) { return row.value("stopped_because", "") == "interrupted"; }
@@ -144,20 +151,63 @@ void execute_lab(const LabArguments& arguments) {
     std::unique_ptr<Backend> backend = open_backend(scenarios.front(), run_options);
     const int threads = kernel_threads(scenarios.front(), run_options);
     const bool roofs_cached = cached_device_spec(*backend, threads).has_value();
+    // Uncached roofs come out of the budget too: the whole measurement (tens of seconds on a
+    // CPU, cached for every later command) where half the budget leaves room for it, else a
+    // quick one (bandwidth and FMA peak, seconds, not cached); either is abandoned between two
+    // ops on a stop or at its deadline — the whole one at half the budget, for the quick one.
+    // (A GPU's roofs come from its device file, or a GPU's own measurement: never quick ones.)
+    const bool whole_roofs = !roofs_cached && (is_gpu_backend(*backend) || seconds_left() / 2 >= kWholeRoofSeconds);
     if (!arguments.quiet) {
       std::fprintf(stderr, "decodelab: lab: %zu %s within %.0f s%s, about %.0f s each%s\n", bugs_to_run,
                    bugs_to_run == 1 ? "bug" : "bugs", arguments.max_seconds,
-                   roofs_cached ? ""
-                                : " (the roofs of this machine first: they are not cached yet, and their "
-                                  "measurement, tens of seconds on a CPU, cannot be cut short)",
-                   arguments.max_seconds / static_cast<double>(bugs_to_run),
-                   "; each bug's line says the time left");
+                   roofs_cached  ? ""
+                   : whole_roofs ? " (the roofs of this machine first: they are not cached yet; their measurement "
+                                   "takes tens of seconds on a CPU, at most half the budget)"
+                                 : " (quick roofs of this machine first, bandwidth and FMA peak only: they are not "
+                                   "cached, and the budget is too short to measure them all; `decodelab roofline "
+                                   "--measure` caches them)",
+                   arguments.max_seconds / static_cast<double>(bugs_to_run), "; each bug's line says the time left");
     }
     if (!roofs_cached) {
       progress.status("roofs of " + backend->device_description());
-      const MachineState machine = check_machine_for_timing(*backend, threads, /*warn=*/true, /*notes=*/false);
-      default_device_spec(*backend, threads, nullptr, {}, &machine);
-      progress.finished("roofs measured; " + std::to_string(static_cast<int>(seconds_left())) + " s of the budget left");
+      int64_t roofs_deadline_ns = now_ns() + static_cast<int64_t>(seconds_left() / 2 * 1e9);
+      RoofMeasureOptions roof_options;
+      roof_options.checkpoint = [&] {
+        if (stop.requested()) throw RepeatAbandoned(RepeatAbandoned::Why::StopRequested);
+        if (now_ns() > roofs_deadline_ns) throw RepeatAbandoned(RepeatAbandoned::Why::DeadlinePassed);
+      };
+      // Its stages on stderr: tens of seconds are not spent in silence.
+      std::ostream* measuring = arguments.quiet ? nullptr : &std::cerr;
+      try {
+        const MachineState machine = check_machine_for_timing(*backend, threads, /*warn=*/true, /*notes=*/false);
+        bool measured = false;
+        if (whole_roofs) {
+          try {
+            default_device_spec(*backend, threads, measuring, roof_options, &machine);
+            measured = true;
+          } catch (const RepeatAbandoned& abandoned) {
+            if (abandoned.why() == RepeatAbandoned::Why::StopRequested) throw;
+            progress.finished("the roofs' whole measurement did not end within half the budget; measuring quick "
+                              "ones instead");
+          }
+        }
+        if (!measured) {
+          roof_options.quick = true;
+          roofs_deadline_ns = lab_deadline_ns;
+          options.roofs = measure_device_spec_uncached(*backend, threads, roof_options, &machine, measuring);
+        }
+        progress.finished(std::string(measured ? "roofs measured" : "quick roofs measured (not cached)") + "; " +
+                          std::to_string(static_cast<int>(seconds_left())) + " s of the budget left");
+      } catch (const RepeatAbandoned& abandoned) {
+        progress.clear();
+        if (abandoned.why() == RepeatAbandoned::Why::StopRequested) {
+          throw Interrupted(stop.signal_number(), "stopped while measuring the roofs, before any bug ran; nothing "
+                                                  "was measured or cached");
+        }
+        throw BudgetSpent("the lab's budget (" + format_number(arguments.max_seconds) +
+                          " s) ran out while measuring the roofs, before any bug ran; give it more --max-seconds, or "
+                          "cache the roofs first with `decodelab roofline --measure`");
+      }
     }
   }
   std::vector<std::string> kept_notes, skipped;

@@ -71,7 +71,8 @@ std::string slowdown_html(const Comparison& comparison, const ReportSummary& sum
           ": <span class=\"verdict " + verdict_class(verdict) + "\">" + escape(verdict) + "</span> " +
           escape(headline.verdict.sentence) + ".</p>";
   if (prediction.unavailable.empty()) {
-    html += "<p><b>Against the prediction</b> (" + escape(judged) + ", within ±" +
+    html += "<p><b>Against the prediction</b> (<span title=\"" + escape(judged) + "\">" +
+            (headline.metric == SlowdownMetric::Decode ? "decode slowdown" : "end-to-end slowdown") + "</span>, within ±" +
             escape(format_number(kPredictionTolerance * 100, 2)) + "%): <span class=\"verdict " +
             verdict_class(prediction.verdict) + "\">" + escape(prediction.verdict) + "</span> predicted " +
             escape(ratio_text(prediction.predicted())) + ", error " + escape(signed_percent(prediction.error())) +
@@ -131,12 +132,13 @@ std::vector<LabelledRun> compared_runs(const Comparison& comparison) {
 
 ReportSummary comparison_summary(const Comparison& comparison) {
   ReportSummary summary;
-  auto add = [&](const char* key, const Estimate& slowdown) {
+  // Words on the page, the JSON name in the tooltip.
+  auto add = [&](const char* key, const char* label, const Estimate& slowdown) {
     if (slowdown.samples == 0) return;
-    summary.figures.push_back({key, key, slowdown_text(slowdown.median), slowdown});
+    summary.figures.push_back({key, label, slowdown_text(slowdown.median), slowdown});
   };
-  add("decode_slowdown", comparison.decode_slowdown);
-  add("end_to_end_slowdown", comparison.end_to_end_slowdown);
+  add("decode_slowdown", "decode slowdown", comparison.decode_slowdown);
+  add("end_to_end_slowdown", "end-to-end slowdown", comparison.end_to_end_slowdown);
   const SlowdownReading& headline = comparison.headline;
   summary.sentences.push_back("The lesson is about the " + std::string(to_string(headline.metric)) + "_slowdown" +
                               (headline.expected ? ", expected " + format_range(*headline.expected) : "") +

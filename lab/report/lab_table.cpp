@@ -334,7 +334,8 @@ void write_lab_index(const std::filesystem::path& directory, const std::vector<L
   // column hides behind a scrollbar on a laptop's screen.
   std::ostringstream table;
   table << "<table><tr><th>bug</th><th class=\"left\">switched on</th><th>fixed decode tok/s</th><th>buggy decode tok/s</th>"
-           "<th>decode_slowdown</th><th>end_to_end_slowdown</th><th>expected</th><th>verdict</th><th>pairs</th>"
+           "<th title=\"decode_slowdown\">decode slowdown</th><th title=\"end_to_end_slowdown\">end-to-end slowdown</th>"
+           "<th>expected</th><th>verdict</th><th>pairs</th>"
            "<th>same tokens</th><th>pages</th></tr>";
   std::ostringstream predicted;
   predicted << "<table><tr><th>bug</th><th>predicted</th><th>error</th><th>vs prediction</th>";

@@ -13,6 +13,7 @@
 #include "lab/report/run_report.h"
 #include "lab/run/token_agreement.h"
 #include "profiling/measure/roof_cache.h"
+#include "profiling/units.h"
 
 namespace decodelab {
 
@@ -29,20 +30,6 @@ const char* bucket_of(OpCategory category) {
   }
 }
 
-const std::vector<std::string>& bucket_order() {
-  static const std::vector<std::string> order = {"matmul", "attention", "copy", "cast", "sync/idle", "other"};
-  return order;
-}
-
-std::vector<double> bucket_ms(const RunAnalysis& analysis) {
-  std::vector<double> ms(bucket_order().size(), 0.0);
-  auto index_of = [](const std::string& bucket) {
-    return static_cast<size_t>(std::find(bucket_order().begin(), bucket_order().end(), bucket) - bucket_order().begin());
-  };
-  for (const OpGroup& group : analysis.categories) ms[index_of(bucket_of(group.category))] += group.point.seconds * 1e3;
-  ms[index_of("sync/idle")] += analysis.timeline.idle_seconds * 1e3;
-  return ms;
-}
 
 void set_trace_metadata(Trace& trace, const Scenario& scenario, const Backend& backend, const DeviceSpec& spec) {
   TraceMetadata& metadata = trace.metadata();
@@ -70,10 +57,43 @@ std::string progress_text(const CompareOptions& options, const std::string& what
 
 }  // namespace
 
-std::vector<CategoryDelta> category_deltas(const RunAnalysis& fixed, const RunAnalysis& buggy) {
-  const std::vector<double> fixed_ms = bucket_ms(fixed), buggy_ms = bucket_ms(buggy);
+const std::vector<std::string>& bucket_order() {
+  static const std::vector<std::string> order = {"matmul", "attention", "copy", "cast", "sync/idle", "other"};
+  return order;
+}
+
+std::vector<double> bucket_ms_per_token(const RunAnalysis& analysis, AttributionScope scope, int64_t tokens) {
+  std::vector<double> ms(bucket_order().size(), 0.0);
+  if (tokens <= 0) return ms;
+  auto index_of = [](const std::string& bucket) {
+    return static_cast<size_t>(std::find(bucket_order().begin(), bucket_order().end(), bucket) - bucket_order().begin());
+  };
+  const double per_token = 1e3 / static_cast<double>(tokens);
+  for (const OpGroup& group : analysis.categories) {
+    if (scope == AttributionScope::Decode && group.phase != Phase::Decode) continue;
+    ms[index_of(bucket_of(group.category))] += group.point.seconds * per_token;
+  }
+  const PhaseStats* decode = analysis.phase(Phase::Decode);
+  const double idle = scope == AttributionScope::EndToEnd ? analysis.timeline.idle_seconds
+                      : decode                            ? decode->timeline.idle_seconds
+                                                          : 0.0;
+  ms[index_of("sync/idle")] += idle * per_token;
+  return ms;
+}
+
+std::vector<CategoryDelta> category_deltas(const std::vector<std::vector<double>>& fixed,
+                                           const std::vector<std::vector<double>>& buggy) {
   std::vector<CategoryDelta> deltas;
-  for (size_t i = 0; i < bucket_order().size(); ++i) deltas.push_back({bucket_order()[i], fixed_ms[i], buggy_ms[i]});
+  const size_t pairs = std::min(fixed.size(), buggy.size());
+  for (size_t i = 0; i < bucket_order().size(); ++i) {
+    std::vector<double> fixed_ms, buggy_ms, differences;
+    for (size_t pair = 0; pair < pairs; ++pair) {
+      fixed_ms.push_back(fixed[pair].at(i));
+      buggy_ms.push_back(buggy[pair].at(i));
+      differences.push_back(buggy[pair].at(i) - fixed[pair].at(i));
+    }
+    deltas.push_back({bucket_order()[i], median_of(fixed_ms), median_of(buggy_ms), median_estimate(differences, 0.0)});
+  }
   return deltas;
 }
 
@@ -164,7 +184,27 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
         check_machine_for_timing(*backend, threads, /*warn=*/true, /*notes=*/options.progress != ProgressMode::Off);
   }
   progress.status(progress_text(options, "roofs of " + backend->device_description()));
-  DeviceSpec spec = default_device_spec(*backend, threads, nullptr, {}, &comparison.machine);
+  // A measurement here (no cached roofs, a noisy cache on a quiet machine, a point above a
+  // roof) takes tens of seconds on a CPU: a stop abandons it between two ops, and inside the
+  // lab's budget, so does half the time the bug has left — the roofs it had then stand.
+  const int64_t roofs_deadline_ns = options.deadline_ns ? now_ns() + (*options.deadline_ns - now_ns()) / 2 : 0;
+  RoofMeasureOptions roof_options;
+  roof_options.checkpoint = [&] {
+    if (stop_requested()) throw RepeatAbandoned(RepeatAbandoned::Why::StopRequested);
+    if (roofs_deadline_ns && now_ns() > roofs_deadline_ns) throw RepeatAbandoned(RepeatAbandoned::Why::DeadlinePassed);
+  };
+  DeviceSpec spec;
+  if (options.roofs) {
+    spec = *options.roofs;
+  } else {
+    try {
+      spec = default_device_spec(*backend, threads, nullptr, roof_options, &comparison.machine);
+    } catch (const RepeatAbandoned& abandoned) {
+      const std::optional<DeviceSpec> cached = cached_device_spec(*backend, threads);
+      if (abandoned.why() == RepeatAbandoned::Why::StopRequested || !cached) throw;
+      spec = *cached;  // a noisy cache measured again: it stays as it was
+    }
+  }
 
   const Workload& workload = buggy_scenario.workload;
   const SlowdownMetric metric =
@@ -199,6 +239,7 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
   }
   Side fixed_side, buggy_side;
   std::vector<Attribution> pair_attributions;
+  std::vector<std::vector<double>> fixed_buckets, buggy_buckets;  // each pair's, for the table beside the attribution
   // Every repeat is a window of the machine watch: work that starts after the check still shows.
   MachineWatch watch = start_machine_watch(comparison.machine);
   auto run_side = [&](LoadedScenario& loaded, const Scenario& scenario, Side& side) {
@@ -271,7 +312,12 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
     if (pair == 0) {  // a point above a suspect roof: measure the roofs again, before more pairs use them
       const bool suspect = fixed_side.analyses.back().roofs_suspect() || buggy_side.analyses.back().roofs_suspect();
       if (suspect && !comparison.machine.contended) {
-        spec = remeasure_device_spec(*backend, threads, spec, nullptr, &comparison.machine);
+        try {
+          spec = remeasure_device_spec(*backend, threads, spec, nullptr, &comparison.machine, roof_options);
+        } catch (const RepeatAbandoned&) {
+          // The roofs stand as they were: a stop ends the pairs at the top of the loop, the
+          // finished one kept; past the lab's half, the pairs have the rest.
+        }
         for (auto [side, scenario] : {std::pair{&fixed_side, &comparison.fixed.scenario},
                                       std::pair{&buggy_side, &comparison.buggy.scenario}}) {
           set_trace_metadata(*side->traces.back(), *scenario, *backend, spec);
@@ -294,6 +340,8 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
                                : int64_t{workload.requests} * workload.new_tokens;
     pair_attributions.push_back(
         attribute_slowdown(fixed_side.analyses.back(), buggy_side.analyses.back(), delta_ms, tokens, scope));
+    fixed_buckets.push_back(bucket_ms_per_token(fixed_side.analyses.back(), scope, tokens));
+    buggy_buckets.push_back(bucket_ms_per_token(buggy_side.analyses.back(), scope, tokens));
     slowdown = paired_ratio(per_token_times(buggy_side.runs, metric, workload),
                             per_token_times(fixed_side.runs, metric, workload), policy.target_ci);
     const SlowdownMetric other = metric == SlowdownMetric::Decode ? SlowdownMetric::EndToEnd : SlowdownMetric::Decode;
@@ -357,7 +405,7 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
   comparison.headline = read_slowdown(buggy_scenario, comparison.decode_slowdown, comparison.end_to_end_slowdown);
   if (contended) comparison.headline.verdict.sentence += "; measured while other work took the cores (contended): the "
                                                          "slowdown need not be this machine's";
-  comparison.categories = category_deltas(comparison.fixed.analysis, comparison.buggy.analysis);
+  comparison.categories = category_deltas(fixed_buckets, buggy_buckets);
   // The attribution explains the difference of the medians the rows show.
   comparison.attribution = median_attribution(pair_attributions, median_of(buggy_times) - median_of(fixed_times));
   // Exact on the CPU; elsewhere up to a near-tie of the fixed run (lab/run/token_agreement.h),
@@ -423,6 +471,24 @@ std::vector<std::string> drift_notes(const Comparison& comparison) {
   return notes;
 }
 
+std::string bucket_table(const Comparison& comparison) {
+  const Attribution& attribution = comparison.attribution;
+  std::ostringstream out;
+  out << "| device time per token (" << (attribution.scope == AttributionScope::Decode ? "decode" : "end to end")
+      << ", medians over " << comparison.pairs << " pairs, as the attribution below) | fixed | buggy | difference |\n"
+      << "| --- | ---: | ---: | ---: |\n";
+  auto time = [](double ms) { return ms == 0 ? std::string("0") : format_seconds(ms * 1e-3); };
+  auto signed_time = [&](double ms) { return with_sign(ms, time(ms)); };
+  for (const CategoryDelta& delta : comparison.categories) {
+    out << "| " << delta.category << " | " << time(delta.fixed_ms_per_token) << " | " << time(delta.buggy_ms_per_token)
+        << " | " << signed_time(delta.delta.median);
+    if (delta.within_noise())
+      out << " (within the noise: " << signed_time(delta.delta.low) << " to " << signed_time(delta.delta.high) << ")";
+    out << " |\n";
+  }
+  return out.str();
+}
+
 std::string comparison_table(const Comparison& comparison) {
   std::ostringstream out;
   out << run_table_header() << run_table_row(comparison.fixed.scenario, comparison.fixed.result)
@@ -444,12 +510,7 @@ std::string comparison_table(const Comparison& comparison) {
       << "\n";
   out << run_table_legend(comparison.buggy.scenario.repeats.target_ci) << "\n";
   out << prediction_summary(comparison.prediction, comparison.decode_slowdown, comparison.end_to_end_slowdown) << "\n";
-  out << "| device time of the median repeat | fixed ms | buggy ms | difference ms |\n| --- | ---: | ---: | ---: |\n";
-  for (const CategoryDelta& delta : comparison.categories) {
-    std::snprintf(line, sizeof line, "| %s | %.2f | %.2f | %+.2f |\n", delta.category.c_str(), delta.fixed_ms,
-                  delta.buggy_ms, delta.delta_ms());
-    out << line;
-  }
+  out << bucket_table(comparison);
   out << "\n" << format_attribution(comparison.attribution);
   return out.str();
 }
@@ -457,8 +518,11 @@ std::string comparison_table(const Comparison& comparison) {
 nlohmann::json comparison_json(const Comparison& comparison) {
   nlohmann::json categories = nlohmann::json::array();
   for (const CategoryDelta& delta : comparison.categories)
-    categories.push_back({{"category", delta.category}, {"fixed_ms", delta.fixed_ms}, {"buggy_ms", delta.buggy_ms},
-                          {"delta_ms", delta.delta_ms()}});
+    categories.push_back({{"category", delta.category},
+                          {"fixed_ms_per_token", delta.fixed_ms_per_token},
+                          {"buggy_ms_per_token", delta.buggy_ms_per_token},
+                          {"delta_ms_per_token", to_json(delta.delta)},
+                          {"within_noise", delta.within_noise()}});
   nlohmann::json json = {{"schema_version", kResultSchemaVersion},
                          {"fixed", run_result_json(comparison.fixed.scenario, comparison.fixed.result)},
                          {"buggy", run_result_json(comparison.buggy.scenario, comparison.buggy.result)},

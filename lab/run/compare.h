@@ -46,14 +46,21 @@ struct CompareOptions {
   // (min_repeats too give way to it). The lab hands each bug its share of the lab's budget so.
   std::optional<int64_t> deadline_ns;
   double budget_seconds = 0;  // the time to deadline_ns when the lab handed it on, for messages
+  // The roofs to judge by, when the caller measured them (the lab's quick roofs for a short
+  // budget, which no cache holds); else the cached ones, measured first when there are none.
+  std::optional<DeviceSpec> roofs;
 };
 
-// Device time of one bucket of ops in each run (ms over the representative traced repeat).
+// Device time per token of one bucket of ops in the attribution's scope (the decode phase,
+// or the whole run), over the same pairs of repeats as the attribution and as its medians:
+// the table beside the "why slower" bars tells their story, never one repeat's.
 struct CategoryDelta {
-  std::string category;  // matmul, attention, copy, cast, sync/idle, other
-  double fixed_ms = 0;
-  double buggy_ms = 0;
-  double delta_ms() const { return buggy_ms - fixed_ms; }
+  std::string category;           // matmul, attention, copy, cast, sync/idle, other
+  double fixed_ms_per_token = 0;  // the median over the pairs
+  double buggy_ms_per_token = 0;
+  Estimate delta;                 // buggy - fixed of each pair: its median and interval, ms per token
+  // The pairs disagree on the sign of the difference: printed as within the noise.
+  bool within_noise() const { return delta.samples > 1 && delta.median != 0 && delta.low <= 0 && delta.high >= 0; }
 };
 
 struct ComparedRun {
@@ -105,11 +112,18 @@ Estimate paired_slowdown(const std::vector<GenerationTiming>& fixed, const std::
 // why the range does not apply to this device — a finding, not a failure.
 void explain_range(SlowdownReading& headline, const RowPrediction& prediction);
 
-// Buckets for the per-category table, in print order.
-std::vector<CategoryDelta> category_deltas(const RunAnalysis& fixed, const RunAnalysis& buggy);
+// One repeat's device time per bucket (in bucket_order()), ms per token of `scope`: its op
+// groups and, as "sync/idle", its idle time, over `tokens`.
+const std::vector<std::string>& bucket_order();
+std::vector<double> bucket_ms_per_token(const RunAnalysis& analysis, AttributionScope scope, int64_t tokens);
+// The per-bucket table from each pair's buckets (one entry per pair on either side).
+std::vector<CategoryDelta> category_deltas(const std::vector<std::vector<double>>& fixed,
+                                           const std::vector<std::vector<double>>& buggy);
 
 // The drift_note of each slowdown whose rows' medians divide to a ratio outside its interval.
 std::vector<std::string> drift_notes(const Comparison& comparison);
+// The per-bucket table (comparison.categories) as printed, a difference within the noise marked so.
+std::string bucket_table(const Comparison& comparison);
 std::string comparison_table(const Comparison& comparison);
 nlohmann::json comparison_json(const Comparison& comparison);
 

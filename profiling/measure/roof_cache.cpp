@@ -408,15 +408,26 @@ DeviceSpec default_device_spec(Backend& backend, int threads, std::ostream* prog
   return measure_into_cache(backend, threads, progress, options, machine, cached);
 }
 
+DeviceSpec measure_device_spec_uncached(Backend& backend, int threads, const RoofMeasureOptions& options,
+                                        const MachineState* machine, std::ostream* progress) {
+  RoofMeasurement measurement = measure_roofs(backend, options, progress);
+  if (machine) {
+    measurement.machine_contended = machine->contended;
+    measurement.probe_bandwidth = machine->probe_bandwidth;
+    measurement.core_round_trip_ns = machine->core_round_trip_ns;
+  }
+  return measured_spec(backend.device_description(), identity_for(backend, threads), measurement);
+}
+
 DeviceSpec remeasure_device_spec(Backend& backend, int threads, const DeviceSpec& current, std::ostream* progress,
-                                 const MachineState* machine) {
+                                 const MachineState* machine, const RoofMeasureOptions& options) {
   if (!current.measured || current.measured->measured_at <= 0) return current;  // a datasheet: nothing to measure
   // Measured minutes ago: measuring again would only repeat it (the reading stays "suspect").
   if (std::time(nullptr) - current.measured->measured_at < kRemeasureAfterSeconds) return current;
   if (progress) *progress << "a point ran above its roof: measuring the roofs again\n";
   std::optional<DeviceSpec> cached = cached_device_spec(backend, threads);
   if (!cached) cached = current;
-  return measure_into_cache(backend, threads, progress, {}, machine, cached);
+  return measure_into_cache(backend, threads, progress, options, machine, cached);
 }
 
 }  // namespace decodelab

@@ -90,10 +90,16 @@ struct MachineState;
 DeviceSpec default_device_spec(Backend& backend, int threads, std::ostream* progress = nullptr,
                                const RoofMeasureOptions& options = {}, const MachineState* machine = nullptr);
 
+// The roofs measured now as `options` says (a quick measurement for a short budget, one
+// that a checkpoint may abandon) and not cached: a cache holding a quick measurement would
+// hold every later run to it.
+DeviceSpec measure_device_spec_uncached(Backend& backend, int threads, const RoofMeasureOptions& options,
+                                        const MachineState* machine, std::ostream* progress = nullptr);
+
 // Measures the roofs again now (a point ran above its roof and the roofs are suspect) and
 // merges them into the cache; returns the spec to analyse with. Roofs measured less than
 // 10 minutes ago are kept as they are.
 DeviceSpec remeasure_device_spec(Backend& backend, int threads, const DeviceSpec& current, std::ostream* progress,
-                                 const MachineState* machine);
+                                 const MachineState* machine, const RoofMeasureOptions& options = {});
 
 }  // namespace decodelab

@@ -4,6 +4,7 @@
 #include "profiling/measure/roof_measure.h"
 
 #include <algorithm>
+#include <exception>
 #include <cmath>
 #include <ctime>
 #include <functional>
@@ -237,6 +238,19 @@ void measure_decode_matmuls(Backend& backend, OpTimer& timer, size_t memory_byte
 }  // namespace
 
 RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& options, std::ostream* progress) {
+  // A measurement its checkpoint abandons leaves no op timings behind: the next user of the
+  // backend (a quick measurement, a run) would count them as its own.
+  struct DrainWhenAbandoned {
+    Backend& backend;
+    ~DrainWhenAbandoned() {
+      if (std::uncaught_exceptions() == 0) return;
+      try {
+        backend.synchronize();
+        backend.take_timings();
+      } catch (...) {
+      }
+    }
+  } drain{backend};
   const bool gpu = is_gpu_backend(backend);
   const size_t budget = backend.available_memory();
   RoofMeasurement measurement;
@@ -268,13 +282,15 @@ RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& option
     // four times the last-level cache, 64 MiB at least; at most the copy's bytes): streamed,
     // yet cheap enough to take with the roofs. A one-row fp32 product streams without
     // widening, so it may raise the roof.
-    if (!gpu) measure_decode_matmuls(backend, timer, read.weight.bytes(), options, measurement, progress);
+    if (!gpu && !options.quick) measure_decode_matmuls(backend, timer, read.weight.bytes(), options, measurement, progress);
     // And decode attention over KV caches of a few context lengths, streamed the same way.
-    if (!gpu) measure_decode_attention(backend, timer, read.weight.get(), read.weight.bytes(), options, measurement, progress);
+    if (!gpu && !options.quick)
+      measure_decode_attention(backend, timer, read.weight.get(), read.weight.bytes(), options, measurement, progress);
   }
 
   // The last-level cache (CPU): a weight a quarter of its size, read again and again.
-  if (!gpu) measure_cache_level(backend, options, measurement, progress);
+  if (!gpu && !options.quick) measure_cache_level(backend, options, measurement, progress);
+  measurement.quick = options.quick;
 
   // Compute: the FMA probe where the backend has one (about 0.05 s per repeat on a CPU).
   const FmaPeak fma = measure_fma_peak(backend, options, progress);
@@ -282,7 +298,7 @@ RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& option
   measurement.fma_flops_per_s = fma.flops_per_s;
 
   // And a square matmul per dtype; shrink it until three matrices fit.
-  for (DType dtype : options.matmul_dtypes) {
+  for (DType dtype : options.quick ? std::vector<DType>{} : options.matmul_dtypes) {
     int64_t size = options.matmul_size ? options.matmul_size : (gpu ? 8192 : 1024);
     while (size > 64 && 3 * size * size * static_cast<int64_t>(dtype_size(dtype)) > static_cast<int64_t>(budget / 2)) size /= 2;
     const size_t elements = static_cast<size_t>(size * size);
@@ -306,7 +322,7 @@ RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& option
     measurement.matmuls.push_back(matmul);
   }
   if (progress) *progress << "measuring the stream's fixed costs\n";
-  measurement.stream = measure_stream_costs(backend);
+  measurement.stream = measure_stream_costs(backend, options.checkpoint);
   return measurement;
 }
 
@@ -428,6 +444,11 @@ Roofs RoofMeasurement::roofs() const {
     }
   }
   if (machine_contended) source << "; the machine was contended while measuring (see the machine check)";
+  if (quick) {
+    source << "; a quick measurement for a short budget: the decode-shaped kernel rates, the cache and the matmul "
+              "ceilings were not measured, so decode is priced at these roofs alone (`decodelab roofline --measure` "
+              "measures them all)";
+  }
   result.source = source.str();
   return result;
 }

@@ -71,6 +71,14 @@ struct RoofMeasureOptions {
   int decode_attention_sequences = 4;  // the context-length sweep's batch
   double noisy_spread = 0.10;  // a TimedSamples::spread above this flags a figure as noisy
   double fma_probe_flops = 2e10;  // FLOPs per FMA-probe repeat (about 0.05 s on a 2-core CPU)
+  // Called before every timed op and between the measurement's stages; it throws to abandon
+  // the measurement (a stop requested, a budget spent), which then caches nothing. The
+  // longest wait for it is one op: a fraction of a second on a CPU. Empty: never abandoned.
+  std::function<void()> checkpoint;
+  // The bandwidth (copy and streaming read), the FMA peak and the stream's fixed costs only,
+  // a few seconds where the whole measurement takes tens: for a budget too short for the
+  // rest (the lab's). Its roofs say so in their source line, and no cache should hold them.
+  bool quick = false;
 };
 
 // Repeated device timings of one op and their summary.
@@ -180,6 +188,8 @@ struct RoofMeasurement {
   FixedCosts fixed_costs() const;
   std::optional<CacheLevel> cache() const;
   std::string cache_capacity_note() const;  // how the capacity was found, one sentence
+
+  bool quick = false;  // RoofMeasureOptions::quick: decode-shaped rates, the cache and square matmuls not measured
 
   // Set by the caller from the machine check taken before the measurement.
   bool machine_contended = false;

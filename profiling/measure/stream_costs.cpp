@@ -27,7 +27,10 @@ struct Percentiles {
 
 }  // namespace
 
-StreamCosts measure_stream_costs(Backend& backend) {
+StreamCosts measure_stream_costs(Backend& backend, const std::function<void()>& checkpoint) {
+  const auto check = [&] {
+    if (checkpoint) checkpoint();
+  };
   DeviceBuffer buffer(backend, 1024 * sizeof(float));
   const Tensor small = Tensor::contiguous(buffer.get(), DType::F32, {1, 1024});
   OpId id = 1;
@@ -36,6 +39,7 @@ StreamCosts measure_stream_costs(Backend& backend) {
     enqueue_us.clear();
     per_op_us.clear();
     for (int batch = 0; batch < 50; ++batch) {
+      check();
       const int64_t begin = now_ns();
       for (int i = 0; i < 200; ++i) {
         const int64_t op_begin = now_ns();
@@ -50,6 +54,7 @@ StreamCosts measure_stream_costs(Backend& backend) {
   // The same with markers (no work at all): what the stream alone costs per op.
   std::vector<double> marker_us;
   for (int batch = 0; batch < 50; ++batch) {
+    check();
     const int64_t begin = now_ns();
     for (int i = 0; i < 200; ++i) backend.marker(id++);
     backend.synchronize();
@@ -62,6 +67,7 @@ StreamCosts measure_stream_costs(Backend& backend) {
   if (backend.fma_probe(1, id++) > 0) {
     backend.synchronize();
     for (int batch = 0; batch < 50; ++batch) {
+      check();
       const int64_t begin = now_ns();
       for (int i = 0; i < 200; ++i) backend.fma_probe(1, id++);
       backend.synchronize();
@@ -71,6 +77,7 @@ StreamCosts measure_stream_costs(Backend& backend) {
   }
   std::vector<double> awake, asleep, reads;
   for (int i = 0; i < 2000; ++i) {
+    if (i % 100 == 0) check();
     const int64_t begin = now_ns();
     backend.marker(id++);
     backend.synchronize();
@@ -78,11 +85,13 @@ StreamCosts measure_stream_costs(Backend& backend) {
   }
   int32_t value = 0;
   for (int i = 0; i < 2000; ++i) {
+    if (i % 100 == 0) check();
     const int64_t begin = now_ns();
     backend.copy_to_host(&value, buffer.get(), sizeof value, /*pinned=*/false, id++);
     reads.push_back((now_ns() - begin) * 1e-3);
   }
   for (int i = 0; i < 200; ++i) {
+    if (i % 20 == 0) check();
     std::this_thread::sleep_for(std::chrono::microseconds(300));  // longer than the CPU worker's spin
     const int64_t begin = now_ns();
     backend.marker(id++);

@@ -6,6 +6,8 @@
 // costs the prediction model adds to the roofline).
 #pragma once
 
+#include <functional>
+
 #include "engine/backend.h"
 #include "profiling/device_spec.h"
 
@@ -38,6 +40,8 @@ struct StreamCosts {
   FixedCosts fixed_costs(const std::string& source) const;
 };
 
-StreamCosts measure_stream_costs(Backend& backend);
+// `checkpoint` (may be empty) is called between batches, with nothing queued: it throws to
+// abandon the measurement (thousands of synced ops take tens of seconds on a busy machine).
+StreamCosts measure_stream_costs(Backend& backend, const std::function<void()>& checkpoint = {});
 
 }  // namespace decodelab

@@ -91,6 +91,32 @@ std::string negative_note(const std::string& cause) {
 
 std::string headline_of(const Attribution& attribution);
 
+// "1 pair of repeats", "6 pairs of repeats".
+std::string pairs_of_repeats(int pairs) {
+  return std::to_string(pairs) + (pairs == 1 ? " pair of repeats" : " pairs of repeats");
+}
+
+// The share of a group's extra roof time that is extra work (the rest is extra bytes): in
+// proportion to how much its work (FLOPs) grew and how much its bytes per unit of work grew,
+// as log ratios (the two add up to the bytes' own log ratio), counting only those that moved
+// the way the roof time did. A decode step that re-runs its prefix does several times the
+// work, its matmuls at fewer bytes per FLOP and its elementwise ops at the same: extra work,
+// though a CPU's matvec sits on the memory side of the roof. fp32 weights are the same work
+// over twice the bytes: extra bytes. A group only one run has, or without FLOPs, goes by the
+// side of the roof it sits on.
+double work_share_of_growth(const GroupPair& pair, double more_roof_time) {
+  const bool compute_side = !pair.buggy.memory_side() || (pair.buggy.count == 0 && !pair.fixed.memory_side());
+  const double by_side = compute_side ? 1.0 : 0.0;
+  const GroupPair& p = pair;
+  if (!(p.fixed.flops > 0 && p.buggy.flops > 0 && p.fixed.bytes > 0 && p.buggy.bytes > 0)) return by_side;
+  const double sign = more_roof_time >= 0 ? 1.0 : -1.0;
+  const double work = std::max(0.0, sign * std::log(p.buggy.flops / p.fixed.flops));
+  const double bytes_per_work =
+      std::max(0.0, sign * std::log((p.buggy.bytes / p.buggy.flops) / (p.fixed.bytes / p.fixed.flops)));
+  if (work + bytes_per_work < 1e-9) return by_side;
+  return work / (work + bytes_per_work);
+}
+
 }  // namespace
 
 double Attribution::residual_fraction() const {
@@ -120,15 +146,14 @@ Attribution attribute_slowdown(const RunAnalysis& fixed, const RunAnalysis& bugg
       // Where a side lacks the group its time is not R · c: keep the split exact.
       worse_efficiency += (pair.buggy.seconds - pair.fixed.seconds) - (more_roof_time + worse_efficiency);
     }
-    // Which side of the roof the (buggy) group sits on decides work or bytes.
-    const bool compute_side = !pair.buggy.memory_side() || (pair.buggy.count == 0 && !pair.fixed.memory_side());
-    if (compute_side) {
-      work_s += more_roof_time;
-      flops_by_group.emplace_back(name, pair.buggy.flops - pair.fixed.flops);
-    } else {
-      bytes_s += more_roof_time;
-      bytes_by_group.emplace_back(name, pair.buggy.bytes - pair.fixed.bytes);
-    }
+    // What grew names the mechanism: the extra roof time is split between work and bytes
+    // (work_share_of_growth), so that a recomputation is extra work even where its ops sit
+    // on the memory side of the roof, and fp32 weights are extra bytes at any intensity.
+    const double work_share = work_share_of_growth(pair, more_roof_time);
+    work_s += more_roof_time * work_share;
+    bytes_s += more_roof_time * (1 - work_share);
+    if (work_share > 0) flops_by_group.emplace_back(name, pair.buggy.flops - pair.fixed.flops);
+    if (work_share < 1) bytes_by_group.emplace_back(name, pair.buggy.bytes - pair.fixed.bytes);
     extra_flops += pair.buggy.flops - pair.fixed.flops;
     extra_bytes += pair.buggy.bytes - pair.fixed.bytes;
     efficiency_s += worse_efficiency;
@@ -191,23 +216,62 @@ Attribution attribute_slowdown(const RunAnalysis& fixed, const RunAnalysis& bugg
 
 namespace {
 
-// "+5.78 ms/token, 82% from extra bytes: ..." naming the top cause of the parts; when the
-// top cause is more than the whole difference (other parts offset it), it says so instead
-// of quoting a share above 100%.
+// "+5.78 ms/token, 82% from extra bytes: ..." naming the top cause of the parts that stand
+// out of the noise; when the top cause is more than the whole difference (other parts
+// offset it), it says so instead of quoting a share above 100%.
 std::string headline_of(const Attribution& attribution) {
-  const auto by_time = [](const auto& a, const auto& b) { return a.ms_per_token < b.ms_per_token; };
-  const auto top = std::max_element(attribution.parts.begin(), attribution.parts.end(), by_time);
-  if (top == attribution.parts.end() || attribution.delta_ms_per_token <= 0) {
+  const auto by_time = [](const AttributionPart* a, const AttributionPart* b) { return a->ms_per_token < b->ms_per_token; };
+  std::vector<const AttributionPart*> clear;
+  for (const AttributionPart& part : attribution.parts)
+    if (!part.within_noise) clear.push_back(&part);
+  if (attribution.delta_ms_per_token <= 0) {
     return per_token_time(attribution.delta_ms_per_token) + ": the buggy run is not slower";
   }
-  const double share = top->ms_per_token / attribution.delta_ms_per_token;
-  if (share <= 1.0) {
-    return per_token_time(attribution.delta_ms_per_token) + ", " + format_percent(share) + " from " + top->cause + ": " +
-           top->explanation;
+  const auto top = std::max_element(clear.begin(), clear.end(), by_time);
+  if (top == clear.end()) {
+    return per_token_time(attribution.delta_ms_per_token) + ": no part stands out of the noise over " +
+           pairs_of_repeats(attribution.pairs);
   }
-  const auto bottom = std::min_element(attribution.parts.begin(), attribution.parts.end(), by_time);
-  return per_token_time(attribution.delta_ms_per_token) + ": " + top->cause + " " + per_token_time(top->ms_per_token) +
-         " (" + top->explanation + "), offset by " + bottom->cause + " " + per_token_time(bottom->ms_per_token);
+  if ((*top)->ms_per_token <= 0) {
+    return per_token_time(attribution.delta_ms_per_token) + ": no part adds time; the difference is what the parts " +
+           "leave unexplained";
+  }
+  const double share = (*top)->ms_per_token / attribution.delta_ms_per_token;
+  if (share <= 1.0) {
+    return per_token_time(attribution.delta_ms_per_token) + ", " + format_percent(share) + " from " + (*top)->cause +
+           ": " + (*top)->explanation;
+  }
+  const auto bottom = std::min_element(clear.begin(), clear.end(), by_time);
+  const std::string top_text = per_token_time(attribution.delta_ms_per_token) + ": " + (*top)->cause + " " +
+                               per_token_time((*top)->ms_per_token) + " (" + (*top)->explanation + ")";
+  if ((*bottom)->ms_per_token < 0) return top_text + ", offset by " + (*bottom)->cause + " " + per_token_time((*bottom)->ms_per_token);
+  return top_text + ", more than the measured difference by what is left unexplained (" +
+         per_token_time(attribution.residual_ms_per_token) + ")";
+}
+
+// Beside a part: "within the noise (the pairs read -3.10 to +25.0 µs/token)" when its
+// interval holds 0, and for a part larger than the whole difference, the parts that take
+// it back — no share above 100% without its reason. "" when neither.
+std::string part_note(const Attribution& attribution, const AttributionPart& part) {
+  std::string note;
+  if (part.within_noise) {
+    note = "within the noise: over the " + std::to_string(attribution.pairs) + " pairs it reads " +
+           per_token_time(part.low_ms_per_token) + " to " + per_token_time(part.high_ms_per_token);
+  }
+  const double delta = attribution.delta_ms_per_token;
+  if (delta > 0 && part.ms_per_token > delta) {
+    std::string back;
+    for (const AttributionPart& other : attribution.parts) {
+      if (other.ms_per_token >= 0) continue;
+      back += (back.empty() ? "" : ", ") + other.cause + " " + format_percent(other.ms_per_token / delta);
+    }
+    if (attribution.residual_ms_per_token < 0)
+      back += (back.empty() ? "" : ", ") + std::string("unexplained ") + format_percent(attribution.residual_ms_per_token / delta);
+    note += (note.empty() ? "" : "; ") + std::string("more than the whole difference: ") +
+            (back.empty() ? "the other parts" : back) + " take" + (back.find(", ") == std::string::npos ? "s" : "") +
+            " back the rest";
+  }
+  return note;
 }
 
 }  // namespace
@@ -233,9 +297,13 @@ Attribution median_attribution(const std::vector<Attribution>& pairs, double del
       if (std::abs(values[i] - median) < std::abs(values[closest] - median)) closest = i;
     }
     AttributionPart part = pairs[closest].parts[cause];
+    const Estimate spread = median_estimate(values, 0.0);
     part.ms_per_token = median;
     part.ms = median * ms_per_token_to_ms;
-    part.sign_note = median < 0 ? negative_note(part.cause) : "";
+    part.low_ms_per_token = spread.low;
+    part.high_ms_per_token = spread.high;
+    part.within_noise = pairs.size() > 1 && median != 0 && spread.low <= 0 && spread.high >= 0;
+    part.sign_note = median < 0 && !part.within_noise ? negative_note(part.cause) : "";
     sum += median;
     result.parts.push_back(std::move(part));
   }
@@ -253,6 +321,12 @@ nlohmann::json to_json(const Attribution& attribution) {
                             {"ms_per_token", part.ms_per_token},
                             {"explanation", part.explanation}};
     if (!part.sign_note.empty()) entry["sign_note"] = part.sign_note;
+    if (attribution.pairs > 1) {
+      entry["low_ms_per_token"] = part.low_ms_per_token;
+      entry["high_ms_per_token"] = part.high_ms_per_token;
+      entry["within_noise"] = part.within_noise;
+    }
+    if (const std::string note = part_note(attribution, part); !note.empty()) entry["note"] = note;
     parts.push_back(entry);
   }
   return {{"scope", attribution.scope == AttributionScope::Decode ? "decode" : "end_to_end"},
@@ -270,15 +344,17 @@ nlohmann::json to_json(const Attribution& attribution) {
 std::string format_attribution(const Attribution& attribution) {
   std::ostringstream out;
   const std::string scope = attribution.scope == AttributionScope::Decode ? "decode time" : "end-to-end time";
-  out << "why slower (" << scope << ", medians over " << attribution.pairs << " pairs of repeats): "
+  out << "why slower (" << scope << ", medians over " << pairs_of_repeats(attribution.pairs) << "): "
       << (attribution.headline.empty() ? headline_of(attribution) : attribution.headline) << "\n\n"
       << "| cause | per token | share | explanation |\n| --- | ---: | ---: | --- |\n";
   auto share = [&](double ms_per_token) {
     return attribution.delta_ms_per_token != 0 ? format_percent(ms_per_token / attribution.delta_ms_per_token) : "-";
   };
   for (const AttributionPart& part : attribution.parts) {
+    const std::string note = part_note(attribution, part);
     out << "| " << part.cause << " | " << per_token_time(part.ms_per_token) << " | " << share(part.ms_per_token) << " | "
-        << part.explanation << (part.sign_note.empty() ? "" : ". " + part.sign_note) << " |\n";
+        << (note.empty() ? "" : "(" + note + ") ") << part.explanation
+        << (part.sign_note.empty() ? "" : ". " + part.sign_note) << " |\n";
   }
   out << "| unexplained | " << per_token_time(attribution.residual_ms_per_token) << " | "
       << share(attribution.residual_ms_per_token) << " | the medians' difference minus the parts"
@@ -298,6 +374,7 @@ std::string attribution_html(const Attribution& attribution) {
     std::string cause;
     double ms_per_token;
     std::string sentence;
+    bool within_noise = false;
   };
   auto share = [&](double ms_per_token) {
     return attribution.delta_ms_per_token != 0 ? format_percent(ms_per_token / attribution.delta_ms_per_token) : "-";
@@ -305,9 +382,12 @@ std::string attribution_html(const Attribution& attribution) {
   std::vector<Bar> bars;
   for (const AttributionPart& part : attribution.parts) {
     const std::string verb = part.ms_per_token > 0 ? " adds " : part.ms_per_token < 0 ? " takes back " : " adds ";
+    const std::string note = part_note(attribution, part);
     bars.push_back({part.cause, part.ms_per_token,
-                    part.cause + verb + per_token_time_unsigned(std::abs(part.ms_per_token)) + ": " + part.explanation +
-                        (part.sign_note.empty() ? "" : ". " + part.sign_note) + "."});
+                    part.cause + verb + per_token_time_unsigned(std::abs(part.ms_per_token)) +
+                        (note.empty() ? "" : " (" + note + ")") + ": " + part.explanation +
+                        (part.sign_note.empty() ? "" : ". " + part.sign_note) + ".",
+                    part.within_noise});
   }
   bars.push_back({"unexplained", attribution.residual_ms_per_token,
                   "what the medians' difference leaves after the parts: host time outside the device timeline, "
@@ -327,11 +407,11 @@ std::string attribution_html(const Attribution& attribution) {
   std::ostringstream html;
   html << "<div class=\"attribution\"><p><b>Why slower:</b> " << xml_escape(headline) << "</p>";
   html << "<div class=\"table-scroll\"><table class=\"bars\"><tr class=\"scale\"><th>cause</th><th>per token</th>"
-          "<th>share</th><th class=\"text\">← faster (hatched) · 0 · slower (solid) →</th><th class=\"text\">what it "
+          "<th>share</th><th class=\"text\">← faster (hatched) · 0 · slower (solid) →; dotted: within the noise</th><th class=\"text\">what it "
           "means</th></tr>";
   for (const Bar& bar : bars) {
     const bool residual = bar.cause == "unexplained";
-    const char* kind = residual ? "residual" : bar.ms_per_token < 0 ? "faster" : "slower";
+    const char* kind = residual ? "residual" : bar.within_noise ? "noise" : bar.ms_per_token < 0 ? "faster" : "slower";
     const std::string left = percent(std::min(bar.ms_per_token, 0.0));
     const std::string width = span > 0 ? format_number(100.0 * std::abs(bar.ms_per_token) / span, 4) + "%" : "0%";
     html << "<tr class=\"" << kind << "\"><td class=\"part\">" << xml_escape(bar.cause) << "</td><td class=\"value\">"
@@ -344,7 +424,7 @@ std::string attribution_html(const Attribution& attribution) {
   html << "<tr class=\"total\"><td>measured difference</td><td class=\"value\">"
        << xml_escape(per_token_time(attribution.delta_ms_per_token)) << "</td><td>100%</td><td></td><td class=\"text\">"
        << "the difference of the medians the rows show (" << xml_escape(scope) << " per token, medians over "
-       << attribution.pairs << " pairs of repeats): the parts plus the residual</td></tr>";
+       << pairs_of_repeats(attribution.pairs) << "): the parts plus what they leave unexplained</td></tr>";
   html << "</table></div></div>";
   return html.str();
 }

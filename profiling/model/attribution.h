@@ -18,7 +18,9 @@
 //
 // A comparison attributes every pair of repeats and reports each cause's median over the
 // pairs (median_attribution): the parts explain the difference of the medians the rows
-// show, not one repeat, with the residual what the medians leave over.
+// show, not one repeat, with the residual what the medians leave over. A part whose
+// interval over the pairs holds 0 is within the noise; a part larger than the whole
+// difference is printed with the parts that take it back beside it.
 #pragma once
 
 #include <string>
@@ -39,6 +41,11 @@ struct AttributionPart {
   double ms_per_token = 0;
   std::string explanation;   // the roofline reason, with numbers (no e-notation, units people use)
   std::string sign_note;     // for a negative part: what it means; else empty
+  // median_attribution: the interval of the part's median over the pairs (per token), and
+  // whether it holds 0 — the part is within the noise: the pairs disagree on its sign, and
+  // it is printed as such, never named as the cause.
+  double low_ms_per_token = 0, high_ms_per_token = 0;
+  bool within_noise = false;
 };
 
 struct Attribution {

@@ -72,6 +72,7 @@ footer { color: #6b7280; font-size: 12px; margin-top: 18px; }
 .track .bar.slower { background: #b91c1c; }
 .track .bar.faster { background: repeating-linear-gradient(135deg, #15803d 0 3px, #ffffff 3px 6px); border: 1.5px dashed #15803d; }
 .track .bar.residual { background: #9ca3af; }
+.track .bar.noise { background: #ffffff; border: 1.5px dotted #6b7280; }
 .bars .scale th { font-weight: 500; color: #6b7280; }
 .bars tr.total td { border-top: 1px solid #d1d5db; font-weight: 600; }
 .sign { font-weight: 700; }

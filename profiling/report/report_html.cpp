@@ -56,18 +56,32 @@ std::string card_sentence(const LabelledRun& run) {
   return sentence;
 }
 
+// One machine note for the page, above the cards: the runs of a comparison share their
+// machine, and a note per card put the same warnings above each (the sentences of every
+// machine the runs name, each once). "" when the machine was quiet and had nothing to note.
+std::string machine_note(const std::vector<LabelledRun>& runs) {
+  std::vector<std::string> sentences;
+  auto add = [&](const std::string& sentence) {
+    if (std::find(sentences.begin(), sentences.end(), sentence) == sentences.end()) sentences.push_back(sentence);
+  };
+  for (const LabelledRun& run : runs) {
+    if (!run.machine) continue;
+    if (run.machine->contended)
+      add("The machine was busy while " + std::string(runs.size() > 1 ? "these ran" : "this ran") + ": " +
+          run.machine->summary() + ". " + run.machine->advice + ".");
+    for (const std::string& note : run.machine->notes) add(note + ".");
+  }
+  if (sentences.empty()) return "";
+  std::string text;
+  for (const std::string& sentence : sentences) text += (text.empty() ? "" : " ") + sentence;
+  return "<p class=\"caveat\">" + escape(text) + "</p>";
+}
+
 std::string run_card(const LabelledRun& run, size_t index) {
   const RunAnalysis& analysis = *run.analysis;
   std::ostringstream html;
   html << "<div class=\"card\" style=\"--run: " << run_colour(index) << "\"><div class=\"label\">" << escape(run.label)
        << "</div><p class=\"sentence\">" << escape(card_sentence(run)) << "</p>";
-  if (run.machine && run.machine->contended) {
-    html << "<p class=\"caveat\">The machine was busy while this ran: " << escape(run.machine->summary()) << ". "
-         << escape(run.machine->advice) << ".</p>";
-  }
-  if (run.machine) {
-    for (const std::string& note : run.machine->notes) html << "<p class=\"caveat\">" << escape(note) << ".</p>";
-  }
   for (const std::string& note : analysis.notes) html << "<p class=\"caveat\">" << escape(note) << "</p>";
   if (!run.headline.empty()) {
     html << "<div class=\"figures\">";
@@ -203,7 +217,10 @@ std::string headline_figure_html(const HeadlineFigure& figure, const std::string
   std::snprintf(median, sizeof median, "%.17g", figure.estimate.median);
   return "<div class=\"" + escape(css_class) + std::string(figure.estimate.noisy ? " noisy" : "") + "\" data-metric=\"" +
          escape(figure.key) + "\" data-median=\"" + median + "\"><b>" + escape(figure.value) + " <small>" +
-         escape(format_interval(figure.estimate)) + "</small></b>" + escape(figure.label) + " (n=" +
+         escape(format_interval(figure.estimate)) + "</small></b>" +
+         (figure.label == figure.key ? escape(figure.label)
+                                     : "<span title=\"" + escape(figure.key) + "\">" + escape(figure.label) + "</span>") +
+         " (n=" +
          std::to_string(figure.estimate.samples) + ")" + extra + "</div>";
 }
 
@@ -231,7 +248,7 @@ std::string report_html(const std::vector<LabelledRun>& runs, const std::string&
     for (const std::string& sentence : summary->sentences) html << "<p class=\"note\">" << escape(sentence) << "</p>";
     html << "</section>\n";
   }
-  html << "<section><h2>Summary</h2><div class=\"cards\">\n";
+  html << "<section><h2>Summary</h2>" << machine_note(runs) << "<div class=\"cards\">\n";
   for (size_t r = 0; r < runs.size(); ++r) html << run_card(runs[r], r);
   html << "</div></section>\n";
 

@@ -45,7 +45,7 @@ class Generator {
     for (int step = 1; step <= run_.steps; ++step) {
       trace_.range_begin(RangeKind::Step, step, host_++);
       device_ += static_cast<int64_t>(run_.host_gap_us * 1000);
-      forward(1, run_.prompt + step);
+      forward(run_.recompute_prefix ? run_.prompt + step : 1, run_.prompt + step);
       if (run_.sync_each_step) {
         emit(op(next_id_, "memcpy_dtoh", "tokens", OpCategory::Memcpy, {tensor(DType::I32, {1})}, {}));
         trace_.host_call(HostCall{HostCallKind::DeviceToHost, "memcpy_dtoh", host_, device_ + 20'000, 4});

@@ -65,6 +65,7 @@ struct SyntheticRun {
   double host_gap_us = 0;       // idle before each step's first op (a host-bound loop)
   bool sync_each_step = false;  // a device-to-host read inside every step
   bool fp32_matmuls = false;    // matmuls on fp32 copies of the weights
+  bool recompute_prefix = false;  // no KV cache: each decode step runs the whole sequence so far
 };
 DeviceSpec synthetic_cpu_device();
 Trace synthetic_run_trace(const SyntheticRun& run, const DeviceSpec& device);
