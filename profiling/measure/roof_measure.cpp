@@ -289,7 +289,7 @@ RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& option
   }
 
   // The last-level cache (CPU): a weight a quarter of its size, read again and again.
-  if (!gpu && !options.quick) measure_cache_level(backend, options, measurement, progress);
+  if (!gpu && !options.quick && options.cache_level) measure_cache_level(backend, options, measurement, progress);
   measurement.quick = options.quick;
 
   // Compute: the FMA probe where the backend has one (about 0.05 s per repeat on a CPU).

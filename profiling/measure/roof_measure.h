@@ -79,6 +79,10 @@ struct RoofMeasureOptions {
   // a few seconds where the whole measurement takes tens: for a budget too short for the
   // rest (the lab's). Its roofs say so in their source line, and no cache should hold them.
   bool quick = false;
+  // CPU: find and time the last-level cache (profiling/measure/cache_level.h); off, the
+  // measurement has no cache level (the test suite's quick calibration: its search reads
+  // hundreds of MB).
+  bool cache_level = true;
 };
 
 // Repeated device timings of one op and their summary.

@@ -1,0 +1,100 @@
+// The calibration: this machine measured once (`decodelab calibrate`) and kept as one
+// versioned JSON file that every command reads instead of measuring. A new calibration
+// replaces the file whole; nothing is merged into it, so its figures always come from one
+// measurement of one period of the machine.
+//
+// The file says which machine it describes — hostname, CPU model, the CPU flags the kernels
+// depend on, kernel threads, and the CPU backend's own description (kernel instruction set
+// and weight stream) — and a command uses it only where all of these match. A calibration
+// of another machine is flagged (calibration_differences names what differs) and never
+// used: a shared home folder carries one machine's file to another, and its roofs would
+// price this machine's runs wrongly.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/backend.h"
+#include "profiling/device_spec.h"
+#include "profiling/measure/roof_measure.h"
+
+namespace decodelab {
+
+// The file's format version: bumped whenever what the figures mean changes (how they are
+// measured or read), so that a calibration of an older meaning is measured again, not read.
+constexpr int kCalibrationFormat = 1;
+
+struct MachineState;
+
+struct Calibration {
+  int format = kCalibrationFormat;
+  MachineIdentity machine;             // hostname, CPU model, kernel threads
+  std::vector<std::string> cpu_flags;  // those of cpu_flags_that_matter() this CPU has
+  std::string device;                  // the backend's device_description(): instruction set, weight stream
+  int64_t measured_at = 0;             // Unix seconds
+  std::string decodelab_version;
+  double measuring_seconds = 0;        // how long the measurement took
+  bool contended = false;              // the machine check before measuring saw contention
+  std::string machine_check;           // that check's summary
+  DeviceSpec spec;                     // what commands read: roofs, fixed costs, cache
+  nlohmann::json measurement;          // every measured figure (to_json(RoofMeasurement)), for reference
+};
+
+// $DECODELAB_CACHE_DIR, else $XDG_CACHE_HOME/decodelab, else ~/.cache/decodelab.
+std::filesystem::path decodelab_cache_directory();
+// The calibration commands read: calibration-<hostname>.json in that folder (one per host,
+// so that hosts sharing a home folder keep theirs).
+std::filesystem::path default_calibration_path();
+
+// The /proc/cpuinfo flags the CPU kernels and their speed depend on (AVX2, FMA, F16C, the
+// AVX-512 families, AMX; NEON/SVE on Arm), those this CPU has, in /proc/cpuinfo's order.
+std::vector<std::string> cpu_flags_that_matter();
+
+nlohmann::json to_json(const Calibration& calibration);
+// Any problem is an InputError naming the file, the key and what was expected.
+Calibration parse_calibration(std::string_view text, const std::string& file);
+Calibration load_calibration(const std::filesystem::path& file);
+// Atomically (a reader never sees half a file), replacing any previous file.
+void save_calibration(const Calibration& calibration, const std::filesystem::path& file);
+
+// What differs between the calibration's machine and this one, one phrase per difference
+// ("CPU model: the file says X, this machine is Y"); empty when it is this machine.
+std::vector<std::string> calibration_differences(const Calibration& calibration, const MachineIdentity& here,
+                                                 const std::vector<std::string>& flags_here,
+                                                 const std::string& device_here);
+// The same against this machine running `backend` at `threads` (0 = every core).
+std::vector<std::string> calibration_differences(const Calibration& calibration, const Backend& backend, int threads);
+
+// The calibration in words: the file, when and how long it was measured, on which machine,
+// in what state; then the machine differences when `differences` is not empty.
+std::string describe_calibration(const Calibration& calibration, const std::filesystem::path& file, int64_t now_seconds,
+                                 const std::vector<std::string>& differences);
+
+// Measures this machine's roofs, fixed costs and cache on `backend` (measure_roofs) and
+// returns the calibration; `machine` is the check taken before (its contention is recorded).
+Calibration calibrate_machine(Backend& backend, int threads, const RoofMeasureOptions& options, std::ostream* progress,
+                              const MachineState* machine);
+
+// Small probes for the test suite: every figure measured, in seconds rather than a minute
+// (the figures mean little).
+RoofMeasureOptions quick_calibration_options();
+
+// How the default calibration stands for this backend and thread count: `spec` when the file
+// exists and describes this machine; else why not (`why_not`: no file, or what differs).
+// A file that cannot be read is an InputError.
+struct CalibrationLookup {
+  std::optional<DeviceSpec> spec;
+  std::filesystem::path file;
+  bool exists = false;  // the file is there (of another machine or format when `spec` is empty)
+  std::string why_not;
+};
+CalibrationLookup find_calibration(const Backend& backend, int threads);
+
+}  // namespace decodelab
