@@ -9,12 +9,15 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <iostream>
 #include <map>
+#include <sstream>
 
 #include <unistd.h>
 
 #include "profiling/measure/machine_check.h"
 #include "profiling/measure/op_timer.h"
+#include "profiling/measure/calibration.h"
 #include "profiling/measure/roof_cache.h"
 #include "profiling/measure/cache_level.h"
 #include "profiling/measure/roof_measure.h"
@@ -421,6 +424,37 @@ TEST_CASE("CPU roofs are measured once per machine and then read from the cache"
   default_device_spec(backend, 2, nullptr, small_options());
   CHECK(backend.ops_run > ops_after_first);
   CHECK(load_device_spec(file).machine->hostname == machine.hostname);
+}
+
+TEST_CASE("an uncalibrated machine says so, and why, before its roofs are measured", "[roof_measure][calibration]") {
+  const TemporaryCache cache;
+  ScriptedBackend backend;
+  std::ostringstream progress;
+  default_device_spec(backend, 2, &progress, small_options());
+  CHECK(backend.ops_run > 0);
+  const std::string said = progress.str();
+  CHECK_THAT(said, Catch::Matchers::Contains("this machine is not calibrated (no calibration file (" +
+                                             default_calibration_path().string() + "))"));
+  CHECK_THAT(said, Catch::Matchers::Contains("measuring its roofs now") &&
+                       Catch::Matchers::Contains("`decodelab calibrate`") &&
+                       Catch::Matchers::Contains("measured the roofs in"));
+  // Said before the first figure is measured.
+  CHECK(said.find("not calibrated") < said.find("measuring bandwidth"));
+
+  // A caller that shows no progress still has it said, on stderr.
+  std::filesystem::remove_all(cache.directory);
+  std::ostringstream stderr_text;
+  std::streambuf* const real_stderr = std::cerr.rdbuf(stderr_text.rdbuf());
+  const int ops_before = backend.ops_run;
+  default_device_spec(backend, 2, nullptr, small_options());
+  std::cerr.rdbuf(real_stderr);
+  CHECK(backend.ops_run > ops_before);
+  CHECK_THAT(stderr_text.str(), Catch::Matchers::Contains("this machine is not calibrated"));
+
+  // Read from the cache: nothing measured, nothing said.
+  std::ostringstream quiet;
+  default_device_spec(backend, 2, &quiet, small_options());
+  CHECK(quiet.str().empty());
 }
 
 TEST_CASE("a noisy cache is measured again on a quiet machine, but not minutes after its measurement",

@@ -11,10 +11,12 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <iostream>
 #include <ostream>
 #include <thread>
 
 #include "engine/errors.h"
+#include "profiling/measure/calibration.h"
 #include "profiling/measure/machine_check.h"
 #include "profiling/units.h"
 
@@ -37,15 +39,7 @@ MachineIdentity this_machine(int threads) {
 }
 
 std::filesystem::path roof_cache_path(const MachineIdentity& machine) {
-  std::filesystem::path directory;
-  if (const char* override_directory = std::getenv("DECODELAB_CACHE_DIR"); override_directory && *override_directory) {
-    directory = override_directory;
-  } else if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
-    directory = std::filesystem::path(xdg) / "decodelab";
-  } else {
-    const char* home = std::getenv("HOME");
-    directory = std::filesystem::path(home && *home ? home : "/tmp") / ".cache" / "decodelab";
-  }
+  const std::filesystem::path directory = decodelab_cache_directory();
   std::string name = "roofs-v" + std::to_string(kRoofMethodVersion) + "-" + machine.hostname + "-" + machine.cpu_model + "-" + std::to_string(machine.threads);
   std::string safe;
   for (char c : name) {
@@ -324,6 +318,9 @@ MergedRoofs merge_measured_specs(const DeviceSpec& fresh, const DeviceSpec& cach
 
 std::optional<DeviceSpec> cached_device_spec(Backend& backend, int threads) {
   if (is_gpu_backend(backend) && match_device_spec(backend.device_description())) return std::nullopt;
+  if (!is_gpu_backend(backend)) {
+    if (CalibrationLookup calibration = find_calibration(backend, threads); calibration.spec) return calibration.spec;
+  }
   const MachineIdentity machine = identity_for(backend, threads);
   const std::filesystem::path cache = roof_cache_path(machine);
   std::error_code error;
@@ -366,11 +363,21 @@ DeviceSpec cache_measured_spec(const DeviceSpec& fresh, const std::optional<Devi
 
 namespace {
 
+// Nothing is measured in silence: what is about to be measured and why goes to `progress`,
+// or to stderr when the caller shows no progress, then how long it took.
 DeviceSpec measure_into_cache(Backend& backend, int threads, std::ostream* progress, const RoofMeasureOptions& options,
-                              const MachineState* machine, const std::optional<DeviceSpec>& cached) {
+                              const MachineState* machine, const std::optional<DeviceSpec>& cached,
+                              const std::string& why) {
   const MachineIdentity identity = identity_for(backend, threads);
   const std::filesystem::path cache = roof_cache_path(identity);
+  std::ostream& notice = progress ? *progress : std::cerr;
+  notice << "decodelab: " << why << ": measuring its roofs now (tens of seconds; kept in " << cache.string() << ")";
+  if (!is_gpu_backend(backend)) notice << "; `decodelab calibrate` measures this machine once, for every command";
+  notice << "\n";
+  notice.flush();
+  const auto start = std::time(nullptr);
   RoofMeasurement measurement = measure_roofs(backend, options, progress);
+  notice << "decodelab: measured the roofs in " << (std::time(nullptr) - start) << " s\n";
   if (machine) {
     measurement.machine_contended = machine->contended;
     measurement.probe_bandwidth = machine->probe_bandwidth;
@@ -391,6 +398,18 @@ DeviceSpec default_device_spec(Backend& backend, int threads, std::ostream* prog
     if (std::optional<DeviceSpec> known = match_device_spec(backend.device_description())) return *known;
   }
   const std::filesystem::path cache = roof_cache_path(identity_for(backend, threads));
+  // The calibration, when it describes this machine, is what every command is held to.
+  std::string uncalibrated = "this GPU has no configs/devices spec";
+  if (!is_gpu_backend(backend)) {
+    CalibrationLookup calibration = find_calibration(backend, threads);
+    if (calibration.spec) return *calibration.spec;
+    uncalibrated = "this machine is not calibrated (" + calibration.why_not + ")";
+    // A calibration that is there but not this machine's is said even when the roof cache
+    // answers: the user calibrated and should learn why it is not used.
+    if (calibration.exists) {
+      (progress ? *progress : std::cerr) << "decodelab: not using the calibration: " << calibration.why_not << "\n";
+    }
+  }
   const std::optional<DeviceSpec> cached = cached_device_spec(backend, threads);
   if (cached) {
     // A noisy cache is measured again once the machine is quiet, but not within minutes of its
@@ -400,12 +419,11 @@ DeviceSpec default_device_spec(Backend& backend, int threads, std::ostream* prog
     const bool quiet_now = machine && !machine->contended;
     const bool measured_lately = std::time(nullptr) - cached->measured->measured_at < kRemeasureAfterSeconds;
     if (!cached->measured->noisy || !quiet_now || measured_lately) return *cached;
-    if (progress) *progress << "the cached roofs were measured on a noisy machine; measuring again now that it is quiet\n";
-  } else if (std::filesystem::exists(cache)) {
-    if (progress) *progress << "roof cache " << cache.string() << " is for another machine or unreadable; measuring again\n";
+    return measure_into_cache(backend, threads, progress, options, machine, cached,
+                              uncalibrated + " and its cached roofs were measured on a noisy machine, which is quiet now");
   }
-  if (progress) *progress << "measuring this device's roofs (cached in " << cache.string() << ")\n";
-  return measure_into_cache(backend, threads, progress, options, machine, cached);
+  if (std::filesystem::exists(cache)) uncalibrated += " and the roof cache is for another machine or unreadable";
+  return measure_into_cache(backend, threads, progress, options, machine, cached, uncalibrated);
 }
 
 DeviceSpec measure_device_spec_uncached(Backend& backend, int threads, const RoofMeasureOptions& options,
@@ -424,10 +442,12 @@ DeviceSpec remeasure_device_spec(Backend& backend, int threads, const DeviceSpec
   if (!current.measured || current.measured->measured_at <= 0) return current;  // a datasheet: nothing to measure
   // Measured minutes ago: measuring again would only repeat it (the reading stays "suspect").
   if (std::time(nullptr) - current.measured->measured_at < kRemeasureAfterSeconds) return current;
-  if (progress) *progress << "a point ran above its roof: measuring the roofs again\n";
+  // A calibration is never measured again behind the user's back: the point is reported as
+  // above its roof.
+  if (!is_gpu_backend(backend) && find_calibration(backend, threads).spec) return current;
   std::optional<DeviceSpec> cached = cached_device_spec(backend, threads);
   if (!cached) cached = current;
-  return measure_into_cache(backend, threads, progress, options, machine, cached);
+  return measure_into_cache(backend, threads, progress, options, machine, cached, "a point ran above its roof");
 }
 
 }  // namespace decodelab

@@ -70,8 +70,9 @@ MergedRoofs merge_measured_specs(const DeviceSpec& fresh, const DeviceSpec& cach
 // better in the cache, and kept with their group though better now, by name.
 std::string merge_summary(const MergedRoofs& merged);
 
-// The cached measurement for this backend's machine and thread count, if any (nothing is
-// measured). CUDA devices with a configs/devices spec have none.
+// The calibration for this backend's machine and thread count, else the cached measurement,
+// if any (nothing is measured). CUDA devices with a configs/devices spec have none. A
+// calibration file that cannot be read is an InputError.
 std::optional<DeviceSpec> cached_device_spec(Backend& backend, int threads);
 
 // Merges `fresh` into the cache file (merge_measured_specs), writes it when it changed, and
@@ -83,9 +84,12 @@ DeviceSpec cache_measured_spec(const DeviceSpec& fresh, const std::optional<Devi
 // The roofs a run on this backend is held to by default:
 //  - CUDA: the configs/devices spec matching the device name (datasheet, plus measured
 //    reference figures where the file has them); an unknown GPU is measured and cached.
-//  - CPU: the cached measurement for this machine and thread count; measured on first
-//    use, and measured again while the cached one is noisy and the machine (`machine`,
-//    the check taken before timing, when given) is quiet, merged into the cache.
+//  - CPU: the calibration (profiling/measure/calibration.h) when it describes this machine
+//    and thread count, never measured again; else the cached measurement for this machine
+//    and thread count, measured on first use, and measured again while the cached one is
+//    noisy and the machine (`machine`, the check taken before timing, when given) is quiet,
+//    merged into the cache.
+// Whatever is measured is said first, with why, on `progress` or else on stderr.
 struct MachineState;
 DeviceSpec default_device_spec(Backend& backend, int threads, std::ostream* progress = nullptr,
                                const RoofMeasureOptions& options = {}, const MachineState* machine = nullptr);
