@@ -75,6 +75,7 @@ int run_cli(int argc, char** argv) {
   add_collect_command(app);
   add_run_point_command(app);
   add_roofline_command(app);
+  add_calibrate_command(app);
   add_diagnose_command(app);
   add_ncu_command(app);
   add_nsys_command(app);

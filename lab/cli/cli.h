@@ -1,4 +1,5 @@
-// The decodelab command line: run, compare, lab, sweep, collect, diagnose, roofline, ncu, nsys, list.
+// The decodelab command line: run, compare, lab, sweep, collect, diagnose, roofline, calibrate,
+// ncu, nsys, list.
 #pragma once
 
 #include <string>

@@ -204,6 +204,20 @@ void add_roofline_command(CLI::App& app) {
   command->callback([options] { execute_roofline(*options); });
 }
 
+void add_calibrate_command(CLI::App& app) {
+  auto arguments = std::make_shared<CalibrateArguments>();
+  CLI::App* command = app.add_subcommand(
+      "calibrate", "Measure this machine once (roofs, fixed costs, cache) into the calibration file every command reads");
+  command->add_option("--threads", arguments->threads, "CPU kernel threads the calibration is for (0 = every core)")
+      ->check(integer_range(0, kMaxCpuThreads));
+  command->add_option("--json", arguments->json_file,
+                      "Write (with --show: read) this calibration file instead of the one commands read");
+  command->add_flag("--show", arguments->show, "Print the calibration in words: what was measured, when, on which machine");
+  command->add_flag("--quick", arguments->quick, "Small probes (the test suite's): seconds, figures of little meaning")
+      ->group("");
+  command->callback([arguments] { execute_calibrate(*arguments); });
+}
+
 void add_diagnose_command(CLI::App& app) {
   auto arguments = std::make_shared<DiagnoseArguments>();
   CLI::App* command =

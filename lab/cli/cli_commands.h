@@ -16,6 +16,7 @@ void add_sweep_command(CLI::App& app);
 void add_collect_command(CLI::App& app);
 void add_run_point_command(CLI::App& app);  // hidden: what each Slurm array task runs
 void add_roofline_command(CLI::App& app);
+void add_calibrate_command(CLI::App& app);
 void add_diagnose_command(CLI::App& app);
 void add_ncu_command(CLI::App& app);
 void add_nsys_command(CLI::App& app);

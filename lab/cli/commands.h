@@ -127,6 +127,15 @@ struct RooflineArguments {
 };
 void execute_roofline(const RooflineArguments& arguments);
 
+// `calibrate`: measure this machine once into its calibration file (or --show it).
+struct CalibrateArguments {
+  int threads = 0;
+  std::string json_file;  // "" = the file commands read (profiling/measure/calibration.h)
+  bool show = false;
+  bool quick = false;     // hidden: small probes, for the test suite
+};
+void execute_calibrate(const CalibrateArguments& arguments);
+
 // `diagnose TRACE`
 struct DiagnoseArguments {
   std::string trace_file;

@@ -1,0 +1,127 @@
+// `decodelab calibrate`: measures this machine once — bandwidth (copy and streaming read),
+// peak FLOP/s per precision, our matmul's ceilings, the decode matmul and attention rates,
+// the last-level cache, the fixed costs of a launch, a sync and a parallel region — and
+// writes the calibration file every command reads instead of measuring
+// (profiling/measure/calibration.h), replacing any earlier one whole. Progress goes to
+// stderr, one step at a time with the seconds so far; the calibration in words to stdout.
+// `--show` prints the file in words, flagging a calibration of another machine.
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <ostream>
+#include <streambuf>
+#include <string>
+
+#include "engine/backend.h"
+#include "engine/errors.h"
+#include "lab/cli/commands.h"
+#include "lab/cli/progress.h"
+#include "lab/output_files.h"
+#include "profiling/measure/calibration.h"
+#include "profiling/measure/machine_check.h"
+#include "profiling/report/printers.h"
+#include "profiling/units.h"
+
+namespace decodelab {
+
+namespace {
+
+// The measurement's progress lines ("measuring fp16 matmul 1024³"), each shown as a step
+// with the seconds since the start: a minute of measuring reads as moving, not hung.
+class CalibrationProgress final : public std::streambuf {
+ public:
+  explicit CalibrationProgress(const Progress& progress)
+      : progress_(progress), start_(std::chrono::steady_clock::now()) {}
+  ~CalibrationProgress() override { progress_.clear(); }
+
+ protected:
+  int overflow(int c) override {
+    if (c == traits_type::eof()) return traits_type::not_eof(c);
+    if (c != '\n') {
+      line_ += static_cast<char>(c);
+      return c;
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    ++step_;
+    progress_.finished("calibrating: step " + std::to_string(step_) + ", " + format_number(seconds, 2) + " s: " + line_);
+    line_.clear();
+    return c;
+  }
+
+ private:
+  const Progress& progress_;
+  std::chrono::steady_clock::time_point start_;
+  std::string line_;
+  int step_ = 0;
+};
+
+// The CPU backend at `threads`: what this machine's calibration describes.
+std::unique_ptr<Backend> cpu_backend(int threads) {
+  BackendOptions options;
+  options.threads = threads;
+  return make_backend(BackendKind::Cpu, options);
+}
+
+void show(const std::filesystem::path& file) {
+  std::error_code error;
+  if (!std::filesystem::exists(file, error)) {
+    throw InputError(file.string(), 0, "",
+                     "no calibration file: this machine is not calibrated (`decodelab calibrate` measures it)");
+  }
+  const Calibration calibration = load_calibration(file);
+  const std::unique_ptr<Backend> backend = cpu_backend(calibration.machine.threads);
+  const std::vector<std::string> differences =
+      calibration_differences(calibration, *backend, calibration.machine.threads);
+  std::fputs(describe_calibration(calibration, file, std::time(nullptr), differences).c_str(), stdout);
+  std::printf("\nmeasured figures:\n%s", format_device_roofs(calibration.spec).c_str());
+}
+
+}  // namespace
+
+void execute_calibrate(const CalibrateArguments& arguments) {
+  const std::filesystem::path file =
+      arguments.json_file.empty() ? default_calibration_path() : std::filesystem::path(arguments.json_file);
+  if (arguments.show) return show(file);
+  if (!arguments.json_file.empty()) check_output_path(arguments.json_file, "--json");
+
+  const std::unique_ptr<Backend> backend = cpu_backend(arguments.threads);
+  std::fprintf(stderr, "decodelab: calibrating %s: bandwidth, compute per precision, matmul and attention rates, %s"
+               "fixed costs (%s)\n",
+               backend->device_description().c_str(), arguments.quick ? "" : "the last-level cache, ",
+               arguments.quick ? "quick probes: seconds" : "about a minute");
+  // The machine first, its own probe only: an earlier calibration, even an unreadable one,
+  // is replaced, not read.
+  const MachineState state = check_machine(*backend, arguments.threads, RoofsMachine{});
+  if (const std::string said = state.warning(false); !said.empty()) std::fputs(said.c_str(), stderr);
+
+  const Progress progress(progress_mode(false));
+  CalibrationProgress lines(progress);
+  std::ostream progress_stream(&lines);
+  const RoofMeasureOptions options = arguments.quick ? quick_calibration_options() : RoofMeasureOptions{};
+  const Calibration calibration = calibrate_machine(*backend, arguments.threads, options, &progress_stream, &state);
+  progress.clear();
+
+  std::string replaced;
+  std::error_code error;
+  if (std::filesystem::exists(file, error)) {
+    try {
+      const Calibration earlier = load_calibration(file);
+      replaced = " (replacing the calibration measured " + std::to_string(calibration.measured_at - earlier.measured_at) +
+                 " s earlier, whole)";
+    } catch (const InputError&) {
+      replaced = " (replacing an unreadable file)";
+    }
+  }
+  save_calibration(calibration, file);
+  std::fputs(describe_calibration(calibration, file, std::time(nullptr), {}).c_str(), stdout);
+  std::printf("\nmeasured figures:\n%s", format_device_roofs(calibration.spec).c_str());
+  std::printf("\nwritten to %s%s\n", file.string().c_str(), replaced.c_str());
+  if (!arguments.json_file.empty()) {
+    std::printf("(commands read %s; this file is for reference)\n", default_calibration_path().string().c_str());
+  }
+}
+
+}  // namespace decodelab
