@@ -3,8 +3,8 @@
 // spec; --measure measures this machine's roofs on a backend (and saves them with --save,
 // or, without it, refreshes the per-machine cache runs use by default; --json writes every
 // measured figure, e.g. the copy bandwidth the GPU check divides decode bandwidth by); with
-// neither, the backend's default roofs are shown (CUDA: the matching spec; CPU: the cached
-// measurement, measured on first use).
+// neither, the backend's default roofs are shown (CUDA: the matching spec; CPU: the
+// calibration, else the cached measurement, measured on first use).
 #include <cstdio>
 #include <ctime>
 #include <iostream>
@@ -20,6 +20,7 @@
 #include "lab/run/runner.h"
 #include "profiling/atomic_file.h"
 #include "profiling/device_spec.h"
+#include "profiling/measure/calibration.h"
 #include "profiling/measure/machine_check.h"
 #include "profiling/report/printers.h"
 #include "profiling/measure/roof_cache.h"
@@ -89,24 +90,24 @@ void execute_roofline(const RooflineArguments& options) {
     std::printf("\nsaved to %s\n", options.save.c_str());
     return;
   }
-  // The cache the runs use, merged by groups of rates and figure by figure for fixed costs: a
-  // good set of roofs is never replaced by a worse one (profiling/measure/roof_cache.h).
+  // The cache the runs use, replaced whole; but not by a measurement of a busy machine, which
+  // would hold every later run to roofs contention lowered.
   const std::filesystem::path target = roof_cache_path(machine);
-  if (!cached || !cached->measured) {
-    save_device_spec(spec, target);
-    std::printf("\nsaved to %s (the roofs runs on this machine use)\n", target.c_str());
+  if (cached && cached->measured && state.contended) {
+    std::printf("\nnot cached: the machine was busy while measuring (%s); runs keep using %s (%s). Measure again "
+                "when it is quiet, or delete that file to start afresh.\n",
+                state.summary().c_str(), target.c_str(), cached->roofs_provenance(std::time(nullptr)).c_str());
     return;
   }
-  const MergedRoofs merged = merge_measured_specs(spec, *cached);
-  if (!merged.changed) {
-    std::printf("\nnot cached: no fixed cost is better than the cached one, nor any group of rates better overall "
-                "(%s; contention only lowers a rate and raises a cost); runs keep using %s (%s). Delete that file to "
-                "start afresh.\n",
-                merge_summary(merged).c_str(), target.c_str(), cached->roofs_provenance(std::time(nullptr)).c_str());
-    return;
+  save_device_spec(spec, target);
+  std::printf("\nsaved to %s (the roofs runs on this machine use without a calibration%s)\n", target.c_str(),
+              cached && cached->measured ? "; the earlier measurement replaced whole" : "");
+  if (backend->name() != "cuda") {
+    if (const CalibrationLookup calibration = find_calibration(*backend, options.threads); calibration.spec) {
+      std::printf("runs here read the calibration %s instead; `decodelab calibrate` measures it again\n",
+                  calibration.file.c_str());
+    }
   }
-  save_device_spec(merged.spec, target);
-  std::printf("\nsaved to %s (the roofs runs on this machine use): %s\n", target.c_str(), merge_summary(merged).c_str());
 }
 
 }  // namespace decodelab

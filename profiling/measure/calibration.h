@@ -29,6 +29,7 @@ namespace decodelab {
 
 // The file's format version: bumped whenever what the figures mean changes (how they are
 // measured or read), so that a calibration of an older meaning is measured again, not read.
+// The roof cache is keyed by it too (roof_cache_path).
 constexpr int kCalibrationFormat = 1;
 
 struct MachineState;

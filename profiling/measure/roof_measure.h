@@ -35,11 +35,6 @@
 
 namespace decodelab {
 
-// Bumped whenever the measurement changes meaning, so that roofs cached by an earlier method
-// are measured again rather than read (caches are keyed by it). What each method changed is in
-// the history of this line, not here.
-constexpr int kRoofMethodVersion = 17;
-
 // fp32, fp16, bf16: the dtypes whose matmul a measurement times (out of line: GCC 12 warns
 // about an inlined initializer list here as possibly uninitialised).
 std::vector<DType> default_matmul_dtypes();
