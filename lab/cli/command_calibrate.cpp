@@ -109,8 +109,12 @@ void execute_calibrate(const CalibrateArguments& arguments) {
   if (std::filesystem::exists(file, error)) {
     try {
       const Calibration earlier = load_calibration(file);
-      replaced = " (replacing the calibration measured " + std::to_string(calibration.measured_at - earlier.measured_at) +
-                 " s earlier, whole)";
+      const std::time_t at = static_cast<std::time_t>(earlier.measured_at);
+      std::tm parts{};
+      gmtime_r(&at, &parts);
+      char date[32];
+      std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", &parts);
+      replaced = std::string(" (replacing the calibration measured ") + date + ", whole: nothing of it is kept)";
     } catch (const InputError&) {
       replaced = " (replacing an unreadable file)";
     }

@@ -223,6 +223,8 @@ Calibration parse_calibration(std::string_view text, const std::string& file) {
   calibration.machine.hostname = read.text(machine, "hostname", "machine");
   calibration.machine.cpu_model = read.text(machine, "cpu_model", "machine");
   calibration.machine.threads = static_cast<int>(read.integer(machine, "threads", "machine"));
+  if (calibration.machine.threads < 1)
+    throw InputError(file, 0, "machine.threads", "expected a positive integer, not " + std::to_string(calibration.machine.threads));
   calibration.device = read.text(machine, "device", "machine");
   const nlohmann::json& flags = read.array(machine, "cpu_flags", "machine");
   for (size_t i = 0; i < flags.size(); ++i) {
