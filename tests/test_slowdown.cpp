@@ -117,6 +117,7 @@ TEST_CASE("drift note: said only when the rows' medians divide to a ratio outsid
   CHECK(drift_note("decode_slowdown", decode, 1.90).empty());
   CHECK(drift_note("decode_slowdown", decode, 1.84).empty());  // on the edge: inside
   const std::string note = drift_note("decode_slowdown", decode, 1.52);
+  using Catch::Matchers::Contains;
   CHECK_THAT(note, Contains("1.52x") && Contains("outside decode_slowdown's interval") && Contains("drifted") &&
                        Contains("1.92x"));
   CHECK_FALSE(drift_note("decode_slowdown", decode, 2.5).empty());
