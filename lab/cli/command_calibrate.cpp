@@ -46,7 +46,9 @@ class CalibrationProgress final : public std::streambuf {
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     ++step_;
-    progress_.finished("calibrating: step " + std::to_string(step_) + ", " + format_number(seconds, 2) + " s: " + line_);
+    char elapsed[32];
+    std::snprintf(elapsed, sizeof elapsed, "%.1f s", seconds);
+    progress_.finished("calibrating: step " + std::to_string(step_) + ", " + elapsed + ": " + line_);
     line_.clear();
     return c;
   }

@@ -265,7 +265,10 @@ std::vector<std::string> calibration_differences(const Calibration& calibration,
   };
   differ("hostname", calibration.machine.hostname, here.hostname);
   differ("CPU model", calibration.machine.cpu_model, here.cpu_model);
-  differ("threads", std::to_string(calibration.machine.threads), std::to_string(here.threads));
+  if (calibration.machine.threads != here.threads) {
+    differences.push_back("threads: the file is for " + std::to_string(calibration.machine.threads) + ", this run uses " +
+                          std::to_string(here.threads));
+  }
   auto joined = [](const std::vector<std::string>& flags) {
     std::string text;
     for (const std::string& flag : flags) text += (text.empty() ? "" : " ") + flag;

@@ -127,16 +127,19 @@ DeviceSpec default_device_spec(Backend& backend, int threads, std::ostream* prog
   const std::filesystem::path cache = roof_cache_path(identity_for(backend, threads));
   // The calibration, when it describes this machine, is what every command is held to.
   std::string uncalibrated = "this GPU has no configs/devices spec";
+  std::string unused_calibration;
   if (!is_gpu_backend(backend)) {
     CalibrationLookup calibration = find_calibration(backend, threads);
     if (calibration.spec) return *calibration.spec;
     uncalibrated = "this machine is not calibrated (" + calibration.why_not + ")";
-    // A calibration that is there but not this machine's is said even when the roof cache
-    // answers: the user calibrated and should learn why it is not used.
-    if (calibration.exists) {
-      (progress ? *progress : std::cerr) << "decodelab: not using the calibration: " << calibration.why_not << "\n";
-    }
+    if (calibration.exists) unused_calibration = calibration.why_not;
   }
+  // A calibration that is there but not this machine's is said even when the roof cache
+  // answers: the user calibrated and should learn why it is not used.
+  auto say_unused_calibration = [&] {
+    if (!unused_calibration.empty())
+      (progress ? *progress : std::cerr) << "decodelab: not using the calibration: " << unused_calibration << "\n";
+  };
   const std::optional<DeviceSpec> cached = cached_device_spec(backend, threads);
   if (cached) {
     // A noisy cache is measured again once the machine is quiet, but not within minutes of its
@@ -145,7 +148,10 @@ DeviceSpec default_device_spec(Backend& backend, int threads, std::ostream* prog
     // again, silently, by every command — each bug of a lab.
     const bool quiet_now = machine && !machine->contended;
     const bool measured_lately = std::time(nullptr) - cached->measured->measured_at < kRemeasureAfterSeconds;
-    if (!cached->measured->noisy || !quiet_now || measured_lately) return *cached;
+    if (!cached->measured->noisy || !quiet_now || measured_lately) {
+      say_unused_calibration();
+      return *cached;
+    }
     return measure_into_cache(backend, threads, progress, options, machine,
                               uncalibrated + " and its cached roofs were measured on a noisy machine, which is quiet now");
   }
