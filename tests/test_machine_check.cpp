@@ -1,7 +1,7 @@
 // The machine check: its rules on the figures of any machine (quiet, contended for CPU,
-// stolen by a hypervisor, a noisy or steadily slow bandwidth probe, oversubscribed), the
-// roof cache's replacement rule, and — with real busy loops pinning every core — the
-// warning and JSON of `decodelab run` and a `roofline --measure` that keeps a good cache.
+// stolen by a hypervisor, a noisy or steadily slow bandwidth probe, oversubscribed), and —
+// with real busy loops pinning every core — the warning and JSON of `decodelab run` and a
+// `roofline --measure` that keeps the cache rather than replace it with a busy measurement.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -255,7 +255,7 @@ TEST_CASE("a probe on this machine gives figures in range", "[machine_check]") {
 
 // [sanitizer_skip] (CI's ASan pass leaves it to the Release pass): 15 s in Release, 145 s under
 // ASan, where busy loops on every core starve the -O1 run and roofline measurement; the rules,
-// the probe and the cache merge it drives run under ASan in the cases above.
+// the probe it drives runs under ASan in the cases above.
 TEST_CASE("busy loops on every core: run warns and records it, roofline keeps the good cache",
           "[machine_check][cli][sanitizer_skip]") {
   // Its own folder per process: two checkouts running the suite at once must not share a cache.
