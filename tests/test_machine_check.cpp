@@ -254,8 +254,8 @@ TEST_CASE("a probe on this machine gives figures in range", "[machine_check]") {
 }
 
 // [sanitizer_skip] (CI's ASan pass leaves it to the Release pass): 15 s in Release, 145 s under
-// ASan, where busy loops on every core starve the -O1 run and roofline measurement; the rules,
-// the probe it drives runs under ASan in the cases above.
+// ASan, where busy loops on every core starve the -O1 run and roofline measurement; the rules
+// and the probe it drives run under ASan in the cases above.
 TEST_CASE("busy loops on every core: run warns and records it, roofline keeps the good cache",
           "[machine_check][cli][sanitizer_skip]") {
   // Its own folder per process: two checkouts running the suite at once must not share a cache.
