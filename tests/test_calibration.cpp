@@ -117,7 +117,7 @@ TEST_CASE("a second calibrate replaces the file whole: nothing of the first is k
   for (const Roofs::DecodeMatmulCeiling& ceiling : second.spec.measured->decode_matmul_ceilings) CHECK(ceiling.rows != 999);
 }
 
-TEST_CASE("commands read the calibration; one of another machine is flagged and not used", "[calibration][cli]") {
+TEST_CASE("commands read the calibration, and one of another machine is flagged and not used", "[calibration][cli]") {
   const TempDir cache;
   const std::filesystem::path file = calibration_file_in(cache.path());
   // The lazily measured roof cache, so that nothing is measured whichever is used.
@@ -222,7 +222,7 @@ TEST_CASE("a corrupt calibration file is one line naming the file and the key, e
   }
 }
 
-TEST_CASE("--show of no calibration says how to make one, exit 2", "[calibration][cli]") {
+TEST_CASE("calibrate --show of no calibration says how to make one, exit 2", "[calibration][cli]") {
   const TempDir cache;
   const CommandResult shown = run_decodelab({"calibrate", "--show"}, cache_environment(cache.path()));
   CHECK(shown.exit_code == 2);

@@ -256,7 +256,7 @@ TEST_CASE("cuda swiglu, add and cast match the CPU backend", "[cuda]") {
   expect_close(read_cpu(devices, out), read_cuda(devices, out), {0.0, 0.0}, "cast strided");
 }
 
-TEST_CASE("cuda fused projections: one matmul over [q; k; v] and [gate; up], its slices read like the CPU backend",
+TEST_CASE("cuda fused projections: one matmul over q, k, v and another over gate, up, its slices read like the CPU backend",
           "[cuda][fused]") {
   DECODELAB_CUDA_DEVICES_OR_SKIP(devices);
   // Three rows (two sequences: a prefill of 2 and of 1), 4 query heads over 2 KV heads of 16.
