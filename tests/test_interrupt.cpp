@@ -298,10 +298,13 @@ TEST_CASE("lab: a budget too short for the whole roof measurement takes quick ro
   // The whole measurement alone took about 40 s here; the budget covers the roofs too (the
   // process's own start and end sit outside its clock: a few seconds on a busy machine).
   CHECK(seconds < 12 + 5);
-  CHECK_THAT(lab.err, Contains("quick roofs of this machine first") && Contains("quick roofs measured (not cached)"));
+  CHECK_THAT(lab.err, Contains("quick roofs of this machine first"));
   CHECK(files_under(cache) == 0);
   const bool no_time_left = lab.err.find("no time left in the lab's budget") != std::string::npos ||
                             lab.err.find("ran out while measuring the roofs") != std::string::npos;
+  // Where even the quick roofs do not fit (a slow build: the sanitizers), the budget still
+  // holds and the lab says it ran out; otherwise the quick roofs were measured.
+  if (!no_time_left) CHECK_THAT(lab.err, Contains("quick roofs measured (not cached)"));
   if (!no_time_left) {  // the bug had time for pairs after the roofs: judged against the quick ones
     REQUIRE(lab.exit_code == 0);
     const nlohmann::json rows = read_json(json);
