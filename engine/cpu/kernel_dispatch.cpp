@@ -80,9 +80,12 @@ bool supported(const char* name) {
   return false;
 }
 
-std::string variant_list() {
+// The compiled variants, or only those this CPU runs, as "avx512, avx2, portable".
+std::string variant_list(bool supported_only) {
   std::string list;
-  for (const Variant& variant : kVariants) list += (list.empty() ? "" : ", ") + std::string(variant.name);
+  for (const Variant& variant : kVariants) {
+    if (!supported_only || supported(variant.name)) list += (list.empty() ? "" : ", ") + std::string(variant.name);
+  }
   return list;
 }
 
@@ -96,17 +99,11 @@ int index_of(const std::string& name) {
 int checked_index(const std::string& name, const char* key) {
   const int index = index_of(name);
   if (index < 0) {
-    throw InputError("environment", 0, key, "expected auto or one of " + variant_list() + ", got '" + name + "'");
+    throw InputError("environment", 0, key, "expected auto or one of " + variant_list(false) + ", got '" + name + "'");
   }
   if (!supported(kVariants[index].name)) {
     throw InputError("environment", 0, key,
-                     "this CPU cannot run the " + name + " kernels; it can run: " + [] {
-                       std::string list;
-                       for (const Variant& variant : kVariants) {
-                         if (supported(variant.name)) list += (list.empty() ? "" : ", ") + std::string(variant.name);
-                       }
-                       return list;
-                     }());
+                     "this CPU cannot run the " + name + " kernels; it can run: " + variant_list(true));
   }
   return index;
 }
