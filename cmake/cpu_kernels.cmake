@@ -7,10 +7,8 @@
 # Each variant's files compile as an OBJECT library with DECODELAB_CPU_VARIANT=<name> and
 # that variant's flags; its objects are then linked into one (`-r`), and objcopy makes every
 # symbol in it local except its table function, decodelab_cpu_kernels_<name>, and drops the
-# COMDAT groups. (objcopy leaves GCC's "unique" symbols — the function-local statics of
-# inline templates, such as std::to_chars's digit table — global; --weaken makes them weak,
-# so the copies in each variant and in the rest of the library link as one, as constant
-# data they may. The table function is then weak too, and still the only one of its name.) Without that step the final link would merge the variants' copies of
+# COMDAT groups (cmake/localize_kernel_object.cmake; GCC's "unique" symbols, which objcopy
+# leaves global, are made weak there). Without that step the final link would merge the variants' copies of
 # every inline function and template (simd.h's helpers, std::vector's members) into one,
 # compiled for whichever variant came first — an AVX-512 instruction in AVX2 code.
 #
@@ -56,9 +54,9 @@ function(decodelab_cpu_kernel_objects out_var)
     add_custom_command(OUTPUT ${object}
       COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/cpu_kernels
       COMMAND ${CMAKE_CXX_COMPILER} -r -nostdlib -o ${merged} $<TARGET_OBJECTS:${target}>
-      COMMAND ${CMAKE_OBJCOPY} --keep-global-symbol=decodelab_cpu_kernels_${variant} --remove-section=.group
-              --weaken ${merged} ${object}
-      DEPENDS $<TARGET_OBJECTS:${target}>
+      COMMAND ${CMAKE_COMMAND} -DNM=${CMAKE_NM} -DOBJCOPY=${CMAKE_OBJCOPY} -DINPUT=${merged} -DOUTPUT=${object}
+              -DKEEP=decodelab_cpu_kernels_${variant} -P ${PROJECT_SOURCE_DIR}/cmake/localize_kernel_object.cmake
+      DEPENDS $<TARGET_OBJECTS:${target}> ${PROJECT_SOURCE_DIR}/cmake/localize_kernel_object.cmake
       COMMENT "CPU kernels, ${variant}: one object, its table function the only global symbol"
       COMMAND_EXPAND_LISTS VERBATIM)
     list(APPEND objects ${object})

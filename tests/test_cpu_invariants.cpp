@@ -1,6 +1,7 @@
 // The CPU backend's bitwise invariants, which the engine's tests rely on, plus attention
 // against a double reference (it shares the cache-layout helpers):
-//  1. matmul: an output row depends only on its x row — batched == one row at a time;
+//  1. matmul: an output row depends only on its x row — batched == one row at a time
+//     (K-blocked panels included);
 //  2. matmul on fp32 tensors holding exact widenings of fp16/bf16 values == the same
 //     matmul in fp16/bf16 (the fp32_ops bug must not change results);
 //  3. attention: a query row's output is the same whatever M, rows_per_sequence and the
@@ -24,7 +25,9 @@ std::vector<float> row_slice(const std::vector<float>& values, int64_t row, int6
 
 TEST_CASE("cpu matmul rows do not depend on the batch they are in", "[cpu][invariants]") {
   const DType dtype = GENERATE(DType::F32, DType::F16, DType::BF16);
-  const int64_t k = GENERATE(1, 17, 1029);
+  // K = 4099: a group of x rows fills more than half of any L1 up to 192 KiB, so the panels
+  // cut K into blocks and carry the accumulators between them (matmul.cpp).
+  const int64_t k = GENERATE(1, 17, 1029, 4099);
   CpuFixture fixture;
   const int64_t n = 37, max_rows = 133;  // crosses 4-row groups and, at K = 1029, 60-row x blocks
   const std::vector<float> x_values = random_values(static_cast<size_t>(max_rows * k), dtype, 101);

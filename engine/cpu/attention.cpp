@@ -335,6 +335,12 @@ void attention_for(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache
   const int32_t* position_data = positions.as<const int32_t>();
   const int64_t element = static_cast<int64_t>(dtype_size(D));
   const int64_t items = rows * kv_heads;
+  // Items run head by head, the rows in order within a head: consecutive items (one
+  // thread's chunk) then read the same (sequence, KV head) slice of the cache, which stays
+  // in L2 from one query row to the next. Row by row, consecutive items hopped from head
+  // to head, and a prefill read every head's keys and values from beyond L2 once per row
+  // (in the [sequence, position, head, dim] cache, one head's vectors are spread over all
+  // of it); the arithmetic of each item is the same either way.
   // Guided: each thread takes half of what is left, then less, down to one item. Taken one at
   // a time (dynamic, 1), every item cost a trip to the shared counter, a cache line's round
   // trip between cores (hundreds of nanoseconds between far-apart cores): prefills and the
@@ -343,8 +349,8 @@ void attention_for(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache
   // shrinking chunks still even the threads out (dealing the rows round-robin, or the
   // costliest first, was slower).
   parallel_for(attention_fans_out(work), items, [&](int64_t item) {
-    const int64_t m = item / kv_heads;
-    const int64_t kv_head = item % kv_heads;
+    const int64_t kv_head = item / rows;
+    const int64_t m = item % rows;
     const int64_t sequence = m / rows_per_sequence;
     const int64_t n = static_cast<int64_t>(position_data[m * positions.strides[0]]) + 1;
     const CacheView keys{static_cast<const char*>(k_cache.data) +

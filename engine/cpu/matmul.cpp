@@ -12,6 +12,8 @@
 // vsum tree (vsum16 gives the same bits) — so an element depends only on its x row and W
 // row, never on M, the tile it falls in, or the storage dtype of equal values
 // (invariants the engine's tests rely on).
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
 
@@ -109,36 +111,63 @@ template <DType WD, int MR, int NR>
   }
 }
 
-// Dot products of MR widened x rows with NR W rows read in their storage dtype.
-// A block's rows are NR interleaved short streams, which the hardware prefetcher follows
-// poorly for 16-bit rows; prefetching kPrefetchAheadBytes ahead as if the block were one
-// sequential stream (NR·kLanes elements per step), non-temporally (W is read once per
-// pass and should not evict x from the caches), keeps DRAM busy: with 2 threads this
-// reaches 91-94% of a read-only STREAM where prefetching 16 KiB ahead into every level
-// reached 72-86%. W's partial last chunk is widened
-// (zero-filled) before the loop: a function call while the accumulators are live would
-// make the compiler keep them in memory, and every FMA would wait on a store.
-template <DType WD, int MR, int NR, bool PrefetchAhead, int DM, int DN>
-void register_tile(const float* x, int64_t padded_k, const void* w, int64_t w_stride, int64_t k,
-                   float (&dots)[DM][DN]) {
+// How a register tile prefetches W. kFromMemory: the tile's rows are NR interleaved short
+// streams, which the hardware prefetcher follows poorly for 16-bit rows; prefetching
+// kPrefetchAheadBytes ahead as if the block were one sequential stream (NR·kLanes elements
+// per step), non-temporally (W is read once per pass and should not evict x from the
+// caches), keeps DRAM busy: with 2 threads this reached 91-94% of a read-only STREAM where
+// prefetching 16 KiB ahead into every level reached 72-86%. kFromL2: W sits in L2 (a panel
+// a previous x group brought in); each row is prefetched into L1 kNearAheadBytes ahead,
+// since the L1 prefetcher does not keep up with NR rows plus MR x rows at once and every
+// step would otherwise wait on L2 for each of its W lines.
+enum class WPrefetch { kNone, kFromMemory, kFromL2 };
+
+// kFromL2's distance: a few cache lines per row, enough to cover an L2 hit's latency at
+// one line per row per step, short enough that the lines are still in L1 when used.
+constexpr int64_t kNearAheadBytes = 256;
+
+// Dot products of MR widened x rows with NR W rows read in their storage dtype, over the
+// full kLanes chunks of the columns [begin, end) (end == k: to the end, the partial last
+// chunk included). A tile over all of K starts from zero and reduces; a tile over part of
+// it (K-blocking, matmul_panels) starts from the accumulators `carry` holds, unless it
+// begins at column 0, and leaves them there, unless it ends at k: the same FMAs in the same
+// order either way. W's partial last chunk is widened (zero-filled) before the loop: a
+// function call while the accumulators are live would make the compiler keep them in
+// memory, and every FMA would wait on a store.
+template <DType WD, int MR, int NR, WPrefetch Prefetch, bool Blocked, int DM, int DN>
+void register_tile_range(const float* x, int64_t padded_k, const void* w, int64_t w_stride, int64_t k,
+                         int64_t begin, int64_t end, VFloat* carry, float (&dots)[DM][DN]) {
   static_assert(MR <= DM && NR <= DN, "the tile must fit its dots");
   constexpr int64_t element = WD == DType::F32 ? 4 : 2;
   const int64_t full = k / kLanes * kLanes;
+  const bool last = !Blocked || end >= k;
+  const int64_t stop = last ? full : end;
   alignas(64) float tail[NR][kLanes] = {};
-  if (full < k) {
+  if (last && full < k) {
     for (int n = 0; n < NR; ++n) vstore(tail[n], vload_partial_as<WD>(w, n * w_stride + full, static_cast<int>(k - full)));
   }
   VFloat acc[MR][NR];
 #pragma GCC unroll 16
   for (int m = 0; m < MR; ++m)
 #pragma GCC unroll 16
-    for (int n = 0; n < NR; ++n) acc[m][n] = vzero();
+    for (int n = 0; n < NR; ++n) acc[m][n] = Blocked && begin > 0 ? carry[m * NR + n] : vzero();
   const char* ahead = static_cast<const char*>(w) + kPrefetchAheadBytes;
-  for (int64_t column = 0; column < full; column += kLanes) {
-    if constexpr (PrefetchAhead) {
+  const char* near = static_cast<const char*>(w) + kNearAheadBytes;
+  for (int64_t column = begin; column < stop; column += kLanes) {
+    if constexpr (Prefetch == WPrefetch::kFromMemory) {
       for (int64_t line = 0; line < NR * kLanes * element; line += 64) prefetch_stream(ahead + column * NR * element + line);
+    } else if constexpr (Prefetch == WPrefetch::kFromL2) {
+#pragma GCC unroll 16
+      for (int n = 0; n < NR; ++n) prefetch_near(near + (n * w_stride + column) * element);
     }
     register_step<WD, MR, NR>(acc, x, padded_k, w, w_stride, column, column);
+  }
+  if (Blocked && !last) {
+#pragma GCC unroll 16
+    for (int m = 0; m < MR; ++m)
+#pragma GCC unroll 16
+      for (int n = 0; n < NR; ++n) carry[m * NR + n] = acc[m][n];
+    return;
   }
   if (full < k) register_step<DType::F32, MR, NR>(acc, x, padded_k, &tail[0][0], kLanes, full, 0);
 #if defined(DECODELAB_SIMD_AVX512)
@@ -162,6 +191,14 @@ void register_tile(const float* x, int64_t padded_k, const void* w, int64_t w_st
   for (int m = 0; m < MR; ++m)
 #pragma GCC unroll 16
     for (int n = 0; n < NR; ++n) dots[m][n] = vsum(acc[m][n]);
+}
+
+// A tile over all of K.
+template <DType WD, int MR, int NR, bool PrefetchAhead, int DM, int DN>
+void register_tile(const float* x, int64_t padded_k, const void* w, int64_t w_stride, int64_t k,
+                   float (&dots)[DM][DN]) {
+  constexpr WPrefetch prefetch = PrefetchAhead ? WPrefetch::kFromMemory : WPrefetch::kNone;
+  register_tile_range<WD, MR, NR, prefetch, false>(x, padded_k, w, w_stride, k, 0, k, nullptr, dots);
 }
 
 // Calls f.template operator()<MR, NR>() for runtime mr in 1..TM, nr in 1..TN.
@@ -284,11 +321,37 @@ void matmul_streaming(const float* x, int64_t padded_k, const Tensor& weight, co
   }, LoopSchedule::guided(8));
 }
 
+// The L1 data cache's size as the OS reports it (a conservative 32 KiB where it does not).
+int64_t l1_data_bytes() {
+  static const int64_t bytes = [] {
+    const long reported = ::sysconf(_SC_LEVEL1_DCACHE_SIZE);
+    return reported > 0 ? static_cast<int64_t>(reported) : int64_t{32 * 1024};
+  }();
+  return bytes;
+}
+
+// A panel's tile: only the panel's first pass (the first x group) reads W from memory;
+// later ones find it in L2.
+template <DType WD, int MR, int NR, bool Blocked, int DM, int DN>
+void panel_tile(bool w_in_l2, bool non_temporal, const float* x, int64_t padded_k, const void* w, int64_t w_stride,
+                int64_t k, int64_t begin, int64_t end, VFloat* carry, float (&dots)[DM][DN]) {
+  if (w_in_l2)
+    register_tile_range<WD, MR, NR, WPrefetch::kFromL2, Blocked>(x, padded_k, w, w_stride, k, begin, end, carry, dots);
+  else if (non_temporal)
+    register_tile_range<WD, MR, NR, WPrefetch::kFromMemory, Blocked>(x, padded_k, w, w_stride, k, begin, end, carry, dots);
+  else
+    register_tile_range<WD, MR, NR, WPrefetch::kNone, Blocked>(x, padded_k, w, w_stride, k, begin, end, carry, dots);
+}
+
 // Several groups (batched decode, prefill): threads take panels of kPanelRows W rows; a
 // panel is read from memory by the first group and then stays in L2 while every group
 // of x rows (an L2-sized block at a time) passes over it, each group's rows staying in
-// L1 across the panel's blocks. Per FMA this loads little from L2 (W's 16-bit chunks),
-// where W-in-L1, x-from-L2 loaded MR fp32 x lines per step and was bound by L2.
+// L1 across the panel's tiles. Per FMA this loads little from L2 (W's chunks, prefetched
+// into L1 ahead of use), where W-in-L1, x-from-L2 loaded MR fp32 x lines per step and was
+// bound by L2. Where a group's rows would fill more than half of L1 (long K: the MLP's
+// down projection), K is cut into equal blocks that fit, and the group passes over the
+// panel once per block, its tiles' accumulators carried between blocks (the same FMAs in
+// the same order, so the same bits).
 template <DType WD>
 void matmul_panels(const float* x, int64_t padded_k, const Tensor& weight, const Tensor& out) {
   const int64_t rows = out.shape[0];
@@ -299,8 +362,16 @@ void matmul_panels(const float* x, int64_t padded_k, const Tensor& weight, const
   // x rows per pass over a panel: as many as fit the L2 budget, a whole number of groups.
   const int64_t x_block = std::max<int64_t>(
       kPanelXRows, kXBlockBytes / (padded_k * static_cast<int64_t>(sizeof(float))) / kPanelXRows * kPanelXRows);
+  const int64_t group_bytes = kPanelXRows * padded_k * static_cast<int64_t>(sizeof(float));
+  const int64_t k_blocks = (group_bytes + l1_data_bytes() / 2 - 1) / (l1_data_bytes() / 2);
+  const int64_t k_block = round_up_to_lanes((k + k_blocks - 1) / k_blocks);
+  constexpr int64_t kPanelTiles = (kPanelRows + kPanelWeightRows - 1) / kPanelWeightRows;
   const bool non_temporal = weight_stream() == WeightStream::kNonTemporal;
   parallel_for(matmul_fans_out(rows, n_total, k), panels, [&](int64_t panel) {
+    thread_local ScratchBuffer carry_scratch;  // 64-byte aligned, as a VFloat must be
+    VFloat* carry_storage = k_block < k ? reinterpret_cast<VFloat*>(carry_scratch.floats(
+                                              static_cast<size_t>(kPanelTiles * kPanelXRows * kPanelWeightRows * kLanes)))
+                                        : nullptr;
     const int64_t n_begin = panel * kPanelRows;
     const int64_t n_end = std::min(n_total, n_begin + kPanelRows);
     for (int64_t m_begin = 0; m_begin < rows; m_begin += x_block) {
@@ -308,18 +379,22 @@ void matmul_panels(const float* x, int64_t padded_k, const Tensor& weight, const
       for (int64_t m0 = m_begin; m0 < m_end; m0 += kPanelXRows) {
         const int mr = static_cast<int>(std::min<int64_t>(kPanelXRows, m_end - m0));
         const float* x_group = x + m0 * padded_k;
-        for (int64_t n0 = n_begin; n0 < n_end; n0 += kPanelWeightRows) {
-          const int nr = static_cast<int>(std::min<int64_t>(kPanelWeightRows, n_end - n0));
-          const void* w = static_cast<const char*>(weight.data) + n0 * w_stride * static_cast<int64_t>(dtype_size(WD));
-          float dots[kPanelXRows][kPanelWeightRows];
-          dispatch_tile<kPanelXRows, kPanelWeightRows>(mr, nr, [&]<int MR, int NR>() {
-            // Only the panel's first pass reads W from memory; later ones find it in L2.
-            if (m0 == 0 && non_temporal)
-              register_tile<WD, MR, NR, true>(x_group, padded_k, w, w_stride, k, dots);
-            else
-              register_tile<WD, MR, NR, false>(x_group, padded_k, w, w_stride, k, dots);
-          });
-          store_tile(out, m0, n0, mr, nr, dots);
+        for (int64_t column = 0; column < k; column += k_block) {
+          const int64_t column_end = column + k_block >= k ? k : column + k_block;
+          for (int64_t n0 = n_begin; n0 < n_end; n0 += kPanelWeightRows) {
+            const int nr = static_cast<int>(std::min<int64_t>(kPanelWeightRows, n_end - n0));
+            const void* w = static_cast<const char*>(weight.data) + n0 * w_stride * static_cast<int64_t>(dtype_size(WD));
+            float dots[kPanelXRows][kPanelWeightRows];
+            dispatch_tile<kPanelXRows, kPanelWeightRows>(mr, nr, [&]<int MR, int NR>() {
+              if (carry_storage == nullptr) {
+                panel_tile<WD, MR, NR, false>(m0 > 0, non_temporal, x_group, padded_k, w, w_stride, k, 0, k, nullptr, dots);
+                return;
+              }
+              VFloat* carry = carry_storage + (n0 - n_begin) / kPanelWeightRows * kPanelXRows * kPanelWeightRows;
+              panel_tile<WD, MR, NR, true>(m0 > 0, non_temporal, x_group, padded_k, w, w_stride, k, column, column_end, carry, dots);
+            });
+            if (column_end >= k) store_tile(out, m0, n0, mr, nr, dots);
+          }
         }
       }
     }
