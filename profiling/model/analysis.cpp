@@ -197,63 +197,27 @@ bool RunAnalysis::roofs_suspect() const {
   return std::any_of(above_roof.begin(), above_roof.end(), [](const AboveRoof& above) { return !above.cache_resident; });
 }
 
-RunAnalysis analyze(const Trace& trace, const DeviceSpec* device, const AnalysisOptions& options) {
-  RunAnalysis analysis;
-  const TraceMetadata& meta = trace.metadata();
-  if (!device && !meta.device_spec) {
-    throw InputError("", 0, "device", "the trace carries no device roofs; pass a device spec (--device NAME)");
-  }
-  analysis.device_spec = device ? *device : *meta.device_spec;
-  analysis.roofs = analysis.device_spec.effective_roofs();
-  analysis.backend = meta.backend;
-  analysis.device = meta.device;
-  analysis.dtype = meta.dtype;
-  analysis.model = meta.model;
-  analysis.thresholds = options.thresholds;
-  analysis.gpu = meta.is_gpu();
-  const LimiterThresholds& thresholds = options.thresholds;
-  const double gap_line = thresholds.gap_seconds(analysis.gpu);
+namespace {
 
+// The device timeline: per op, busy and idle time (idle split into gaps and the host's
+// stalls), added to the whole trace's, its phase's, its run's and its step's timelines.
+struct Timelines {
+  std::array<TimelineStats, 3> phases{};
+  std::vector<TimelineStats> runs;
+};
+
+// Ops in device order (those with a device time), counting the others as untimed.
+std::vector<size_t> ops_in_device_order(const Trace& trace, const std::vector<Placement>& placements,
+                                        RunAnalysis& analysis, Timelines& timelines) {
   const auto& ops = trace.ops();
-  const Placer placer(trace);
-  std::vector<Placement> placements(ops.size());
-  for (size_t i = 0; i < ops.size(); ++i) placements[i] = placer.place(ops[i].host_begin_ns);
-
-  // Timelines: whole trace, per phase, per run, per step.
-  std::array<TimelineStats, 3> phase_timelines{};
-  std::vector<TimelineStats> run_timelines(placer.runs.size());
-  analysis.steps.resize(placer.steps.size());
-  for (size_t s = 0; s < analysis.steps.size(); ++s) {
-    const TraceRange& range = placer.steps.at(s);
-    StepStats& step = analysis.steps[s];
-    step.ordinal = static_cast<int>(s);
-    step.index = range.index;
-    if (range.parent >= 0 && trace.ranges()[static_cast<size_t>(range.parent)].kind == RangeKind::Group) {
-      step.group = trace.ranges()[static_cast<size_t>(range.parent)].index;
-    }
-    step.timeline.span_seconds = (range.end_ns - range.begin_ns) * kNs;
-    phase_timelines[static_cast<size_t>(Phase::Decode)].span_seconds += step.timeline.span_seconds;
-  }
-  for (size_t p = 0; p < placer.prefills.size(); ++p) {
-    const TraceRange& range = placer.prefills.at(p);
-    phase_timelines[static_cast<size_t>(Phase::Prefill)].span_seconds += (range.end_ns - range.begin_ns) * kNs;
-  }
-  for (size_t r = 0; r < placer.runs.size(); ++r) {
-    const TraceRange& range = placer.runs.at(r);
-    run_timelines[r].span_seconds = (range.end_ns - range.begin_ns) * kNs;
-  }
-  auto for_each_timeline = [&](const Placement& where, auto&& update) {
-    update(analysis.timeline);
-    update(phase_timelines[static_cast<size_t>(where.phase)]);
-    if (where.run >= 0) update(run_timelines[static_cast<size_t>(where.run)]);
-    if (where.step >= 0) update(analysis.steps[static_cast<size_t>(where.step)].timeline);
-  };
-
   std::vector<size_t> device_order;
   device_order.reserve(ops.size());
   for (size_t i = 0; i < ops.size(); ++i) {
     if (ops[i].desc.category != OpCategory::Marker) {
-      for_each_timeline(placements[i], [](TimelineStats& timeline) { ++timeline.ops; });
+      ++analysis.timeline.ops;
+      ++timelines.phases[static_cast<size_t>(placements[i].phase)].ops;
+      if (placements[i].run >= 0) ++timelines.runs[static_cast<size_t>(placements[i].run)].ops;
+      if (placements[i].step >= 0) ++analysis.steps[static_cast<size_t>(placements[i].step)].timeline.ops;
     }
     if (ops[i].has_device_time()) {
       device_order.push_back(i);
@@ -263,6 +227,33 @@ RunAnalysis analyze(const Trace& trace, const DeviceSpec* device, const Analysis
   }
   std::stable_sort(device_order.begin(), device_order.end(),
                    [&](size_t a, size_t b) { return ops[a].device_begin_ns < ops[b].device_begin_ns; });
+  return device_order;
+}
+
+// The spans of the steps, prefills and runs, and then their busy and idle time, gaps,
+// host stalls and syncs.
+void measure_timelines(const Trace& trace, const Placer& placer, const std::vector<Placement>& placements,
+                       const std::vector<size_t>& device_order, RunAnalysis& analysis, Timelines& timelines) {
+  const LimiterThresholds& thresholds = analysis.thresholds;
+  const double gap_line = thresholds.gap_seconds(analysis.gpu);
+  for (size_t p = 0; p < placer.prefills.size(); ++p) {
+    const TraceRange& range = placer.prefills.at(p);
+    timelines.phases[static_cast<size_t>(Phase::Prefill)].span_seconds += (range.end_ns - range.begin_ns) * kNs;
+  }
+  for (size_t r = 0; r < placer.runs.size(); ++r) {
+    const TraceRange& range = placer.runs.at(r);
+    timelines.runs[r].span_seconds = (range.end_ns - range.begin_ns) * kNs;
+  }
+  for (const StepStats& step : analysis.steps) {
+    timelines.phases[static_cast<size_t>(Phase::Decode)].span_seconds += step.timeline.span_seconds;
+  }
+  auto for_each_timeline = [&](const Placement& where, auto&& update) {
+    update(analysis.timeline);
+    update(timelines.phases[static_cast<size_t>(where.phase)]);
+    if (where.run >= 0) update(timelines.runs[static_cast<size_t>(where.run)]);
+    if (where.step >= 0) update(analysis.steps[static_cast<size_t>(where.step)].timeline);
+  };
+  const auto& ops = trace.ops();
   const HostStalls host_stalls(trace, thresholds.host_stall_seconds);
   int64_t device_free_ns = device_order.empty() ? 0 : ops[device_order.front()].device_begin_ns;
   for (size_t i : device_order) {
@@ -288,23 +279,49 @@ RunAnalysis analyze(const Trace& trace, const DeviceSpec* device, const Analysis
     for_each_timeline(placer.place(call.begin_ns), [](TimelineStats& timeline) { ++timeline.syncs; });
   }
   analysis.timeline.span_seconds = 0;
-  for (const TimelineStats& run : run_timelines) analysis.timeline.span_seconds += run.span_seconds;
-  if (run_timelines.empty()) analysis.timeline.span_seconds = (trace.last_ns() - trace.first_ns()) * kNs;
+  for (const TimelineStats& run : timelines.runs) analysis.timeline.span_seconds += run.span_seconds;
+  if (timelines.runs.empty()) analysis.timeline.span_seconds = (trace.last_ns() - trace.first_ns()) * kNs;
   for (StepStats& step : analysis.steps) {
     step.overhead_bound = step.timeline.idle_fraction() >= thresholds.idle_overhead_fraction;
   }
+}
 
-  // Work: category × phase rows, top ops, phase totals.
+// One step per step range, with its span and the group it belongs to.
+std::vector<StepStats> step_ranges(const Trace& trace, const Placer& placer) {
+  std::vector<StepStats> steps(placer.steps.size());
+  for (size_t s = 0; s < steps.size(); ++s) {
+    const TraceRange& range = placer.steps.at(s);
+    StepStats& step = steps[s];
+    step.ordinal = static_cast<int>(s);
+    step.index = range.index;
+    if (range.parent >= 0 && trace.ranges()[static_cast<size_t>(range.parent)].kind == RangeKind::Group) {
+      step.group = trace.ranges()[static_cast<size_t>(range.parent)].index;
+    }
+    step.timeline.span_seconds = (range.end_ns - range.begin_ns) * kNs;
+  }
+  return steps;
+}
+
+// A phase's work: the ops whose work the trace can see as one roofline point, the compute
+// seconds per precision (which compute roof dominates), and the device time of ops with no
+// declared work (graph replays).
+struct PhaseWork {
+  RooflinePoint point;
+  std::array<double, 4> compute_seconds{};
+  double opaque_seconds = 0;
+};
+
+// The ops' costs grouped by category × phase and by op (the top ops), and per phase;
+// each group's limiter and share of the device's busy time (in key order: sort_groups
+// orders them by time).
+std::array<PhaseWork, 3> group_work(const Trace& trace, const std::vector<Placement>& placements,
+                                    const std::vector<size_t>& device_order, RunAnalysis& analysis) {
   using CategoryKey = std::tuple<Phase, OpCategory>;
   using OpKey = std::tuple<Phase, std::string, std::string, unsigned>;
   std::map<CategoryKey, std::pair<OpGroup, unsigned>> categories;
   std::map<OpKey, OpGroup> top_ops;
-  struct PhaseWork {
-    RooflinePoint point;                      // ops whose work the trace can see
-    std::array<double, 4> compute_seconds{};  // per precision: which compute roof dominates
-    double opaque_seconds = 0;                // ops with no declared work: graph replays
-  };
   std::array<PhaseWork, 3> phase_work{};
+  const auto& ops = trace.ops();
   for (size_t i : device_order) {
     const TraceOp& op = ops[i];
     if (op.desc.category == OpCategory::Marker) continue;
@@ -333,8 +350,8 @@ RunAnalysis analyze(const Trace& trace, const DeviceSpec* device, const Analysis
   }
   const double busy_total = analysis.timeline.busy_seconds;
   auto finish = [&](OpGroup& group) {
-    group.limiter = classify_limiter(group.point, analysis.gpu, thresholds);
-    group.near = near_limiter(group.point, analysis.gpu, thresholds);
+    group.limiter = classify_limiter(group.point, analysis.gpu, analysis.thresholds);
+    group.near = near_limiter(group.point, analysis.gpu, analysis.thresholds);
     group.share_of_device_time = busy_total > 0 ? group.point.seconds / busy_total : 0.0;
   };
   for (auto& [key, entry] : categories) {
@@ -346,25 +363,21 @@ RunAnalysis analyze(const Trace& trace, const DeviceSpec* device, const Analysis
     finish(group);
     analysis.top_ops.push_back(group);
   }
-  {
-    // A pass's declared bytes: one decode step, one prefill, or all of the rest.
-    std::array<double, 3> working_set{};
-    const double passes[3] = {static_cast<double>(std::max<size_t>(1, placer.prefills.size())),
-                              static_cast<double>(std::max<size_t>(1, placer.steps.size())), 1.0};
-    for (size_t p = 0; p < 3; ++p) working_set[p] = phase_work[p].point.bytes / passes[p];
-    explain_points_above_roof(analysis, working_set);
-  }
-  if (analysis.ops_without_timing > 0) {
-    analysis.notes.push_back(std::to_string(analysis.ops_without_timing) +
-                             " ops never received a device time (no sync after them, or replayed inside a "
-                             "captured graph): they are left out of the tables");
-  }
+  return phase_work;
+}
+
+// Categories and top ops by device time, the longest first; options.top_ops of the latter.
+void sort_groups(const AnalysisOptions& options, RunAnalysis& analysis) {
   auto by_time = [](const OpGroup& a, const OpGroup& b) { return a.point.seconds > b.point.seconds; };
   std::stable_sort(analysis.categories.begin(), analysis.categories.end(), by_time);
   std::stable_sort(analysis.top_ops.begin(), analysis.top_ops.end(), by_time);
   if (analysis.top_ops.size() > options.top_ops) analysis.top_ops.resize(options.top_ops);
+}
 
-  // Phases, their limiters and sentences.
+// Each phase the trace shows, its limiter and sentence; then the whole run's summary.
+void summarise_phases(const Placer& placer, const Timelines& timelines, const std::array<PhaseWork, 3>& phase_work,
+                      RunAnalysis& analysis) {
+  const LimiterThresholds& thresholds = analysis.thresholds;
   std::vector<std::string> sentences;
   for (Phase which : {Phase::Prefill, Phase::Decode, Phase::Other}) {
     const size_t slot = static_cast<size_t>(which);
@@ -374,7 +387,7 @@ RunAnalysis analyze(const Trace& trace, const DeviceSpec* device, const Analysis
     if (work.count == 0 && opaque == 0 && !ranged) continue;
     PhaseStats stats;
     stats.phase = which;
-    stats.timeline = phase_timelines[slot];
+    stats.timeline = timelines.phases[slot];
     stats.point = work;
     stats.opaque_fraction = opaque + work.seconds > 0 ? opaque / (opaque + work.seconds) : 0.0;
     stats.steps = which == Phase::Decode ? static_cast<int64_t>(placer.steps.size())
@@ -400,16 +413,66 @@ RunAnalysis analyze(const Trace& trace, const DeviceSpec* device, const Analysis
                " host syncs per decode step";
   }
   analysis.summary = summary;
+}
 
-  for (size_t r = 0; r < run_timelines.size(); ++r) {
+// One line per run: its host time, busy fraction, gaps, syncs and ops.
+void summarise_runs(const Placer& placer, const Timelines& timelines, RunAnalysis& analysis) {
+  for (size_t r = 0; r < timelines.runs.size(); ++r) {
     RunTimeline run;
     run.index = placer.runs.at(r).index;
-    run.timeline = run_timelines[r];
+    run.timeline = timelines.runs[r];
     run.summary = "run " + std::to_string(r) + ": " + format_seconds(run.timeline.span_seconds) + " host time, device busy " +
                   format_percent(run.timeline.busy_fraction()) + ", " + std::to_string(run.timeline.gaps) + " gaps, " +
                   std::to_string(run.timeline.syncs) + " syncs, " + std::to_string(run.timeline.ops) + " ops";
     analysis.runs.push_back(run);
   }
+}
+
+}  // namespace
+
+// Places every op in its run, phase and step; measures the device timeline; groups the
+// work; explains points above their roofs; and sums it all up in sentences.
+RunAnalysis analyze(const Trace& trace, const DeviceSpec* device, const AnalysisOptions& options) {
+  RunAnalysis analysis;
+  const TraceMetadata& meta = trace.metadata();
+  if (!device && !meta.device_spec) {
+    throw InputError("", 0, "device", "the trace carries no device roofs; pass a device spec (--device NAME)");
+  }
+  analysis.device_spec = device ? *device : *meta.device_spec;
+  analysis.roofs = analysis.device_spec.effective_roofs();
+  analysis.backend = meta.backend;
+  analysis.device = meta.device;
+  analysis.dtype = meta.dtype;
+  analysis.model = meta.model;
+  analysis.thresholds = options.thresholds;
+  analysis.gpu = meta.is_gpu();
+
+  const Placer placer(trace);
+  std::vector<Placement> placements(trace.ops().size());
+  for (size_t i = 0; i < trace.ops().size(); ++i) placements[i] = placer.place(trace.ops()[i].host_begin_ns);
+  analysis.steps = step_ranges(trace, placer);
+  Timelines timelines;
+  timelines.runs.resize(placer.runs.size());
+  const std::vector<size_t> device_order = ops_in_device_order(trace, placements, analysis, timelines);
+  measure_timelines(trace, placer, placements, device_order, analysis, timelines);
+
+  const std::array<PhaseWork, 3> phase_work = group_work(trace, placements, device_order, analysis);
+  {
+    // A pass's declared bytes: one decode step, one prefill, or all of the rest.
+    std::array<double, 3> working_set{};
+    const double passes[3] = {static_cast<double>(std::max<size_t>(1, placer.prefills.size())),
+                              static_cast<double>(std::max<size_t>(1, placer.steps.size())), 1.0};
+    for (size_t p = 0; p < 3; ++p) working_set[p] = phase_work[p].point.bytes / passes[p];
+    explain_points_above_roof(analysis, working_set);
+  }
+  if (analysis.ops_without_timing > 0) {
+    analysis.notes.push_back(std::to_string(analysis.ops_without_timing) +
+                             " ops never received a device time (no sync after them, or replayed inside a "
+                             "captured graph): they are left out of the tables");
+  }
+  sort_groups(options, analysis);
+  summarise_phases(placer, timelines, phase_work, analysis);
+  summarise_runs(placer, timelines, analysis);
   return analysis;
 }
 
