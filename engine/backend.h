@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/event_sink.h"
-#include "engine/tensor.h"
+#include "engine/events/event_sink.h"
+#include "engine/base/tensor.h"
 
 namespace decodelab {
 

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "engine/backend.h"
-#include "engine/event_sink.h"
-#include "engine/model_config.h"
+#include "engine/events/event_sink.h"
+#include "engine/model/model_config.h"
 #include "profiling/device_spec.h"
 
 namespace decodelab {

@@ -21,7 +21,7 @@
 #include "engine/cpu/kernel_variant.h"
 #include "engine/cpu/stream.h"
 #include "engine/cpu/weight_stream.h"
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 
 namespace decodelab {
 

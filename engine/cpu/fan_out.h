@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "engine/event_sink.h"
+#include "engine/events/event_sink.h"
 #include "engine/parallel_regions.h"  // parallel_regions(), which fan_out.cpp defines
 
 namespace decodelab::cpu {

@@ -5,7 +5,7 @@
 // engine/backend.h; the notes here add only what that header leaves open.
 #pragma once
 
-#include "engine/tensor.h"
+#include "engine/base/tensor.h"
 
 namespace decodelab::cpu {
 

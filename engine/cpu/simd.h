@@ -1,6 +1,6 @@
 // Vector helpers shared by the CPU kernels: one float vector type (16 lanes with AVX-512,
 // 8 with AVX2+FMA+F16C, 8 emulated lanes otherwise), loads that widen fp16/bf16 in
-// registers, stores that round to nearest even exactly like engine/dtype.h's scalars, a
+// registers, stores that round to nearest even exactly like engine/base/dtype.h's scalars, a
 // fixed-order horizontal sum, and a vector exp.
 // The one non-obvious choice: every kernel is written once against these functions, so a
 // dot product has one accumulation order (lane-wise FMA over K, then vsum) whatever the
@@ -13,7 +13,7 @@
 #include <cstring>
 #include <limits>
 
-#include "engine/dtype.h"
+#include "engine/base/dtype.h"
 
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__) && defined(__F16C__))
 // GCC 12 warns inside its own AVX-512 headers (the _mm512_undefined_* idiom, GCC bug

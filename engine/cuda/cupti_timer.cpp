@@ -34,7 +34,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/clock.h"
+#include "engine/base/clock.h"
 #include "engine/cuda/cuda_check.h"
 #include "engine/cuda/marker.cuh"
 #include "engine/cuda/op_timer.h"

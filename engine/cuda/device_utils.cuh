@@ -16,7 +16,7 @@
 #include <string>
 
 #include "engine/cuda/kernel_tensor.h"
-#include "engine/dtype.h"
+#include "engine/base/dtype.h"
 
 namespace decodelab::cuda {
 

@@ -11,7 +11,7 @@
 #include <deque>
 #include <vector>
 
-#include "engine/clock.h"
+#include "engine/base/clock.h"
 #include "engine/cuda/cuda_check.h"
 #include "engine/cuda/host/event_clock.h"
 #include "engine/cuda/op_timer.h"

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/event_sink.h"
+#include "engine/events/event_sink.h"
 
 namespace decodelab::cuda {
 

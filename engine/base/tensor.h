@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "engine/dtype.h"
+#include "engine/base/dtype.h"
 
 namespace decodelab {
 

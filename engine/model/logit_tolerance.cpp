@@ -1,5 +1,5 @@
 // The logit tolerance and the row-wise comparison (see the header).
-#include "engine/logit_tolerance.h"
+#include "engine/model/logit_tolerance.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,7 +1,7 @@
 // Parsing and validation of safetensors headers, and element conversion out of the mapping.
 // Offsets are checked for overlap after sorting by their begin, so the header's key order
 // (JSON objects are unordered) never matters; zero-byte tensors hold nothing to overlap.
-#include "engine/safetensors.h"
+#include "engine/checkpoint/safetensors.h"
 
 #include <algorithm>
 #include <bit>
@@ -10,9 +10,9 @@
 #include <set>
 #include <stdexcept>
 
-#include "engine/host_parallel.h"
-#include "engine/errors.h"
-#include "engine/json_errors.h"
+#include "engine/base/host_parallel.h"
+#include "engine/base/errors.h"
+#include "engine/base/json_errors.h"
 
 namespace decodelab {
 

@@ -4,14 +4,14 @@
 // do, q/k/v is one matmul over the concatenated weights (qkv_proj) and gate/up another
 // (gate_up_proj); RoPE, the KV store and attention read q, k and v as column slices of
 // qkv_proj's output, and SwiGLU reads gate and up as the two halves of gate_up_proj's.
-#include "engine/model.h"
+#include "engine/model/model.h"
 
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
 #include "bugs/deviations.h"
-#include "engine/saturating.h"
+#include "engine/base/saturating.h"
 
 namespace decodelab {
 

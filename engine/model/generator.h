@@ -9,10 +9,10 @@
 
 #include "bugs/bug_set.h"
 #include "engine/backend.h"
-#include "engine/event_sink.h"
-#include "engine/model_config.h"
-#include "engine/saturating.h"
-#include "engine/weights.h"
+#include "engine/events/event_sink.h"
+#include "engine/model/model_config.h"
+#include "engine/base/saturating.h"
+#include "engine/model/weights.h"
 
 namespace decodelab {
 

@@ -11,9 +11,9 @@
 
 #include "bugs/bug_set.h"
 #include "engine/dry_run_backend.h"
-#include "engine/event_sink.h"
-#include "engine/generator.h"
-#include "engine/model_config.h"
+#include "engine/events/event_sink.h"
+#include "engine/model/generator.h"
+#include "engine/model/model_config.h"
 
 namespace decodelab {
 

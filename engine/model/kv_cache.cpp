@@ -1,5 +1,5 @@
 // KV cache allocation and its layout-dependent strides.
-#include "engine/kv_cache.h"
+#include "engine/model/kv_cache.h"
 
 namespace decodelab {
 

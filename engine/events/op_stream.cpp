@@ -1,7 +1,7 @@
 // Recording the op stream, and a whole generation recorded on the dry-run device.
-#include "engine/op_stream.h"
+#include "engine/events/op_stream.h"
 
-#include "engine/weights.h"
+#include "engine/model/weights.h"
 
 namespace decodelab {
 

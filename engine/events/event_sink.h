@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/dtype.h"
-#include "engine/tensor.h"
+#include "engine/base/dtype.h"
+#include "engine/base/tensor.h"
 
 namespace decodelab {
 

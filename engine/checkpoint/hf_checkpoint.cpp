@@ -2,7 +2,7 @@
 // file(s), check every tensor the model needs (present, shape as config.json implies)
 // before any upload, then convert to the run dtype and upload. A tensor already in the
 // run dtype is uploaded straight from the mapping, with no host copy.
-#include "engine/hf_checkpoint.h"
+#include "engine/checkpoint/hf_checkpoint.h"
 
 #include <algorithm>
 #include <fstream>
@@ -11,9 +11,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "engine/errors.h"
-#include "engine/json_errors.h"
-#include "engine/safetensors.h"
+#include "engine/base/errors.h"
+#include "engine/base/json_errors.h"
+#include "engine/checkpoint/safetensors.h"
 
 namespace decodelab {
 

@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "engine/errors.h"
-#include "engine/json_errors.h"
-#include "engine/hf_checkpoint.h"
+#include "engine/base/errors.h"
+#include "engine/base/json_errors.h"
+#include "engine/checkpoint/hf_checkpoint.h"
 
 namespace decodelab {
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "engine/device_buffer.h"
-#include "engine/saturating.h"
-#include "engine/tensor.h"
+#include "engine/base/saturating.h"
+#include "engine/base/tensor.h"
 
 namespace decodelab {
 

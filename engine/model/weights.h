@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "engine/device_buffer.h"
-#include "engine/model_config.h"
-#include "engine/tensor.h"
+#include "engine/model/model_config.h"
+#include "engine/base/tensor.h"
 
 namespace decodelab {
 

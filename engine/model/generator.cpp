@@ -2,17 +2,17 @@
 // prefill, then decode step after step — and read the tokens back once, at the end.
 // Device-side clocks come from markers on the stream, so what is timed is what the device
 // lived through, gaps included.
-#include "engine/generator.h"
+#include "engine/model/generator.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "bugs/deviations.h"
-#include "engine/clock.h"
-#include "engine/errors.h"
-#include "engine/model.h"
+#include "engine/base/clock.h"
+#include "engine/base/errors.h"
+#include "engine/model/model.h"
 #include "engine/ops.h"
-#include "engine/saturating.h"
+#include "engine/base/saturating.h"
 
 namespace decodelab {
 

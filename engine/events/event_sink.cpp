@@ -1,6 +1,6 @@
 // Printable names of op categories and host calls (trace files and reports use them; range
 // names are inline in the header).
-#include "engine/event_sink.h"
+#include "engine/events/event_sink.h"
 
 namespace decodelab {
 

@@ -3,11 +3,11 @@
 // so they are identical on every backend and can be generated in parallel.
 // The one non-obvious choice: q_proj, k_proj and v_proj are consecutive rows of one
 // buffer, and gate_proj and up_proj of another, so that the forward pass runs each group
-// as one matmul over the concatenated weights (engine/model.cpp), as serving engines do.
+// as one matmul over the concatenated weights (engine/model/model.cpp), as serving engines do.
 // Seeded init and checkpoint loading write each Hugging Face tensor into its rows: the
 // concatenation happens at load time, costs no copy, and every parameter is counted once.
-#include "engine/weights.h"
-#include "engine/host_parallel.h"
+#include "engine/model/weights.h"
+#include "engine/base/host_parallel.h"
 
 #include <cmath>
 #include <vector>

@@ -1,5 +1,5 @@
 // CPU-only builds: NVTX ranges are no-ops (CUDA builds use engine/cuda/nvtx_ranges.cpp).
-#include "engine/nvtx_ranges.h"
+#include "engine/events/nvtx_ranges.h"
 
 #if !DECODELAB_HAVE_CUDA
 namespace decodelab {

@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/dtype.h"
-#include "engine/mapped_file.h"
+#include "engine/base/dtype.h"
+#include "engine/checkpoint/mapped_file.h"
 
 namespace decodelab {
 

@@ -6,8 +6,8 @@
 #include <filesystem>
 
 #include "engine/backend.h"
-#include "engine/model_config.h"
-#include "engine/weights.h"
+#include "engine/model/model_config.h"
+#include "engine/model/weights.h"
 
 namespace decodelab {
 

@@ -3,12 +3,12 @@
 // carries the trace's name for it (range_name: "step 3", "layer 12"), and ncu can filter on
 // them (--nvtx-include "regex:step [0-9]+/"). Callable from any .cpp: in CUDA builds they
 // push and pop NVTX ranges (engine/cuda/nvtx_ranges.cpp), in CPU builds they do nothing
-// (engine/nvtx_ranges_stub.cpp). Pushes and pops must pair on the same thread.
+// (engine/events/nvtx_ranges_stub.cpp). Pushes and pops must pair on the same thread.
 // Non-obvious choice: the name is formatted inside the CUDA build's push, never here, so a
 // CPU build pays one empty call per range; with no tool attached NVTX itself costs a few ns.
 #pragma once
 
-#include "engine/event_sink.h"
+#include "engine/events/event_sink.h"
 
 namespace decodelab {
 

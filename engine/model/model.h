@@ -10,10 +10,10 @@
 
 #include "bugs/bug_set.h"
 #include "engine/device_buffer.h"
-#include "engine/kv_cache.h"
-#include "engine/model_config.h"
+#include "engine/model/kv_cache.h"
+#include "engine/model/model_config.h"
 #include "engine/ops.h"
-#include "engine/weights.h"
+#include "engine/model/weights.h"
 
 namespace decodelab {
 

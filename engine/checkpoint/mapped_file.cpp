@@ -1,6 +1,6 @@
 // POSIX implementation of MappedFile: open, fstat, mmap(PROT_READ, MAP_PRIVATE), close.
 // The descriptor is closed right after mapping; the mapping keeps the pages reachable.
-#include "engine/mapped_file.h"
+#include "engine/checkpoint/mapped_file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -11,7 +11,7 @@
 #include <cstring>
 #include <utility>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 
 namespace decodelab {
 

@@ -1,6 +1,6 @@
 // Scalar fp16 conversion (IEEE binary16, round to nearest even) and dtype names.
 // Uses F16C when the compiler targets it; the portable path gives identical results.
-#include "engine/dtype.h"
+#include "engine/base/dtype.h"
 
 #if defined(__F16C__)
 #include <immintrin.h>

@@ -1,5 +1,5 @@
 // Derived sizes and validation of a model shape; RoPE inverse frequencies.
-#include "engine/model_config.h"
+#include "engine/model/model_config.h"
 
 #include <cmath>
 #include <cstdio>

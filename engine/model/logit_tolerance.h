@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/dtype.h"
+#include "engine/base/dtype.h"
 
 namespace decodelab {
 
