@@ -8,18 +8,18 @@
 #include <stdexcept>
 #include <string>
 
-#include "engine/cuda/add.cuh"
-#include "engine/cuda/argmax.cuh"
-#include "engine/cuda/attention.cuh"
-#include "engine/cuda/cast.cuh"
-#include "engine/cuda/copy.cuh"
+#include "engine/cuda/kernels/add.cuh"
+#include "engine/cuda/kernels/argmax.cuh"
+#include "engine/cuda/kernels/attention.cuh"
+#include "engine/cuda/kernels/cast.cuh"
+#include "engine/cuda/kernels/copy.cuh"
 #include "engine/cuda/cuda_backend_impl.h"
-#include "engine/cuda/embedding.cuh"
-#include "engine/cuda/kv_store.cuh"
-#include "engine/cuda/positions.cuh"
-#include "engine/cuda/rmsnorm.cuh"
-#include "engine/cuda/rope.cuh"
-#include "engine/cuda/swiglu.cuh"
+#include "engine/cuda/kernels/embedding.cuh"
+#include "engine/cuda/kernels/kv_store.cuh"
+#include "engine/cuda/kernels/positions.cuh"
+#include "engine/cuda/kernels/rmsnorm.cuh"
+#include "engine/cuda/kernels/rope.cuh"
+#include "engine/cuda/kernels/swiglu.cuh"
 
 namespace decodelab::cuda {
 

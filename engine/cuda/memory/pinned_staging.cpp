@@ -1,7 +1,7 @@
 // Pinned staging blocks, reused once their copy has run. Pinning is slow (it maps and
 // locks pages), so blocks are kept for the backend's lifetime and only added when every
 // block of sufficient size is still in flight.
-#include "engine/cuda/pinned_staging.h"
+#include "engine/cuda/memory/pinned_staging.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,7 +1,7 @@
 // Position vectors: one thread per entry, any element stride (a view may be strided).
 #include "engine/cuda/cuda_check.h"
-#include "engine/cuda/device_utils.cuh"
-#include "engine/cuda/positions.cuh"
+#include "engine/cuda/kernels/device_utils.cuh"
+#include "engine/cuda/kernels/positions.cuh"
 
 namespace decodelab::cuda {
 

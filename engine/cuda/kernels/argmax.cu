@@ -6,9 +6,9 @@
 // first maximum, as on the CPU.
 #include <cfloat>
 
-#include "engine/cuda/argmax.cuh"
+#include "engine/cuda/kernels/argmax.cuh"
 #include "engine/cuda/cuda_check.h"
-#include "engine/cuda/device_utils.cuh"
+#include "engine/cuda/kernels/device_utils.cuh"
 
 namespace decodelab::cuda {
 

@@ -1,6 +1,6 @@
 // marker: one block of one thread that does nothing; CUPTI records its start and end.
 #include "engine/cuda/cuda_check.h"
-#include "engine/cuda/marker.cuh"
+#include "engine/cuda/timing/marker.cuh"
 
 namespace decodelab::cuda {
 

@@ -2,8 +2,8 @@
 // second time from L1/L2. Same-dtype rows with 16-byte aligned starts use 16-byte packs;
 // anything else (mixed dtypes, element strides) uses the generic path.
 #include "engine/cuda/cuda_check.h"
-#include "engine/cuda/device_utils.cuh"
-#include "engine/cuda/rmsnorm.cuh"
+#include "engine/cuda/kernels/device_utils.cuh"
+#include "engine/cuda/kernels/rmsnorm.cuh"
 
 namespace decodelab::cuda {
 

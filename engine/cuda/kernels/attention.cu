@@ -15,9 +15,9 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "engine/cuda/attention.cuh"
+#include "engine/cuda/kernels/attention.cuh"
 #include "engine/cuda/cuda_check.h"
-#include "engine/cuda/device_utils.cuh"
+#include "engine/cuda/kernels/device_utils.cuh"
 
 namespace decodelab::cuda {
 

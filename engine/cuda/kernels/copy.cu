@@ -2,10 +2,10 @@
 // move 16-byte words when both ends are aligned; anything else takes the generic path,
 // one thread per output element, so writes stay coalesced and strided reads are what
 // they are (the non_contiguous lesson: a transposed read of the cache).
-#include "engine/cuda/copy.cuh"
+#include "engine/cuda/kernels/copy.cuh"
 #include "engine/cuda/cuda_check.h"
-#include "engine/cuda/device_utils.cuh"
-#include "engine/cuda/elementwise.cuh"
+#include "engine/cuda/kernels/device_utils.cuh"
+#include "engine/cuda/kernels/elementwise.cuh"
 
 namespace decodelab::cuda {
 

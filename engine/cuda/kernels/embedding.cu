@@ -3,8 +3,8 @@
 // otherwise element by element with conversion. A gather reads each row once, so the
 // kernel is latency-bound at small batch no matter what: the lesson's gather_embed.
 #include "engine/cuda/cuda_check.h"
-#include "engine/cuda/device_utils.cuh"
-#include "engine/cuda/embedding.cuh"
+#include "engine/cuda/kernels/device_utils.cuh"
+#include "engine/cuda/kernels/embedding.cuh"
 
 namespace decodelab::cuda {
 

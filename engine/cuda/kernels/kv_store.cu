@@ -2,8 +2,8 @@
 // reads of k_new/v_new are coalesced; the cache writes are coalesced when the cache is
 // contiguous in head_dim, and scattered for a head_dim-strided (transposed) cache.
 #include "engine/cuda/cuda_check.h"
-#include "engine/cuda/device_utils.cuh"
-#include "engine/cuda/kv_store.cuh"
+#include "engine/cuda/kernels/device_utils.cuh"
+#include "engine/cuda/kernels/kv_store.cuh"
 
 namespace decodelab::cuda {
 

@@ -1,6 +1,6 @@
 // Scratch slots: grow by at least half again, so that a run with slowly growing shapes
 // (no_kv_cache prefixes) allocates a few times, not every step.
-#include "engine/cuda/scratch_arena.h"
+#include "engine/cuda/memory/scratch_arena.h"
 
 #include <cuda_runtime_api.h>
 

@@ -1,6 +1,6 @@
 // cast: the identity through fp32; the store rounds to the output dtype (elementwise.cuh).
-#include "engine/cuda/cast.cuh"
-#include "engine/cuda/elementwise.cuh"
+#include "engine/cuda/kernels/cast.cuh"
+#include "engine/cuda/kernels/elementwise.cuh"
 
 namespace decodelab::cuda {
 

@@ -3,8 +3,8 @@
 // sincosf, not __sincosf: angles reach thousands of radians at long positions, where
 // the fast intrinsic's range reduction loses digits the CPU backend keeps.
 #include "engine/cuda/cuda_check.h"
-#include "engine/cuda/device_utils.cuh"
-#include "engine/cuda/rope.cuh"
+#include "engine/cuda/kernels/device_utils.cuh"
+#include "engine/cuda/kernels/rope.cuh"
 
 namespace decodelab::cuda {
 

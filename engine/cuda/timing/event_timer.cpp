@@ -14,7 +14,7 @@
 #include "engine/base/clock.h"
 #include "engine/cuda/cuda_check.h"
 #include "engine/cuda/host/event_clock.h"
-#include "engine/cuda/op_timer.h"
+#include "engine/cuda/timing/op_timer.h"
 
 namespace decodelab::cuda {
 

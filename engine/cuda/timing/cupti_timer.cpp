@@ -36,14 +36,14 @@
 
 #include "engine/base/clock.h"
 #include "engine/cuda/cuda_check.h"
-#include "engine/cuda/marker.cuh"
-#include "engine/cuda/op_timer.h"
+#include "engine/cuda/timing/marker.cuh"
+#include "engine/cuda/timing/op_timer.h"
 
 namespace decodelab::cuda {
 
 namespace {
 
-#include "engine/cuda/cupti_records.inc"
+#include "engine/cuda/timing/cupti_records.inc"
 
 constexpr int kClientShift = 40;
 constexpr uint64_t kOpMask = (uint64_t{1} << kClientShift) - 1;

@@ -1,7 +1,7 @@
 // add: one fp32 addition per element, rounded once on store (elementwise.cuh). Each
 // element is read and written by the same thread, so out may alias a or b.
-#include "engine/cuda/add.cuh"
-#include "engine/cuda/elementwise.cuh"
+#include "engine/cuda/kernels/add.cuh"
+#include "engine/cuda/kernels/elementwise.cuh"
 
 namespace decodelab::cuda {
 

@@ -1,7 +1,7 @@
 // swiglu: silu(z) = z / (1 + e^-z) with the accurate expf (not __expf), so results
 // match the CPU backend to the last fp32 bits wherever the libraries agree.
-#include "engine/cuda/elementwise.cuh"
-#include "engine/cuda/swiglu.cuh"
+#include "engine/cuda/kernels/elementwise.cuh"
+#include "engine/cuda/kernels/swiglu.cuh"
 
 namespace decodelab::cuda {
 

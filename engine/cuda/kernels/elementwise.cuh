@@ -7,7 +7,7 @@
 #pragma once
 
 #include "engine/cuda/cuda_check.h"
-#include "engine/cuda/device_utils.cuh"
+#include "engine/cuda/kernels/device_utils.cuh"
 
 namespace decodelab::cuda {
 
