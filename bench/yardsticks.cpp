@@ -11,7 +11,7 @@
 
 #include "bench/bench_support.h"
 #include "engine/base/clock.h"
-#include "engine/cpu/simd.h"
+#include "engine/cpu/kernels/simd.h"
 #include "engine/base/host_parallel.h"
 #include "profiling/measure/roof_measure.h"
 

@@ -25,7 +25,7 @@ endif()
 # file | the forbidden include written as its first line | the rule the check must name
 set(injections
   "engine/model/model.cpp|profiling/trace.h|the engine knows no profiling"
-  "engine/cpu/matmul.cpp|lab/run/runner.h|the engine knows no lab"
+  "engine/cpu/kernels/matmul.cpp|lab/run/runner.h|the engine knows no lab"
   "bugs/host_sync.cpp|profiling/model/analysis.h|the bugs know no profiling"
   "bugs/bug_set.h|lab/scenario/scenario.h|the bugs know no lab"
   "profiling/model/analysis.cpp|lab/paths.h|profiling knows no lab"

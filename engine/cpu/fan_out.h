@@ -1,6 +1,6 @@
 // When each CPU kernel fans its loop out to the OpenMP kernel threads: one threshold of
 // work per kernel, below which one thread finishes before a parallel region would have
-// started. The kernels decide with these (engine/cpu/parallel_for.h), and the prediction
+// started. The kernels decide with these (engine/cpu/kernels/parallel_for.h), and the prediction
 // model counts with them the parallel regions an op opens, each priced at the region's
 // measured cost (profiling/measure/stream_costs.h, docs/prediction.md "The parallel region").
 #pragma once

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "engine/cpu/kernel_table.h"
+#include "engine/cpu/kernels/kernel_table.h"
 #include "engine/cpu/kernel_variant.h"
 #include "engine/base/errors.h"
 

@@ -1,5 +1,5 @@
 // Argument checks for the CPU ops: messages name the op, the tensor and what was expected.
-#include "engine/cpu/checks.h"
+#include "engine/cpu/kernels/checks.h"
 
 #include <array>
 #include <stdexcept>

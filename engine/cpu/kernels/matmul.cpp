@@ -15,12 +15,12 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "engine/cpu/checks.h"
+#include "engine/cpu/kernels/checks.h"
 #include "engine/cpu/fan_out.h"
-#include "engine/cpu/kernels.h"
-#include "engine/cpu/parallel_for.h"
-#include "engine/cpu/scratch.h"
-#include "engine/cpu/simd.h"
+#include "engine/cpu/kernels/kernels.h"
+#include "engine/cpu/kernels/parallel_for.h"
+#include "engine/cpu/kernels/scratch.h"
+#include "engine/cpu/kernels/simd.h"
 #include "engine/cpu/weight_stream.h"
 
 namespace decodelab::cpu {

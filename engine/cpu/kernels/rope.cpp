@@ -7,13 +7,13 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/cpu/checks.h"
+#include "engine/cpu/kernels/checks.h"
 #include "engine/cpu/fan_out.h"
-#include "engine/cpu/kernels.h"
-#include "engine/cpu/parallel_for.h"
-#include "engine/cpu/rope_angles.h"
-#include "engine/cpu/scratch.h"
-#include "engine/cpu/simd.h"
+#include "engine/cpu/kernels/kernels.h"
+#include "engine/cpu/kernels/parallel_for.h"
+#include "engine/cpu/kernels/rope_angles.h"
+#include "engine/cpu/kernels/scratch.h"
+#include "engine/cpu/kernels/simd.h"
 
 namespace decodelab::cpu {
 

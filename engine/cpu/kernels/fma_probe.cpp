@@ -5,8 +5,8 @@
 // matmul can beat. The one non-obvious choice: the chains' start values and multiplier
 // come from a volatile, and their sum goes to one, so the compiler can neither fold the
 // loop nor drop it.
-#include "engine/cpu/kernels.h"
-#include "engine/cpu/simd.h"
+#include "engine/cpu/kernels/kernels.h"
+#include "engine/cpu/kernels/simd.h"
 
 namespace decodelab::cpu {
 

@@ -10,7 +10,7 @@
 // copy — possibly the AVX-512 one, called on a CPU without AVX-512.
 #pragma once
 
-#include "engine/cpu/kernels.h"
+#include "engine/cpu/kernels/kernels.h"
 
 #define DECODELAB_CPU_KERNEL_LIST(X)                                                                            \
   X(check_matmul) X(matmul) X(check_attention) X(attention) X(check_kv_store) X(kv_store) X(check_rmsnorm)      \

@@ -1,8 +1,8 @@
 // One variant's kernel table (kernel_table.h). Compiled once per variant with
 // DECODELAB_CPU_VARIANT set to its name and its instruction-set flags.
-#include "engine/cpu/kernel_table.h"
+#include "engine/cpu/kernels/kernel_table.h"
 
-#include "engine/cpu/simd.h"
+#include "engine/cpu/kernels/simd.h"
 
 #ifndef DECODELAB_CPU_VARIANT
 #error "kernel_table.cpp is compiled once per CPU kernel variant, with DECODELAB_CPU_VARIANT=<name>"
