@@ -7,9 +7,9 @@
 #include <exception>
 #include <utility>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 
-#include "engine/weights.h"
+#include "engine/model/weights.h"
 
 namespace decodelab::bench {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "bench/bench_support.h"
-#include "engine/clock.h"
+#include "engine/base/clock.h"
 #include "engine/device_buffer.h"
 
 #if DECODELAB_HAVE_OPENBLAS

@@ -28,7 +28,7 @@
 #include "bench/stream_costs.h"
 #include "bench/yardsticks.h"
 #include "engine/cpu/cpu_backend.h"
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "lab/output_files.h"
 #include "profiling/atomic_file.h"
 

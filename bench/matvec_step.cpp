@@ -11,7 +11,7 @@
 #include "bench/bench_support.h"
 #include "bench/kernel_benches.h"
 #include "bench/yardsticks.h"
-#include "engine/clock.h"
+#include "engine/base/clock.h"
 #include "engine/device_buffer.h"
 
 namespace decodelab::bench {

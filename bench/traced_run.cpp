@@ -13,7 +13,7 @@ Scenario bench_scenario(const std::string& name, const std::vector<std::string>&
 TracedGeneration traced_generate(LoadedScenario& loaded, Backend& backend, const DeviceSpec& spec) {
   const Scenario& scenario = loaded.scenario();
   Trace trace;
-  trace.metadata() = TraceMetadata::of(backend, scenario.model_config, scenario.dtype, spec);
+  trace.metadata() = TraceMetadata::of(backend.identity(), scenario.model_config, scenario.dtype, spec);
   TracedGeneration traced;
   traced.timing = loaded.generate(&trace).timing;
   traced.analysis = analyze(trace, &spec);

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "bench/bench_support.h"
-#include "engine/clock.h"
-#include "engine/cpu/simd.h"
-#include "engine/host_parallel.h"
+#include "engine/base/clock.h"
+#include "engine/cpu/kernels/simd.h"
+#include "engine/base/host_parallel.h"
 #include "profiling/measure/roof_measure.h"
 
 namespace decodelab::bench {

@@ -3,9 +3,9 @@
 #pragma once
 
 #include "bugs/bug_set.h"
-#include "engine/kv_cache.h"
+#include "engine/model/kv_cache.h"
 #include "engine/ops.h"
-#include "engine/tensor.h"
+#include "engine/base/tensor.h"
 
 namespace decodelab {
 

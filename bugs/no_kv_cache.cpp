@@ -9,7 +9,7 @@
 // The fix: keep past keys/values (past_key_values / a preallocated KV cache) and run each
 // decode step on the one new token.
 #include "bugs/deviations.h"
-#include "engine/model.h"
+#include "engine/model/model.h"
 
 namespace decodelab::bugs {
 

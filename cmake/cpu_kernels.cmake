@@ -15,6 +15,7 @@
 # DECODELAB_CPU_DISPATCH=OFF builds one variant, `portable`, with DECODELAB_CPU_FLAGS
 # (-march=native by default): fastest on the build machine, for that machine only.
 
+# engine/cpu/kernels/<file>.cpp
 set(DECODELAB_CPU_VARIANT_FILES argmax attention elementwise embedding fma_probe kv_store matmul rmsnorm rope
     kernel_table)
 
@@ -27,7 +28,7 @@ set(DECODELAB_CPU_VARIANT_FLAGS_avx512 ${DECODELAB_CPU_VARIANT_FLAGS_avx2} -mavx
 function(decodelab_cpu_kernel_objects out_var)
   set(sources "")
   foreach(file ${DECODELAB_CPU_VARIANT_FILES})
-    list(APPEND sources ${PROJECT_SOURCE_DIR}/engine/cpu/${file}.cpp)
+    list(APPEND sources ${PROJECT_SOURCE_DIR}/engine/cpu/kernels/${file}.cpp)
   endforeach()
   if(DECODELAB_CPU_DISPATCH AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
     set(variants avx512 avx2 portable)

@@ -16,8 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/event_sink.h"
-#include "engine/tensor.h"
+#include "engine/backend_identity.h"
+#include "engine/base/tensor.h"
+#include "engine/events/event_sink.h"
 
 namespace decodelab {
 
@@ -36,6 +37,7 @@ class Backend {
 
   virtual std::string name() const = 0;                 // "cpu" | "cuda"
   virtual std::string device_description() const = 0;  // e.g. "AMD EPYC (2 threads)"
+  BackendIdentity identity() const { return {name(), device_description()}; }
 
   // --- memory (synchronous; not part of the timed stream) ---
   virtual void* allocate(size_t bytes) = 0;

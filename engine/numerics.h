@@ -7,7 +7,7 @@
 #include <string>
 
 #include "engine/backend.h"
-#include "engine/tensor.h"
+#include "engine/base/tensor.h"
 
 namespace decodelab {
 

@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <climits>
 
-#include "engine/clock.h"
-#include "engine/errors.h"
+#include "engine/base/clock.h"
+#include "engine/base/errors.h"
 #include "engine/numerics.h"
-#include "engine/nvtx_ranges.h"
+#include "engine/events/nvtx_ranges.h"
 
 namespace decodelab {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "engine/backend.h"
-#include "engine/event_sink.h"
+#include "engine/events/event_sink.h"
 
 namespace decodelab {
 
@@ -76,7 +76,7 @@ class Ops {
   void replay_captured(const char* label);
 
   // A range of the model's structure: reported to the sink and pushed as an NVTX range of
-  // the same name (engine/nvtx_ranges.h). Ranges nest; each end closes the latest begin.
+  // the same name (engine/events/nvtx_ranges.h). Ranges nest; each end closes the latest begin.
   void range_begin(RangeKind kind, int index = -1);
   void range_end(RangeKind kind, int index = -1);
 

@@ -5,7 +5,7 @@
 // regions without including a backend's insides.
 #pragma once
 
-#include "engine/event_sink.h"
+#include "engine/events/event_sink.h"
 
 namespace decodelab::cpu {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "profiling/trace/ncu_reader.h"
 #include "profiling/model/ncu_reading.h"
 

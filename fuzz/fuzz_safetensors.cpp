@@ -1,4 +1,4 @@
-// libFuzzer target: the safetensors header parser and validator (engine/safetensors.h),
+// libFuzzer target: the safetensors header parser and validator (engine/checkpoint/safetensors.h),
 // on a whole file image in memory. Every tensor the validator accepts is also converted
 // to fp32, so a header that passes with offsets or shapes it should not have shows up as
 // an out-of-bounds read under ASan.
@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/errors.h"
-#include "engine/safetensors.h"
+#include "engine/base/errors.h"
+#include "engine/checkpoint/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "lab/scenario/scenario.h"
 #include "lab/run/sweep.h"
 

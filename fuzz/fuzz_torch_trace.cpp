@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "profiling/diagnosis/diagnosis.h"
 #include "profiling/diagnosis/pass_reading.h"
 #include "profiling/diagnosis/torch_pass_reading.h"

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 
 namespace decodelab {
 

@@ -7,7 +7,7 @@
 #include <system_error>
 #include <vector>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "lab/scenario/yaml_fields.h"
 
 namespace decodelab {

@@ -18,7 +18,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 
 namespace decodelab {
 

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "profiling/device_spec.h"
 
 namespace decodelab {

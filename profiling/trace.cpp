@@ -22,11 +22,11 @@ ModelShape ModelShape::of(const ModelConfig& config) {
   return shape;
 }
 
-TraceMetadata TraceMetadata::of(const Backend& backend, const ModelConfig& config, DType dtype,
+TraceMetadata TraceMetadata::of(const BackendIdentity& backend, const ModelConfig& config, DType dtype,
                                 std::optional<DeviceSpec> device_spec) {
   TraceMetadata meta;
-  meta.backend = backend.name();
-  meta.device = backend.device_description();
+  meta.backend = backend.backend;
+  meta.device = backend.device;
   meta.dtype = dtype_name(dtype);
   meta.model = ModelShape::of(config);
   meta.device_spec = std::move(device_spec);

@@ -18,9 +18,9 @@
 #include <unordered_set>
 #include <vector>
 
-#include "engine/backend.h"
-#include "engine/event_sink.h"
-#include "engine/model_config.h"
+#include "engine/backend_identity.h"
+#include "engine/events/event_sink.h"
+#include "engine/model/model_config.h"
 #include "profiling/device_spec.h"
 
 namespace decodelab {
@@ -66,7 +66,7 @@ struct ModelShape {
 
 struct TraceMetadata {
   std::string backend;               // "cpu" | "cuda"
-  std::string device;                // Backend::device_description()
+  std::string device;                // BackendIdentity::device
   std::string dtype;                 // model storage dtype: "fp16", ...
   ModelShape model;
   std::optional<DeviceSpec> device_spec;  // peaks: datasheet and/or measured
@@ -74,9 +74,9 @@ struct TraceMetadata {
   bool is_gpu() const { return backend == "cuda"; }
   bool operator==(const TraceMetadata&) const = default;
 
-  // What a runner attaches before recording: the backend's name and device, the model's
-  // shape and dtype, and the roofs the run will be read against.
-  static TraceMetadata of(const Backend& backend, const ModelConfig& config, DType dtype,
+  // What a runner attaches before recording: the backend's name and device
+  // (Backend::identity()), the model's shape and dtype, and the roofs the run will be read against.
+  static TraceMetadata of(const BackendIdentity& backend, const ModelConfig& config, DType dtype,
                           std::optional<DeviceSpec> device_spec);
 };
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The CPU backend on 64-bit Arm (the hosts of GH200 and Graviton machines), correct first: builds
 # decodelab_tests for aarch64 with Debian's cross compiler (cmake/aarch64-linux-gnu.cmake; the
-# portable kernels of engine/cpu/simd.h, no x86 intrinsics) and runs the tests that check
+# portable kernels of engine/cpu/kernels/simd.h, no x86 intrinsics) and runs the tests that check
 # numbers under qemu-aarch64-static: every op against its reference, the engine against the
 # float64 reference forward, dtype rounding, invariants, the stream, bugs that never change
 # results. Needs `DECODELAB_SETUP_EXTRAS=aarch64 scripts/setup.sh` (it also unpacks yaml-cpp's

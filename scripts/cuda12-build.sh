@@ -7,7 +7,7 @@
 # by git; never the system's Python).
 #
 # What it does, and what it cannot:
-#   - every engine/cuda/*.cpp and engine/cuda/host/*.cpp, and tests/test_cupti_records.cpp
+#   - every .cpp of engine/cuda/ and its subfolders (host/, timing/, memory/), and tests/test_cupti_records.cpp
 #     (whose `installed` branch then reads the 12.x cupti.h), compiled with the C++ compiler
 #     and the 12.x headers first on the include path, warnings as errors;
 #   - every CUDA, cuBLAS and CUPTI symbol those objects call looked up in the 12.x shared
@@ -54,7 +54,7 @@ echo "cuda12-build: CUDA runtime $version, CUPTI_API_VERSION $cupti_version, hea
 
 objects="$build/objects"
 mkdir -p "$objects"
-sources=("$repo"/engine/cuda/*.cpp "$repo"/engine/cuda/host/*.cpp "$repo"/tests/test_cupti_records.cpp)
+sources=("$repo"/engine/cuda/*.cpp "$repo"/engine/cuda/*/*.cpp "$repo"/tests/test_cupti_records.cpp)
 flags=(-std=c++20 -O1 -fPIC -Wall -Wextra -Werror -DDECODELAB_HAVE_CUDA=1 -DDECODELAB_SOURCE_DIR="\"$repo\""
        -I"$repo" -isystem "$root/include")
 failed=0

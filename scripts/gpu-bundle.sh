@@ -28,7 +28,7 @@ bundle=gpu-bundle
 carry_limit_mib=64
 cmake --preset gpu-portable -DDECODELAB_PTXAS_VERBOSE=ON >/dev/null
 # -Xptxas -v prints at compile time only: touch the CUDA sources so the summary is complete.
-touch engine/cuda/*.cu
+touch engine/cuda/*/*.cu
 status=0
 cmake --build "$build" -j "$jobs" --target decodelab decodelab_tests >"$build/build.log" 2>&1 || status=$?
 grep -E "error|warning: |FAILED" "$build/build.log" || true

@@ -29,11 +29,9 @@
 #        NCU_AVAILABLE_METRICS  a file of `ncu --query-metrics` output (default: queried)
 set -euo pipefail
 
-if [[ $# -lt 1 || "$1" == "-h" || "$1" == "--help" ]]; then
-  awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
-  exit 2
-fi
-repo="$(cd "$(dirname "$0")/.." && pwd)"
+# shellcheck source=scripts/profile-common.sh
+source "$(dirname "$0")/profile-common.sh"
+profile_setup ncu-profile ncu "Nsight Compute" "$0" "$@"
 scenario="$1"
 shift
 kernel_regex=""
@@ -42,11 +40,7 @@ if [[ $# -gt 0 && "$1" != "--" ]]; then
   shift
 fi
 [[ $# -gt 0 && "$1" == "--" ]] && shift
-
-# shellcheck source=scripts/profile-common.sh
-source "$repo/scripts/profile-common.sh"
-find_decodelab ncu-profile "$repo"
-require_on_path ncu-profile ncu "Nsight Compute"
+profiled_run_of "$scenario"
 
 # The metrics profiling/trace/ncu_reader.h reads (ncu_metric::all()), and the fp16 tensor-pipe
 # counters by destination that NVIDIA lists (the reader adds them up where the bare
@@ -104,8 +98,7 @@ else
 fi
 metric_list="$(IFS=,; echo "${metrics[*]}")"
 
-name="$(basename "${scenario%.yaml}")"
-out="${NCU_OUT:-ncu-$name}"
+out="$(report_base ncu "$scenario" "${NCU_OUT:-}")"
 filters=(--nvtx --nvtx-include "regex:step [0-9]+/")
 [[ -n "$kernel_regex" ]] && filters+=(--kernel-name "regex:$kernel_regex")
 
@@ -117,7 +110,7 @@ ncu \
   --metrics "$metric_list" \
   --force-overwrite \
   --export "$out" \
-  env DECODELAB_CUDA_TIMER=events "$decodelab" run "$scenario" --backend cuda --quiet --set "run={warmup: 0, repeats: 1}" "$@"
+  "${profiled_run[@]}" --set "run={warmup: 0, repeats: 1}" "$@"
 
 ncu --import "$out.ncu-rep" --csv --page raw --print-units base >"$out-raw.csv"
 ncu --import "$out.ncu-rep" --csv --print-units base --print-metric-name name >"$out-details.csv"

@@ -19,21 +19,13 @@
 #                   NSYS_OUT_<report>.csv
 set -euo pipefail
 
-if [[ $# -lt 1 || "$1" == "-h" || "$1" == "--help" ]]; then
-  awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
-  exit 2
-fi
-repo="$(cd "$(dirname "$0")/.." && pwd)"
+# shellcheck source=scripts/profile-common.sh
+source "$(dirname "$0")/profile-common.sh"
+profile_setup nsys-profile nsys "Nsight Systems" "$0" "$@"
 scenario="$1"
 shift
-
-# shellcheck source=scripts/profile-common.sh
-source "$repo/scripts/profile-common.sh"
-find_decodelab nsys-profile "$repo"
-require_on_path nsys-profile nsys "Nsight Systems"
-
-name="$(basename "${scenario%.yaml}")"
-out="${NSYS_OUT:-nsys-$name}"
+profiled_run_of "$scenario"
+out="$(report_base nsys "$scenario" "${NSYS_OUT:-}")"
 
 nsys profile \
   --trace=cuda,nvtx,osrt \
@@ -41,7 +33,7 @@ nsys profile \
   --cpuctxsw=none \
   --force-overwrite=true \
   --output="$out" \
-  env DECODELAB_CUDA_TIMER=events "$decodelab" run "$scenario" --backend cuda --quiet "$@"
+  "${profiled_run[@]}" "$@"
 
 reports=cuda_gpu_trace,cuda_api_trace,nvtx_pushpop_trace,cuda_gpu_kern_sum,cuda_api_sum
 nsys stats --force-export=true --format csv --report "$reports" --output "$out" "$out.nsys-rep"

@@ -23,8 +23,8 @@
 
 #include "engine/backend.h"
 #include "engine/device_buffer.h"
-#include "engine/dtype.h"
-#include "engine/tensor.h"
+#include "engine/base/dtype.h"
+#include "engine/base/tensor.h"
 
 namespace decodelab::cuda_test {
 

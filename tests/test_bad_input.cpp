@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "profiling/trace/chrome_trace.h"
 #include "support/cli_runner.h"
 #include "support/safetensors_writer.h"

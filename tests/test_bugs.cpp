@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <map>
 
-#include "engine/op_stream.h"
+#include "engine/events/op_stream.h"
 #include "tests/support/engine_fixtures.h"
 
 using namespace decodelab;

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/backend.h"
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "profiling/measure/calibration.h"
 #include "profiling/measure/roof_cache.h"
 #include "tests/support/cached_roofs.h"

@@ -11,7 +11,7 @@
 
 #include <unistd.h>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "profiling/trace/chrome_trace.h"
 #include "tests/support/profiling_fixtures.h"
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "engine/cpu/fan_out.h"
-#include "engine/cpu/parallel_for.h"
+#include "engine/cpu/kernels/parallel_for.h"
 #include "tests/support/profiling_fixtures.h"
 
 using namespace decodelab;

@@ -9,7 +9,7 @@
 #include <cmath>
 
 #include "engine/cpu/kernel_variant.h"
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "tests/cpu_test_support.h"
 
 using namespace decodelab;

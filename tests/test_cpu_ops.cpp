@@ -201,7 +201,7 @@ TEST_CASE("cpu rope rounds each step to the half dtype", "[cpu][ops]") {
 
 TEST_CASE("cpu rope's tabulated angles are the angles computed row by row, bit for bit", "[cpu][ops]") {
   // The kernel looks cos/sin up in a per-thread table that grows with the positions and starts
-  // afresh for other frequencies (engine/cpu/rope_angles.h); positions past its cap are
+  // afresh for other frequencies (engine/cpu/kernels/rope_angles.h); positions past its cap are
   // computed directly. Every case must give exactly what one row computed alone gives.
   CpuFixture fixture;
   const int head_dim = 8, half = head_dim / 2;

@@ -8,7 +8,7 @@
 #include <limits>
 #include <random>
 
-#include "engine/cpu/simd.h"
+#include "engine/cpu/kernels/simd.h"
 
 using namespace decodelab::cpu;
 

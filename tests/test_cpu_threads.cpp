@@ -8,7 +8,7 @@
 
 #include "engine/cpu/cpu_backend.h"
 #include "engine/device_buffer.h"
-#include "engine/weights.h"
+#include "engine/model/weights.h"
 #include "tests/support/engine_fixtures.h"
 
 using namespace decodelab;

@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "engine/cpu/weight_stream.h"
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "tests/cpu_test_support.h"
 
 using namespace decodelab;

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "profiling/trace/csv_table.h"
 
 using namespace decodelab;

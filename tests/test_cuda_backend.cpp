@@ -8,7 +8,7 @@
 #include <map>
 #include <set>
 
-#include "engine/clock.h"
+#include "engine/base/clock.h"
 #include "tests/cuda_test_support.h"
 #include "tests/support/scoped_env.h"
 

@@ -10,8 +10,8 @@
 #include <optional>
 
 #include "engine/cuda/host/attention_plan.h"
-#include "engine/generator.h"
-#include "engine/logit_tolerance.h"
+#include "engine/model/generator.h"
+#include "engine/model/logit_tolerance.h"
 #include "tests/cuda_test_support.h"
 #include "tests/support/engine_fixtures.h"
 

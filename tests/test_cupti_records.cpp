@@ -1,4 +1,4 @@
-// engine/cuda/cupti_records.inc: the CUPTI record structs are chosen by CUPTI_API_VERSION,
+// engine/cuda/timing/cupti_records.inc: the CUPTI record structs are chosen by CUPTI_API_VERSION,
 // and the choice compiles against each toolkit's definitions. Each namespace below stands
 // in for one toolkit's cupti.h: it declares only the record structs that toolkit names
 // (with the fields the timer reads), so a selection naming a struct the toolkit lacks
@@ -18,7 +18,7 @@ struct CUpti_ActivityKernel9 { uint64_t start, end; uint32_t correlationId; };
 struct CUpti_ActivityMemcpy5 { uint64_t start, end; uint32_t correlationId; };
 struct CUpti_ActivityMemset4 { uint64_t start, end; uint32_t correlationId; };
 struct CUpti_ActivityGraphTrace { uint64_t start, end; uint32_t correlationId; };
-#include "engine/cuda/cupti_records.inc"
+#include "engine/cuda/timing/cupti_records.inc"
 constexpr bool kPerApiSwitches = DECODELAB_CUPTI_PER_API_SWITCHES;
 #undef CUPTI_API_VERSION
 }  // namespace cuda_12_4
@@ -29,7 +29,7 @@ struct CUpti_ActivityKernel9 { uint64_t start, end; uint32_t correlationId; };
 struct CUpti_ActivityMemcpy5 { uint64_t start, end; uint32_t correlationId; };
 struct CUpti_ActivityMemset4 { uint64_t start, end; uint32_t correlationId; };
 struct CUpti_ActivityGraphTrace2 { uint64_t start, end; uint32_t correlationId; };
-#include "engine/cuda/cupti_records.inc"
+#include "engine/cuda/timing/cupti_records.inc"
 constexpr bool kPerApiSwitches = DECODELAB_CUPTI_PER_API_SWITCHES;
 #undef CUPTI_API_VERSION
 }  // namespace cuda_12_6
@@ -40,7 +40,7 @@ struct CUpti_ActivityKernel9 { uint64_t start, end; uint32_t correlationId; };
 struct CUpti_ActivityMemcpy6 { uint64_t start, end; uint32_t correlationId; };
 struct CUpti_ActivityMemset4 { uint64_t start, end; uint32_t correlationId; };
 struct CUpti_ActivityGraphTrace2 { uint64_t start, end; uint32_t correlationId; };
-#include "engine/cuda/cupti_records.inc"
+#include "engine/cuda/timing/cupti_records.inc"
 constexpr bool kPerApiSwitches = DECODELAB_CUPTI_PER_API_SWITCHES;
 #undef CUPTI_API_VERSION
 }  // namespace cuda_12_8
@@ -51,7 +51,7 @@ struct CUpti_ActivityKernel10 { uint64_t start, end; uint32_t correlationId; };
 struct CUpti_ActivityMemcpy6 { uint64_t start, end; uint32_t correlationId; };
 struct CUpti_ActivityMemset4 { uint64_t start, end; uint32_t correlationId; };
 struct CUpti_ActivityGraphTrace2 { uint64_t start, end; uint32_t correlationId; };
-#include "engine/cuda/cupti_records.inc"
+#include "engine/cuda/timing/cupti_records.inc"
 constexpr bool kPerApiSwitches = DECODELAB_CUPTI_PER_API_SWITCHES;
 #undef CUPTI_API_VERSION
 }  // namespace cuda_13_0
@@ -62,7 +62,7 @@ struct CUpti_ActivityKernel11 { uint64_t start, end; uint32_t correlationId; };
 struct CUpti_ActivityMemcpy6 { uint64_t start, end; uint32_t correlationId; };
 struct CUpti_ActivityMemset4 { uint64_t start, end; uint32_t correlationId; };
 struct CUpti_ActivityGraphTrace2 { uint64_t start, end; uint32_t correlationId; };
-#include "engine/cuda/cupti_records.inc"
+#include "engine/cuda/timing/cupti_records.inc"
 constexpr bool kPerApiSwitches = DECODELAB_CUPTI_PER_API_SWITCHES;
 #undef CUPTI_API_VERSION
 }  // namespace cuda_13_1
@@ -84,7 +84,7 @@ static_assert(!cuda_12_4::kPerApiSwitches && cuda_12_6::kPerApiSwitches && cuda_
 #if DECODELAB_HAVE_CUDA
 #include <cupti.h>
 namespace installed {
-#include "engine/cuda/cupti_records.inc"
+#include "engine/cuda/timing/cupti_records.inc"
 }  // namespace installed
 #endif
 

@@ -8,7 +8,7 @@
 
 #include <unistd.h>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "profiling/device_spec.h"
 
 using namespace decodelab;

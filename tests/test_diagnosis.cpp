@@ -109,7 +109,7 @@ void check_diagnosis(const DiagnosisCase& test_case) {
 }
 
 // The trace of the same generation with its decode steps replayed as a captured graph (a
-// backend with graphs, engine/generator.cpp): each step's ops and layer ranges are captured
+// backend with graphs, engine/model/generator.cpp): each step's ops and layer ranges are captured
 // rather than described, and one "graph_replay" op stands for them.
 Trace as_graph_replayed(const Trace& eager) {
   std::vector<const TraceRange*> steps;

@@ -5,14 +5,14 @@
 // usable, on CUDA with and without graphs (DECODELAB_REQUIRE_CUDA=1 fails without one).
 // Half-precision runs round every activation, so tokens are compared only while the
 // reference's top-2 gap is wider than the logit tolerance (beyond that a different choice
-// is legitimate, and everything after it diverges). The tolerance is engine/logit_tolerance.h's,
+// is legitimate, and everything after it diverges). The tolerance is engine/model/logit_tolerance.h's,
 // the one the GPU check's logit comparisons use.
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "engine/generator.h"
-#include "engine/hf_checkpoint.h"
-#include "engine/logit_tolerance.h"
+#include "engine/model/generator.h"
+#include "engine/checkpoint/hf_checkpoint.h"
+#include "engine/model/logit_tolerance.h"
 #include "tests/cuda_test_support.h"
 #include "tests/support/engine_fixtures.h"
 #include "tests/support/reference_llama.h"

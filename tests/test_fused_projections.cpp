@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/op_stream.h"
+#include "engine/events/op_stream.h"
 #include "profiling/model/cost_model.h"
 #include "tests/cpu_test_support.h"
 #include "tests/support/engine_fixtures.h"

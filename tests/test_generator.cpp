@@ -3,7 +3,7 @@
 // taken only at the run's end.
 #include <catch2/catch.hpp>
 
-#include "engine/weights.h"
+#include "engine/model/weights.h"
 #include "tests/support/counting_backend.h"
 #include "tests/support/engine_fixtures.h"
 

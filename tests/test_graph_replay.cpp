@@ -12,7 +12,7 @@
 #include <functional>
 
 #include "engine/cuda/host/attention_plan.h"
-#include "engine/weights.h"
+#include "engine/model/weights.h"
 #include "tests/support/engine_fixtures.h"
 
 using namespace decodelab;

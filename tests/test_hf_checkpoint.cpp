@@ -8,8 +8,8 @@
 #include <functional>
 #include <map>
 
-#include "engine/errors.h"
-#include "engine/hf_checkpoint.h"
+#include "engine/base/errors.h"
+#include "engine/checkpoint/hf_checkpoint.h"
 #include "tests/support/safetensors_writer.h"
 
 using namespace decodelab;

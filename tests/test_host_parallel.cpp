@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "engine/host_parallel.h"
+#include "engine/base/host_parallel.h"
 
 using namespace decodelab;
 

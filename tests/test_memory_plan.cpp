@@ -5,9 +5,9 @@
 #include <catch2/catch.hpp>
 
 #include "engine/cpu/cpu_backend.h"
-#include "engine/errors.h"
-#include "engine/hf_checkpoint.h"
-#include "engine/weights.h"
+#include "engine/base/errors.h"
+#include "engine/checkpoint/hf_checkpoint.h"
+#include "engine/model/weights.h"
 #include "lab/run/runner.h"
 #include "support/counting_backend.h"
 #include "support/safetensors_writer.h"

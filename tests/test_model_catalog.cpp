@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <optional>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "lab/scenario/model_catalog.h"
 #include "support/temp_dir.h"
 

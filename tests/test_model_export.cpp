@@ -10,8 +10,8 @@
 
 #include "bench/llamacpp/model_export.h"
 #include "engine/cpu/cpu_backend.h"
-#include "engine/errors.h"
-#include "engine/hf_checkpoint.h"
+#include "engine/base/errors.h"
+#include "engine/checkpoint/hf_checkpoint.h"
 #include "tests/support/engine_fixtures.h"
 #include "tests/support/safetensors_writer.h"
 

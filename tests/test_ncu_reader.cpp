@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "profiling/trace/ncu_reader.h"
 
 using namespace decodelab;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "profiling/model/ncu_reading.h"
 
 using namespace decodelab;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "profiling/trace/csv_table.h"
 #include "profiling/model/ncu_reading.h"
 

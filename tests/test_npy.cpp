@@ -4,7 +4,7 @@
 #include <cstring>
 #include <random>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "lab/npy.h"
 #include "profiling/atomic_file.h"
 #include "support/temp_dir.h"

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "profiling/trace/nsys_reader.h"
 
 using namespace decodelab;

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <string>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "profiling/model/nsys_timeline.h"
 
 using namespace decodelab;

@@ -10,7 +10,7 @@
 
 #include "engine/cpu/cpu_backend.h"
 #include "engine/device_buffer.h"
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "engine/numerics.h"
 #include "lab/run/runner.h"
 #include "support/cli_runner.h"

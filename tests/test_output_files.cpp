@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "lab/output_files.h"
 #include "support/temp_dir.h"
 

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "lab/paths.h"
 #include "support/scoped_env.h"
 #include "support/temp_dir.h"

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "engine/cpu/fan_out.h"
-#include "engine/op_stream.h"
+#include "engine/events/op_stream.h"
 #include "lab/predict/predict.h"
 #include "profiling/model/cache_residency.h"
 #include "profiling/model/prediction.h"

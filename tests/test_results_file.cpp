@@ -3,7 +3,7 @@
 // every field of a key; a lab row survives the JSON round trip a resumed lab relies on.
 #include <catch2/catch.hpp>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "lab/report/lab_table.h"
 #include "lab/run/results_file.h"
 #include "support/cli_runner.h"

@@ -2,7 +2,7 @@
 // with the key that is wrong, and point indices read and write as Slurm's array ranges.
 #include <catch2/catch.hpp>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "lab/cluster/run_folder.h"
 #include "support/temp_dir.h"
 

@@ -2,7 +2,7 @@
 // tiny end-to-end run on the CPU backend whose result has the promised structure.
 #include <catch2/catch.hpp>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "lab/scenario/byte_size.h"
 #include "lab/run/runner.h"
 #include "support/temp_dir.h"

@@ -4,8 +4,8 @@
 #include <fstream>
 #include <functional>
 
-#include "engine/errors.h"
-#include "engine/safetensors.h"
+#include "engine/base/errors.h"
+#include "engine/checkpoint/safetensors.h"
 #include "tests/support/safetensors_writer.h"
 
 using namespace decodelab;

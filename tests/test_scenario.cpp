@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "lab/scenario/scenario.h"
 #include "lab/run/slowdown.h"
 #include "lab/run/sweep.h"

@@ -1,7 +1,7 @@
 // Sweep expansion: lists in the workload become the product of their values.
 #include <catch2/catch.hpp>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "lab/run/sweep.h"
 
 using namespace decodelab;

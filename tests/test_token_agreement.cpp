@@ -3,7 +3,7 @@
 // fixed run's own logits make the other choice a near-tie within the dtype's tolerance.
 #include <catch2/catch.hpp>
 
-#include "engine/logit_tolerance.h"
+#include "engine/model/logit_tolerance.h"
 #include "lab/run/token_agreement.h"
 
 using namespace decodelab;

@@ -15,7 +15,7 @@
 #include <map>
 #include <set>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "profiling/diagnosis/diagnosis.h"
 #include "profiling/diagnosis/pass_reading.h"
 #include "profiling/diagnosis/torch_pass_reading.h"

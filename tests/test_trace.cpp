@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "engine/backend.h"
 #include "profiling/trace.h"
 #include "tests/support/profiling_fixtures.h"
 
@@ -133,7 +134,7 @@ TEST_CASE("metadata for a run: backend, device, model shape, dtype and roofs", "
   spec.name = "test";
   spec.measured = Roofs{.bandwidth = 1e10, .fp32_flops = 1e11, .source = "test"};
 
-  const TraceMetadata meta = TraceMetadata::of(*backend, config, DType::BF16, spec);
+  const TraceMetadata meta = TraceMetadata::of(backend->identity(), config, DType::BF16, spec);
   CHECK(meta.backend == "cpu");
   CHECK_FALSE(meta.is_gpu());
   CHECK(meta.device == backend->device_description());

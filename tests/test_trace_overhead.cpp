@@ -11,9 +11,9 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "engine/clock.h"
-#include "engine/generator.h"
-#include "engine/weights.h"
+#include "engine/base/clock.h"
+#include "engine/model/generator.h"
+#include "engine/model/weights.h"
 #include "profiling/trace.h"
 #include "tests/support/profiling_fixtures.h"
 

@@ -20,7 +20,7 @@
 #include "bench/bench_arguments.h"
 #include "bench/bench_support.h"
 #include "bench/llamacpp/side_by_side.h"
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "lab/output_files.h"
 #include "profiling/atomic_file.h"
 

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 
 namespace decodelab::bench {
 

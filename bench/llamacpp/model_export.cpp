@@ -8,8 +8,8 @@
 #include <stdexcept>
 
 #include "bench/llamacpp/gguf_writer.h"
-#include "engine/errors.h"
-#include "engine/safetensors.h"
+#include "engine/base/errors.h"
+#include "engine/checkpoint/safetensors.h"
 #include "lab/scenario/model_catalog.h"
 
 namespace decodelab::bench {

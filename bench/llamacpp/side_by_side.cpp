@@ -16,9 +16,9 @@
 #include "bench/yardsticks.h"
 #include "bugs/bug_set.h"
 #include "engine/cpu/cpu_backend.h"
-#include "engine/errors.h"
-#include "engine/generator.h"
-#include "engine/hf_checkpoint.h"
+#include "engine/base/errors.h"
+#include "engine/model/generator.h"
+#include "engine/checkpoint/hf_checkpoint.h"
 #include "lab/scenario/model_catalog.h"
 #include "lab/run/run_metrics.h"
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "bench/bench_report.h"
-#include "engine/dtype.h"
+#include "engine/base/dtype.h"
 
 namespace decodelab::bench {
 

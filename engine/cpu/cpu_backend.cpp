@@ -15,13 +15,13 @@
 #include <string>
 #include <vector>
 
-#include "engine/cpu/checks.h"
+#include "engine/cpu/kernels/checks.h"
 #include "engine/cpu/host_memory.h"
-#include "engine/cpu/kernels.h"
+#include "engine/cpu/kernels/kernels.h"
 #include "engine/cpu/kernel_variant.h"
 #include "engine/cpu/stream.h"
 #include "engine/cpu/weight_stream.h"
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 
 namespace decodelab {
 

@@ -1,13 +1,13 @@
 // When each CPU kernel fans its loop out to the OpenMP kernel threads: one threshold of
 // work per kernel, below which one thread finishes before a parallel region would have
-// started. The kernels decide with these (engine/cpu/parallel_for.h), and the prediction
+// started. The kernels decide with these (engine/cpu/kernels/parallel_for.h), and the prediction
 // model counts with them the parallel regions an op opens, each priced at the region's
 // measured cost (profiling/measure/stream_costs.h, docs/prediction.md "The parallel region").
 #pragma once
 
 #include <cstdint>
 
-#include "engine/event_sink.h"
+#include "engine/events/event_sink.h"
 #include "engine/parallel_regions.h"  // parallel_regions(), which fan_out.cpp defines
 
 namespace decodelab::cpu {

@@ -4,9 +4,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "engine/cpu/kernel_table.h"
+#include "engine/cpu/kernels/kernel_table.h"
 #include "engine/cpu/kernel_variant.h"
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <cpuid.h>

@@ -1,4 +1,4 @@
-// Which build of the CPU kernels this process runs. The kernels (engine/cpu/kernels.h)
+// Which build of the CPU kernels this process runs. The kernels (engine/cpu/kernels/kernels.h)
 // are compiled once per instruction-set level into the same binary, and the widest one
 // this CPU and its OS support is chosen when first used:
 //   avx512    AVX-512 F, BW, VL, DQ and CD, with AVX2, FMA, F16C, BMI1/2 (16 float lanes)

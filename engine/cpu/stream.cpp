@@ -6,7 +6,7 @@
 
 #include <omp.h>
 
-#include "engine/clock.h"
+#include "engine/base/clock.h"
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>

@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/event_sink.h"
+#include "engine/events/event_sink.h"
 
 namespace decodelab::cpu {
 

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 
 namespace decodelab::cpu {
 

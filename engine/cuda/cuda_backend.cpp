@@ -11,13 +11,13 @@
 #include <stdexcept>
 #include <string>
 
-#include "engine/clock.h"
+#include "engine/base/clock.h"
 #include "engine/cuda/cuda_backend.h"
 #include "engine/cuda/cuda_backend_impl.h"
 #include "engine/cuda/cuda_check.h"
 #include "engine/cuda/host/argmax_plan.h"
 #include "engine/cuda/nvtx.h"
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 
 namespace decodelab {
 

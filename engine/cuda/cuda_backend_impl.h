@@ -11,9 +11,9 @@
 #include "engine/backend.h"
 #include "engine/cuda/host/attention_plan.h"
 #include "engine/cuda/matmul.h"
-#include "engine/cuda/op_timer.h"
-#include "engine/cuda/pinned_staging.h"
-#include "engine/cuda/scratch_arena.h"
+#include "engine/cuda/timing/op_timer.h"
+#include "engine/cuda/memory/pinned_staging.h"
+#include "engine/cuda/memory/scratch_arena.h"
 
 namespace decodelab::cuda {
 

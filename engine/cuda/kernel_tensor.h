@@ -1,13 +1,13 @@
 // The layout a kernel receives for a tensor argument: pointer, dtype, up to four dims and
-// element strides, as a plain struct passed by value. engine/tensor.h's Tensor holds the
+// element strides, as a plain struct passed by value. engine/base/tensor.h's Tensor holds the
 // same facts but uses std::array and throws, which device code cannot; launchers take
 // this instead, so .cu files never depend on the engine's host-only headers at run time.
 #pragma once
 
 #include <cstdint>
 
-#include "engine/dtype.h"
-#include "engine/tensor.h"
+#include "engine/base/dtype.h"
+#include "engine/base/tensor.h"
 
 namespace decodelab::cuda {
 

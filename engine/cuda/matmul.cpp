@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "engine/cuda/cast.cuh"
+#include "engine/cuda/kernels/cast.cuh"
 #include "engine/cuda/cuda_check.h"
 
 namespace decodelab::cuda {

@@ -1,5 +1,5 @@
-// CUDA builds: the engine's NVTX ranges (engine/nvtx_ranges.h) are real NVTX ranges.
-#include "engine/nvtx_ranges.h"
+// CUDA builds: the engine's NVTX ranges (engine/events/nvtx_ranges.h) are real NVTX ranges.
+#include "engine/events/nvtx_ranges.h"
 
 #include <nvtx3/nvToolsExt.h>
 

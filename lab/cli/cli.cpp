@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "engine/backend.h"
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "lab/cli/cli_options.h"
 #include "lab/cli/cli_commands.h"
 #include "lab/run/interrupt.h"

@@ -15,7 +15,7 @@
 #include <system_error>
 #include <vector>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "lab/report/collect_report.h"
 #include "lab/cli/commands.h"
 #include "lab/output_files.h"

@@ -1,5 +1,5 @@
 // `decodelab diff-logits REFERENCE.npy OTHER.npy --dtype DTYPE`: whether two runs'
-// --dump-logits files agree within the logit tolerance (engine/logit_tolerance.h), e.g.
+// --dump-logits files agree within the logit tolerance (engine/model/logit_tolerance.h), e.g.
 // CUDA against the CPU backend, or CUDA graphs on against off. Prints the worst relative
 // error with its row and column, the tolerance, and whether the files are bitwise
 // identical; exits 1 when they do not agree (2 for unreadable or mismatched files).
@@ -7,9 +7,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "engine/dtype.h"
-#include "engine/errors.h"
-#include "engine/logit_tolerance.h"
+#include "engine/base/dtype.h"
+#include "engine/base/errors.h"
+#include "engine/model/logit_tolerance.h"
 #include "lab/cli/commands.h"
 #include "lab/npy.h"
 

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/clock.h"
-#include "engine/errors.h"
+#include "engine/base/clock.h"
+#include "engine/base/errors.h"
 #include "lab/cli/commands.h"
 #include "lab/run/compare.h"
 #include "lab/report/lab_table.h"

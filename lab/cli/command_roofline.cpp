@@ -12,7 +12,7 @@
 #include <string>
 
 #include "engine/backend.h"
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "lab/cli/commands.h"
 #include "lab/scenario/scenario.h"
 #include "lab/output_files.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "lab/scenario/byte_size.h"
 #include "lab/cli/commands.h"
 #include "lab/npy.h"

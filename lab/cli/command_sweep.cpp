@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "lab/cli/commands.h"
 #include "lab/run/interrupt.h"
 #include "lab/output_files.h"

@@ -10,8 +10,8 @@
 #include <sstream>
 #include <system_error>
 
-#include "engine/errors.h"
-#include "engine/json_errors.h"
+#include "engine/base/errors.h"
+#include "engine/base/json_errors.h"
 #include "profiling/atomic_file.h"
 
 namespace decodelab {

@@ -15,7 +15,7 @@
 #include <memory>
 #include <system_error>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "lab/run/compare.h"
 #include "lab/report/lab_table.h"
 #include "lab/run/runner.h"

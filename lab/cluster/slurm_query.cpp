@@ -3,7 +3,7 @@
 
 #include <sstream>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "lab/cluster/run_folder.h"
 #include "lab/cluster/subprocess.h"
 

@@ -9,7 +9,7 @@
 #include <set>
 #include <system_error>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "lab/cli/cli.h"
 #include "lab/paths.h"
 #include "lab/cluster/subprocess.h"

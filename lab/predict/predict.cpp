@@ -2,7 +2,7 @@
 #include "lab/predict/predict.h"
 
 #include "engine/backend.h"
-#include "engine/op_stream.h"
+#include "engine/events/op_stream.h"
 #include "lab/predict/row_prediction.h"
 #include "profiling/measure/roof_cache.h"
 

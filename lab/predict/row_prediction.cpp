@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "lab/predict/predict.h"
 #include "lab/run/slowdown.h"
 #include "profiling/report/report.h"

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <system_error>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "profiling/atomic_file.h"
 #include "lab/report/compare_page.h"
 #include "lab/report/run_report.h"

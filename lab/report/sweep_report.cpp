@@ -9,7 +9,7 @@
 #include <optional>
 #include <sstream>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "lab/report/collect_report.h"
 #include "lab/predict/predict.h"
 #include "lab/report/run_report.h"

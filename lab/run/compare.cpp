@@ -7,7 +7,7 @@
 #include <tuple>
 #include <sstream>
 
-#include "engine/clock.h"
+#include "engine/base/clock.h"
 #include "lab/run/interrupt.h"
 #include "lab/predict/predict.h"
 #include "lab/report/run_report.h"

@@ -18,7 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "lab/predict/row_prediction.h"
 #include "lab/run/runner.h"
 #include "lab/scenario/scenario.h"

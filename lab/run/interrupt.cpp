@@ -15,7 +15,7 @@
 #include <cerrno>
 #include <chrono>
 
-#include "engine/clock.h"
+#include "engine/base/clock.h"
 
 namespace decodelab {
 

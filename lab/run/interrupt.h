@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-#include "engine/event_sink.h"
+#include "engine/events/event_sink.h"
 
 namespace decodelab {
 

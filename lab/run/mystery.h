@@ -15,7 +15,7 @@
 #include <string>
 
 #include "bugs/bug_set.h"
-#include "engine/dtype.h"
+#include "engine/base/dtype.h"
 #include "lab/run/runner.h"
 #include "lab/scenario/scenario.h"
 #include "profiling/trace.h"

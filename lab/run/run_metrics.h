@@ -14,9 +14,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/dtype.h"
-#include "engine/generator.h"
-#include "engine/model_config.h"
+#include "engine/base/dtype.h"
+#include "engine/model/generator.h"
+#include "engine/model/model_config.h"
 #include "profiling/model/statistics.h"
 
 namespace decodelab {

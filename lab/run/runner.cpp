@@ -10,11 +10,11 @@
 #include <iostream>
 #include <stdexcept>
 
-#include "engine/clock.h"
-#include "engine/errors.h"
-#include "engine/hf_checkpoint.h"
-#include "engine/saturating.h"
-#include "engine/weights.h"
+#include "engine/base/clock.h"
+#include "engine/base/errors.h"
+#include "engine/checkpoint/hf_checkpoint.h"
+#include "engine/base/saturating.h"
+#include "engine/model/weights.h"
 #include "lab/scenario/byte_size.h"
 #include "lab/run/interrupt.h"
 #include "profiling/measure/roof_cache.h"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "engine/backend.h"
-#include "engine/generator.h"
+#include "engine/model/generator.h"
 #include "lab/cli/progress.h"
 #include "lab/run/run_metrics.h"
 #include "lab/scenario/scenario.h"

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "lab/scenario/yaml_fields.h"
 
 namespace decodelab {

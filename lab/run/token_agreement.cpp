@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <map>
 
-#include "engine/logit_tolerance.h"
+#include "engine/model/logit_tolerance.h"
 
 namespace decodelab {
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/dtype.h"
+#include "engine/base/dtype.h"
 
 namespace decodelab {
 

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <system_error>
 
-#include "engine/errors.h"
-#include "engine/hf_checkpoint.h"
+#include "engine/base/errors.h"
+#include "engine/checkpoint/hf_checkpoint.h"
 #include "lab/paths.h"
 #include "lab/scenario/yaml_fields.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/model_config.h"
+#include "engine/model/model_config.h"
 
 namespace decodelab {
 

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <system_error>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "lab/paths.h"
 #include "lab/scenario/yaml_fields.h"
 

@@ -48,9 +48,9 @@
 #include <vector>
 
 #include "bugs/bug_set.h"
-#include "engine/dtype.h"
-#include "engine/generator.h"
-#include "engine/model_config.h"
+#include "engine/base/dtype.h"
+#include "engine/model/generator.h"
+#include "engine/model/model_config.h"
 #include "lab/scenario/model_catalog.h"
 
 namespace decodelab {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "lab/scenario/scenario.h"
 #include "lab/scenario/yaml_fields.h"
 

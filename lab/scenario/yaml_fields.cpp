@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 
 namespace decodelab {
 

@@ -12,7 +12,7 @@
 #include <sstream>
 #include <thread>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "profiling/atomic_file.h"
 #include "profiling/measure/machine_check.h"
 #include "profiling/measure/roof_cache.h"

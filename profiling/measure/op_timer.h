@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "engine/backend.h"
-#include "engine/weights.h"
+#include "engine/model/weights.h"
 #include "profiling/measure/roof_measure.h"
 
 namespace decodelab {

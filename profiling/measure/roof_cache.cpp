@@ -14,7 +14,7 @@
 #include <ostream>
 #include <thread>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "profiling/measure/calibration.h"
 #include "profiling/measure/machine_check.h"
 #include "profiling/units.h"

@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "engine/device_buffer.h"
-#include "engine/errors.h"
-#include "engine/weights.h"
+#include "engine/base/errors.h"
+#include "engine/model/weights.h"
 #include "profiling/measure/attention_roof.h"
 #include "profiling/measure/cache_level.h"
 #include "profiling/model/cost_model.h"

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/clock.h"
+#include "engine/base/clock.h"
 #include "engine/device_buffer.h"
 
 namespace decodelab {

@@ -8,7 +8,7 @@
 #include <numeric>
 #include <tuple>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "profiling/model/cost_model.h"
 #include "profiling/model/host_stalls.h"
 #include "profiling/units.h"

@@ -16,7 +16,7 @@
 // engine's attention kernels do not use tensor cores) is held to the fp32 roof.
 #pragma once
 
-#include "engine/event_sink.h"
+#include "engine/events/event_sink.h"
 #include "profiling/device_spec.h"
 
 namespace decodelab {

@@ -11,7 +11,7 @@
 #include <set>
 #include <unordered_map>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "profiling/report/text_table.h"
 #include "profiling/units.h"
 

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <map>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "engine/parallel_regions.h"
 #include "profiling/model/cache_residency.h"
 #include "profiling/model/cost_model.h"

@@ -1,4 +1,4 @@
-// The prediction model: an op stream (engine/op_stream.h) priced op by op against a
+// The prediction model: an op stream (engine/events/op_stream.h) priced op by op against a
 // device's roofs and fixed costs, on two timelines — the host's and the device's.
 //
 //   device time of an op = max(FLOPs / compute roof of its precision,
@@ -11,7 +11,7 @@
 //
 // so a sync exposes the queued device work, and host overhead shows as device idle time
 // only when the host falls behind the device. Clocks are read as a measured generation
-// reads them (engine/generator.cpp): marker to marker on the device, the total on the host.
+// reads them (engine/model/generator.cpp): marker to marker on the device, the total on the host.
 //
 // Non-obvious choice: which bytes come from a cache is decided by reuse distance, not by
 // op type. Every operand access carries its address range (recorded on the dry-run
@@ -26,8 +26,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/generator.h"
-#include "engine/op_stream.h"
+#include "engine/model/generator.h"
+#include "engine/events/op_stream.h"
 #include "profiling/model/analysis.h"
 #include "profiling/device_spec.h"
 

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/event_sink.h"
+#include "engine/events/event_sink.h"
 #include "profiling/report/html_page.h"
 #include "profiling/report/printers.h"
 

@@ -2,6 +2,7 @@
 #include "profiling/report/svg_labels.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace decodelab {
 
@@ -60,6 +61,35 @@ double text_width(std::string_view text, double font_px) {
 LabelBox text_box(double left, double baseline, std::string_view text, double font_px) {
   // Ascenders reach about 0.95 em above the baseline, descenders 0.25 em below.
   return {left, baseline - 0.95 * font_px, left + text_width(text, font_px), baseline + 0.25 * font_px};
+}
+
+std::string svg_number(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.1f", value);
+  return buffer;
+}
+
+double svg_wrapped_list(std::ostream& svg, double left, double baseline, double width, const std::string& heading,
+                        const std::vector<SvgListItem>& items) {
+  svg << "<text x=\"" << left << "\" y=\"" << svg_number(baseline)
+      << "\" font-size=\"11\" fill=\"#374151\" font-weight=\"600\">" << heading << "</text>\n";
+  std::string line, line_text;
+  auto flush = [&] {
+    if (line.empty()) return;
+    baseline += 16;
+    svg << "<text x=\"" << left + 10 << "\" y=\"" << svg_number(baseline) << "\" font-size=\"11\" fill=\"#374151\">"
+        << line << "</text>\n";
+    line.clear();
+    line_text.clear();
+  };
+  for (const SvgListItem& item : items) {
+    const std::string joined = line_text + (line_text.empty() ? "" : "; ") + item.text;
+    if (!line.empty() && text_width(joined, 11) > width) flush();
+    line += (line.empty() ? "" : "; ") + item.markup;
+    line_text += (line_text.empty() ? "" : "; ") + item.text;
+  }
+  flush();
+  return baseline + 22;
 }
 
 bool LabelPlacer::is_free(const LabelBox& box) const {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <optional>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -42,6 +43,19 @@ struct FittedText {
   bool cut = false;
 };
 FittedText fit_text(std::string_view text, double max_width, double font_px, double min_font_px, bool bold);
+
+// A coordinate as the charts write it: one decimal ("12.0").
+std::string svg_number(double value);
+
+// Where labels with no room go: a list under the chart, a bold heading (markup) at
+// `baseline`, then the items "; "-joined and wrapped at `width` px, drawn from `left` + 10.
+// Returns the baseline for whatever follows, 22 px below the list.
+struct SvgListItem {
+  std::string text;    // plain, for the width
+  std::string markup;  // what is drawn
+};
+double svg_wrapped_list(std::ostream& svg, double left, double baseline, double width, const std::string& heading,
+                        const std::vector<SvgListItem>& items);
 
 class LabelPlacer {
  public:

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <map>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "profiling/trace/chrome_trace.h"
 #include "profiling/trace/trace_text.h"
 

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 
 namespace decodelab {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <array>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "profiling/trace/csv_table.h"
 
 namespace decodelab {

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <functional>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 #include "profiling/trace/csv_table.h"
 #include "profiling/trace/nsight_units.h"
 

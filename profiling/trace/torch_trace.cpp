@@ -8,7 +8,7 @@
 #include <map>
 #include <unordered_map>
 
-#include "engine/errors.h"
+#include "engine/base/errors.h"
 
 namespace decodelab {
 

@@ -13,8 +13,8 @@
 #include <istream>
 #include <streambuf>
 
-#include "engine/errors.h"
-#include "engine/json_errors.h"
+#include "engine/base/errors.h"
+#include "engine/base/json_errors.h"
 
 namespace decodelab {
 

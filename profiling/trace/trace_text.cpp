@@ -6,8 +6,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "engine/errors.h"
-#include "engine/json_errors.h"
+#include "engine/base/errors.h"
+#include "engine/base/json_errors.h"
 
 namespace decodelab {
 

@@ -1,7 +1,7 @@
 // Engine test helpers (see engine_fixtures.h).
 #include "tests/support/engine_fixtures.h"
 
-#include "engine/weights.h"
+#include "engine/model/weights.h"
 
 namespace decodelab::testing {
 

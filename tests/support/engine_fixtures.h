@@ -1,12 +1,12 @@
 // Shared helpers for engine tests: the lab-tiny shape and a one-call generation on the CPU
-// backend (engine/op_stream.h records what the engine reported, ops per step).
+// backend (engine/events/op_stream.h records what the engine reported, ops per step).
 #pragma once
 
 #include "bugs/bug_set.h"
 #include "engine/backend.h"
-#include "engine/event_sink.h"
-#include "engine/generator.h"
-#include "engine/model_config.h"
+#include "engine/events/event_sink.h"
+#include "engine/model/generator.h"
+#include "engine/model/model_config.h"
 
 namespace decodelab::testing {
 

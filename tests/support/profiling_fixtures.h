@@ -4,7 +4,7 @@
 
 #include <initializer_list>
 
-#include "engine/event_sink.h"
+#include "engine/events/event_sink.h"
 #include "profiling/trace.h"
 
 namespace decodelab::testing {

@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "engine/safetensors.h"
+#include "engine/checkpoint/safetensors.h"
 
 namespace decodelab::testing {
 

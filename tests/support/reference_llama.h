@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "engine/backend.h"
-#include "engine/model_config.h"
-#include "engine/weights.h"
+#include "engine/model/model_config.h"
+#include "engine/model/weights.h"
 
 namespace decodelab::testing {
 

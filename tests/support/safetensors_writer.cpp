@@ -10,7 +10,7 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "engine/safetensors.h"
+#include "engine/checkpoint/safetensors.h"
 
 namespace decodelab::testing {
 

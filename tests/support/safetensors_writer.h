@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/dtype.h"
-#include "engine/model_config.h"
+#include "engine/base/dtype.h"
+#include "engine/model/model_config.h"
 
 namespace decodelab::testing {
 
@@ -64,7 +64,7 @@ enum class Defect {
 void apply_defect(SafetensorsImage& image, Defect defect, const std::string& target);
 
 // The HF tensors of a Llama model, in checkpoint order, with seeded values: embeddings
-// and projections scaled as in engine/weights.cpp, norm weights near (not at) 1 so a
+// and projections scaled as in engine/model/weights.cpp, norm weights near (not at) 1 so a
 // lost norm weight shows in the logits.
 std::vector<HostTensor> llama_tensors(const ModelConfig& config, DType dtype, uint64_t seed,
                                       bool lm_head_when_tied = false);
