@@ -37,6 +37,8 @@ class Backend {
 
   virtual std::string name() const = 0;                 // "cpu" | "cuda"
   virtual std::string device_description() const = 0;  // e.g. "AMD EPYC (2 threads)"
+  // The CPU kernel variants this machine runs, widest first (the CPU backend); none elsewhere.
+  virtual std::vector<std::string> kernel_variants() const { return {}; }
   BackendIdentity identity() const { return {name(), device_description()}; }
 
   // --- memory (synchronous; not part of the timed stream) ---
@@ -127,6 +129,15 @@ struct BackendOptions {
   int threads = 0;              // CPU kernel threads; 0 = every core
   bool cuda_graphs = false;     // CUDA: capture decode steps as graphs
   bool sync_after_launch = false;  // CUDA debug switch
+  // CPU: the kernel variant to run (engine/cpu/kernel_variant.h) where DECODELAB_CPU_KERNELS
+  // names none — a calibration's choice; empty: the widest this CPU runs.
+  std::string cpu_kernels;
+
+  static BackendOptions with_threads(int threads) {
+    BackendOptions options;
+    options.threads = threads;
+    return options;
+  }
 };
 
 // Whether a backend was compiled in and has a device to run on.

@@ -44,7 +44,7 @@ Calibration round_calibration(const std::string& name) {
   Calibration calibration;
   calibration.machine = this_machine(1);
   calibration.cpu_flags = cpu_flags_that_matter();
-  calibration.device = make_backend(BackendKind::Cpu, BackendOptions{1, false})->device_description();
+  calibration.device = make_backend(BackendKind::Cpu, BackendOptions::with_threads(1))->device_description();
   calibration.measured_at = 1'700'000'000;
   calibration.decodelab_version = "test";
   calibration.measuring_seconds = 1;
@@ -77,7 +77,7 @@ TEST_CASE("calibrate writes one versioned file of this machine that --show reads
   CHECK(json.at("machine").at("cpu_model") == here.cpu_model);
   CHECK(json.at("machine").at("threads") == 1);
   CHECK(json.at("machine").at("cpu_flags").get<std::vector<std::string>>() == cpu_flags_that_matter());
-  CHECK(json.at("machine").at("device") == make_backend(BackendKind::Cpu, BackendOptions{1, false})->device_description());
+  CHECK(json.at("machine").at("device") == make_backend(BackendKind::Cpu, BackendOptions::with_threads(1))->device_description());
   CHECK(json.at("roofs").at("measured").at("bandwidth_bytes_per_s").get<double>() > 0);
   CHECK(json.at("roofs").at("measured").at("flops_per_s").at("fp32").get<double>() > 0);
   CHECK(json.at("roofs").at("measured_fixed_costs").at("sync_round_trip_s").get<double>() > 0);

@@ -241,7 +241,7 @@ DeviceSpec measured_test_spec(double bandwidth, double flops, double op_overhead
 
 TEST_CASE("a probe on this machine gives figures in range", "[machine_check]") {
   // No verdict is asserted: the machine running the tests may be busy or quiet.
-  const std::unique_ptr<Backend> backend = make_backend(BackendKind::Cpu, BackendOptions{1, false});
+  const std::unique_ptr<Backend> backend = make_backend(BackendKind::Cpu, BackendOptions::with_threads(1));
   const MachineState state = check_machine(*backend, 1, RoofsMachine{});
   CHECK(state.cores_available >= 1);
   CHECK(state.kernel_threads == 1);
@@ -267,7 +267,7 @@ TEST_CASE("busy loops on every core: run warns and records it, roofline keeps th
   const std::string cache_env = "DECODELAB_CACHE_DIR=" + (dir / "cache").string();
 
   // A good cached measurement for this machine at one thread (figures no real run reaches).
-  const std::unique_ptr<Backend> backend = make_backend(BackendKind::Cpu, BackendOptions{1, false});
+  const std::unique_ptr<Backend> backend = make_backend(BackendKind::Cpu, BackendOptions::with_threads(1));
   const MachineIdentity machine = this_machine(1);
   const std::filesystem::path cache = [&] {
     const decodelab::testing::ScopedEnv cache_dir("DECODELAB_CACHE_DIR", (dir / "cache").c_str());

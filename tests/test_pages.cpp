@@ -22,7 +22,6 @@
 #include "tests/support/xml_check.h"
 
 using namespace decodelab;
-using decodelab::testing::read_text_file;
 using decodelab::testing::TempDir;
 using decodelab::testing::xml_problem;
 using Catch::Matchers::Contains;
@@ -113,7 +112,7 @@ TEST_CASE("lab index: the stylesheet, each bug linked to its pages, verdicts mar
 
   write_lab_index(dir.path(), rows);
 
-  const std::string page = read_text_file(dir.path() / "index.html");
+  const std::string page = decodelab::testing::read_text_file(dir.path() / "index.html");
   CHECK(xml_problem(page, /*html=*/true) == "");
   CHECK_THAT(page, Contains(page_stylesheet()));
   CHECK_THAT(page, Contains("<div class=\"table-scroll\"><table>"));
@@ -143,7 +142,7 @@ TEST_CASE("lab index: one chart of the slowdowns, the busy machine said once, th
   rows[1].headline.measured.median = 3;
   rows[1].headline.measured.high = 3.2;
   write_lab_index(dir.path(), rows);
-  const std::string page = read_text_file(dir.path() / "index.html");
+  const std::string page = decodelab::testing::read_text_file(dir.path() / "index.html");
   CHECK(xml_problem(page, /*html=*/true) == "");
   CHECK_THAT(page, Contains("<h2>Each bug's slowdown</h2><svg class=\"lab-chart\""));
   CHECK(decodelab::testing::occurrences(page, "<rect class=\"range\"") == 1);  // only host_sync has a range
@@ -163,7 +162,7 @@ TEST_CASE("sweep page: the stylesheet, the rows in a table that scrolls", "[page
   const TempDir dir;
   write_sweep_report(dir.path(), "sweep <x>", "| a | b |\n| --- | --- |\n| 1 | 2 |\n", "batch_size", {},
                      decodelab::testing::synthetic_cpu_device());
-  const std::string page = read_text_file(dir.path() / "index.html");
+  const std::string page = decodelab::testing::read_text_file(dir.path() / "index.html");
   CHECK(xml_problem(page, /*html=*/true) == "");
   CHECK_THAT(page, Contains(page_stylesheet()) && Contains("<h1>sweep &lt;x&gt;</h1>") &&
                        Contains("<div class=\"table-scroll\"><table><tr><th>a</th>"));

@@ -121,7 +121,7 @@ TEST_CASE("a buggy scenario on its fixed twin's weights gives the tokens and log
     const Scenario buggy = tiny_scenario(dir, {"dtype=fp16", bug});
     const Scenario fixed = fixed_twin(buggy);
     CHECK(same_weights(buggy, fixed));
-    std::unique_ptr<Backend> backend = make_backend(BackendKind::Cpu, BackendOptions{1, false});
+    std::unique_ptr<Backend> backend = make_backend(BackendKind::Cpu, BackendOptions::with_threads(1));
     LoadedScenario fixed_loaded(*backend, fixed, std::nullopt);
     LoadedScenario sharing(*backend, buggy, std::nullopt, fixed_loaded);
     LoadedScenario own(*backend, buggy, std::nullopt);
@@ -144,7 +144,7 @@ TEST_CASE("weights are shared only between scenarios that load the same ones", "
   CHECK_FALSE(same_weights(base, tiny_scenario(dir, {"workload.seed=12"})));
   CHECK_FALSE(same_weights(base, tiny_scenario(dir, {"dtype=bf16"})));
   CHECK_FALSE(same_weights(base, tiny_scenario(dir, {"model=lab-small"})));
-  std::unique_ptr<Backend> backend = make_backend(BackendKind::Cpu, BackendOptions{1, false});
+  std::unique_ptr<Backend> backend = make_backend(BackendKind::Cpu, BackendOptions::with_threads(1));
   const LoadedScenario loaded(*backend, base, std::nullopt);
   CHECK_THROWS_AS(LoadedScenario(*backend, tiny_scenario(dir, {"workload.seed=12"}), std::nullopt, loaded),
                   std::invalid_argument);

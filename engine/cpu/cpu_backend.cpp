@@ -60,13 +60,22 @@ class CpuBackend final : public Backend {
  public:
   // The weight-stream variant is read here, on the caller's thread, so that a bad
   // DECODELAB_WEIGHT_STREAM is an input error before any work starts.
-  // So is the kernel variant (DECODELAB_CPU_KERNELS).
+  // So is the kernel variant (DECODELAB_CPU_KERNELS, else options.cpu_kernels, else the
+  // widest): the kernels are one per process, so the backend made last decides.
   explicit CpuBackend(const BackendOptions& options) : stream_(options.threads) {
     (void)cpu::weight_stream();
+    cpu::prefer_kernel_variant(options.cpu_kernels);
     (void)cpu::kernel_variant();
   }
 
   std::string name() const override { return "cpu"; }
+  std::vector<std::string> kernel_variants() const override {
+    std::vector<std::string> runnable;
+    for (const std::string& variant : cpu::compiled_kernel_variants()) {
+      if (cpu::kernel_variant_supported(variant)) runnable.push_back(variant);
+    }
+    return runnable;
+  }
   std::string device_description() const override {
     return read_cpu_model() + " (" + std::to_string(stream_.kernel_threads()) + " threads, " + cpu::kernel_variant_isa() +
            ", " + cpu::weight_stream_name(cpu::weight_stream()) + " weight stream)";

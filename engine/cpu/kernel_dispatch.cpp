@@ -110,11 +110,19 @@ int checked_index(const std::string& name, const char* key) {
 
 constexpr int kNoOverride = -1;
 std::atomic<int> override_variant{kNoOverride};
+std::atomic<int> preferred_variant{kNoOverride};
+
+bool names_a_variant(const char* value) { return value != nullptr && *value != '\0' && std::strcmp(value, "auto") != 0; }
 
 int chosen_index() {
   const int forced = override_variant.load(std::memory_order_relaxed);
   if (forced != kNoOverride) return forced;
-  static const int index = index_of(parse_kernel_variant(std::getenv("DECODELAB_CPU_KERNELS")));
+  static const char* environment = std::getenv("DECODELAB_CPU_KERNELS");
+  static const int index = index_of(parse_kernel_variant(environment));
+  if (!names_a_variant(environment)) {
+    const int preferred = preferred_variant.load(std::memory_order_relaxed);
+    if (preferred != kNoOverride) return preferred;
+  }
   return index;
 }
 
@@ -144,6 +152,12 @@ std::string parse_kernel_variant(const char* value) {
 }
 
 std::string kernel_variant() { return kVariants[chosen_index()].name; }
+
+bool kernel_variant_from_environment() { return names_a_variant(std::getenv("DECODELAB_CPU_KERNELS")); }
+
+void prefer_kernel_variant(const std::string& variant) {
+  preferred_variant.store(variant.empty() ? kNoOverride : checked_index(variant, "kernel variant"));
+}
 std::string kernel_variant_isa() { return active_kernels().isa; }
 
 ScopedKernelVariant::ScopedKernelVariant(const std::string& variant)

@@ -24,10 +24,18 @@ namespace decodelab::cpu {
 std::vector<std::string> compiled_kernel_variants();
 // Whether this CPU (and its OS, for the AVX-512 state) can run `variant`.
 bool kernel_variant_supported(const std::string& variant);
-// The variant this process runs: DECODELAB_CPU_KERNELS, read once, else the widest
-// supported. Throws InputError naming the variable when it names an unknown variant or
-// one this CPU cannot run.
+// The variant this process runs: DECODELAB_CPU_KERNELS, read once, else the preferred one
+// (prefer_kernel_variant), else the widest supported. Throws InputError naming the
+// variable when it names an unknown variant or one this CPU cannot run.
 std::string kernel_variant();
+// Whether DECODELAB_CPU_KERNELS names a variant (not unset, empty or "auto"): then it
+// decides, and a preference does not.
+bool kernel_variant_from_environment();
+// The variant to run where DECODELAB_CPU_KERNELS names none: a calibration's choice,
+// measured on this machine (profiling/measure/kernel_variant_choice.h); "" goes back to the
+// widest. Throws InputError (key `kernel variant`) for a variant this CPU cannot run. No
+// kernel may be in flight when it changes.
+void prefer_kernel_variant(const std::string& variant);
 // Its instruction sets in words ("AVX-512", "AVX2", "portable"), for device descriptions.
 std::string kernel_variant_isa();
 // The choice behind kernel_variant(), for tests: nullptr, "" or "auto" means the widest

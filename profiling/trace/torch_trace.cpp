@@ -106,9 +106,9 @@ int nesting_rank(TorchEventKind kind) {
   }
 }
 
-class Reader {
+class TorchReader {
  public:
-  explicit Reader(std::string file) : file_(std::move(file)) {}
+  explicit TorchReader(std::string file) : file_(std::move(file)) {}
 
   [[noreturn]] void fail(const std::string& path, const std::string& problem) const {
     throw InputError(file_, 0, path, problem);
@@ -284,7 +284,7 @@ TorchTrace TorchTraceBuilder::finish() {
 }
 
 TorchTrace parse_torch_trace(const json& root, const std::string& file) {
-  const Reader reader(file);
+  const TorchReader reader(file);
   TorchTraceBuilder builder(file);
   const json* events = &root;
   std::string events_path = "";
@@ -340,7 +340,7 @@ TorchTrace parse_torch_trace(const json& root, const std::string& file) {
       parsed.inputs = reader.inputs(*args, path);
       if (args->contains("Input Strides")) strides = true;
     }
-    builder.add(std::move(parsed), category, Reader::id_text(event, "pid") + "/" + Reader::id_text(event, "tid"));
+    builder.add(std::move(parsed), category, TorchReader::id_text(event, "pid") + "/" + TorchReader::id_text(event, "tid"));
   }
   TorchTrace trace = builder.finish();
   trace.strides = strides && trace.shapes;
