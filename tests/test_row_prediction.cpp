@@ -178,7 +178,15 @@ TEST_CASE("row prediction: the verdict judges the slowdown the range names, besi
   CHECK(json.at("prediction").at("within_interval") == false);
   const std::string summary = prediction_summary(by_end, decode, end_to_end);
   INFO(summary);
-  CHECK_THAT(summary, Contains("verdict against the prediction (end_to_end_slowdown, within ±20%): above prediction"));
+  CHECK_THAT(summary, Contains("verdict against the prediction (end-to-end slowdown, within ±20%): above prediction"));
+  CHECK_THAT(summary, !Contains("_slowdown"));
+  // This machine's measured roofs are named for tools in JSON, in words for people.
+  RowPrediction measured_here = by_end;
+  measured_here.here.device = "measured-vm";
+  CHECK_THAT(prediction_summary(measured_here, decode, end_to_end),
+             Contains("predicted on this machine (measured roofs)") && !Contains("measured-vm"));
+  CHECK_THAT(prediction_html(measured_here), Contains("On this machine (measured roofs)"));
+  CHECK(device_in_words("h200") == "h200");
   CHECK_THAT(summary, Contains("measured " + format_slowdown(end_to_end)) &&
                           Contains("outside the measured 95% interval"));
 }

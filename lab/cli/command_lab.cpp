@@ -256,7 +256,7 @@ void execute_lab(const LabArguments& arguments) {
       kept_notes.push_back(scenarios[i].name + ": its " + std::to_string(rows.back().pairs) +
                            " finished pairs (the repeat in progress was abandoned)");
     }
-    progress.finished(label + ": done, " + to_string(headline.metric) + " slowdown " +
+    progress.finished(label + ": done, " + slowdown_words(headline.metric) + " " +
                       format_slowdown(headline.measured) + " over " + std::to_string(rows.back().pairs) + " pairs in " +
                       std::to_string(static_cast<int>(std::lround(comparison->timed_seconds))) + " s" +
                       (verdict == "-" ? "" : " (" + verdict + ")") + "; " +

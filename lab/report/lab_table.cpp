@@ -22,7 +22,7 @@ namespace {
 std::string row_drift_note(const LabRow& row) {
   const double rows_ratio =
       row.buggy_tokens_per_s.median > 0 ? row.fixed_tokens_per_s.median / row.buggy_tokens_per_s.median : 0;
-  return drift_note("decode_slowdown", row.decode_slowdown, rows_ratio);
+  return drift_note(SlowdownMetric::Decode, row.decode_slowdown, rows_ratio);
 }
 
 std::vector<const RowPrediction*> predictions_of(const std::vector<LabRow>& rows) {
@@ -193,7 +193,7 @@ std::vector<LabRow> lab_rows(const std::vector<Comparison>& comparisons) {
 std::string lab_table(const std::vector<LabRow>& rows) {
   const std::vector<std::string> elsewhere = elsewhere_devices(predictions_of(rows));
   std::ostringstream out;
-  out << "| bug | switched on | fixed decode tok/s | buggy decode tok/s | decode_slowdown | end_to_end_slowdown | "
+  out << "| bug | switched on | fixed decode tok/s | buggy decode tok/s | decode slowdown | end-to-end slowdown | "
          "expected | verdict | pairs | same tokens |"
       << prediction_columns_header(elsewhere) << "\n"
       << "| --- | --- | ---: | ---: | ---: | ---: | --- | --- | ---: | --- |" << prediction_columns_rule(elsewhere) << "\n";
