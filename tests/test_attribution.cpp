@@ -68,6 +68,26 @@ TEST_CASE("fp32 weights in a half model: the extra time is extra bytes", "[attri
   CHECK(attribution.delta_ms_per_token == Approx(pair.delta_ms / 8));
 }
 
+TEST_CASE("non_contiguous copies: the time of copies the fixed run does not make is extra bytes", "[attribution]") {
+  // A .contiguous() of each layer's cache before attention: ops with no arithmetic, whose
+  // bytes grow with the context. Work is FLOPs, so their time is extra bytes, named with
+  // the copies that moved them — never "extra work" beside "+0 FLOP".
+  SyntheticRun fixed;
+  fixed.prompt = 512;
+  SyntheticRun buggy = fixed;
+  buggy.contiguous_copies = true;
+  const Pair pair = analyse(fixed, buggy);
+  REQUIRE(pair.delta_ms > 0);
+  const Attribution attribution = attribute_slowdown(pair.fixed, pair.buggy, pair.delta_ms, 8);
+  const AttributionPart& work = part(attribution, "extra work");
+  const AttributionPart& bytes = part(attribution, "extra bytes");
+  CHECK(work.ms == 0);  // not a FLOP more
+  CHECK(bytes.ms > 0);
+  CHECK_THAT(bytes.explanation, Catch::Matchers::Contains("decode copy +") && Catch::Matchers::Contains("prefill copy +"));
+  CHECK(std::regex_search(attribution.headline, std::regex("^[^:]*(% from extra bytes|: extra bytes )")));
+  CHECK(attribution.residual_fraction() < 0.01);
+}
+
 TEST_CASE("a host-bound loop: the extra time is an idle device", "[attribution]") {
   SyntheticRun fixed;
   SyntheticRun buggy = fixed;

@@ -281,8 +281,31 @@ TEST_CASE("lab: SIGINT while the roofs are first measured ends within 2 s and ca
   INFO(interrupted.err);
   CHECK(seconds < 2.0);
   CHECK(interrupted.exit_code == 130);
-  CHECK_THAT(interrupted.err, Contains("stopped while measuring the roofs"));
+  CHECK_THAT(interrupted.err, Contains("stopped while checking the machine and measuring the roofs"));
   CHECK(files_under(cache) == 0);  // an abandoned measurement is no roof
+}
+
+TEST_CASE("lab: SIGINT during the machine check before the roofs ends within 2 s, the roofs never begun",
+          "[interrupt][cli]") {
+  const TempDir dir;
+  const auto cache = dir.path() / "empty-cache";  // no roofs: the machine is checked, then they are measured
+  const ScopedEnv roofs("DECODELAB_CACHE_DIR", cache.c_str());
+  BackgroundDecodelab lab(tiny_lab_arguments(dir.path() / "lab.json", "600"));
+  // The check (a CPU-share probe, then copies of 128 MiB: seconds on a busy machine) starts
+  // right after this line.
+  REQUIRE(wait_until([&] { return lab.stderr_so_far().find("checking that this machine is quiet") != std::string::npos; },
+                     60.0));
+  const auto sent = std::chrono::steady_clock::now();
+  lab.send(SIGINT);
+  const CommandResult interrupted = lab.wait();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+  INFO(interrupted.err);
+  CHECK(seconds < 2.0);
+  CHECK(interrupted.exit_code == 130);
+  CHECK_THAT(interrupted.err, Contains("stopped while checking the machine"));
+  // Stopped inside the check: the measurement after it never said its first stage.
+  CHECK_THAT(interrupted.err, !Contains("measuring bandwidth"));
+  CHECK(files_under(cache) == 0);
 }
 
 TEST_CASE("lab: a budget too short for the whole roof measurement takes quick roofs, uncached, within the budget",

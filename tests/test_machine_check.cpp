@@ -253,6 +253,37 @@ TEST_CASE("a probe on this machine gives figures in range", "[machine_check]") {
   CHECK(state.contended == !state.findings.empty());
 }
 
+TEST_CASE("machine check: a stop is polled between probes and before every copy, and abandons the check",
+          "[machine_check][interrupt]") {
+  const std::unique_ptr<Backend> backend = make_backend(BackendKind::Cpu, BackendOptions{2, false});
+  // Polled and never thrown: the check runs to its end, asking at every stage and copy.
+  int polls = 0;
+  const MachineState state = check_machine(*backend, 2, RoofsMachine{}, MachineThresholds{}, [&] { ++polls; });
+  CHECK(state.probe_bandwidth > 0);
+  // Before the CPU-share probe, before the bandwidth probe, around the round trip (4), and
+  // before each of the bandwidth probe's copies: a warm-up and its 9 timed ones at least.
+  CHECK(polls >= 4 + 1 + 9);
+
+  // A stop requested part-way: the check ends at the next poll, with the copies' timings
+  // drained from the backend and nothing left queued.
+  struct Stop {};
+  for (const int stop_at : {1, 2, 6}) {
+    INFO("stop at poll " << stop_at);
+    int seen = 0;
+    std::chrono::steady_clock::time_point stopped;
+    const auto stop_there = [&] {
+      if (++seen < stop_at) return;
+      stopped = std::chrono::steady_clock::now();
+      throw Stop{};
+    };
+    CHECK_THROWS_AS(check_machine(*backend, 2, RoofsMachine{}, MachineThresholds{}, stop_there), Stop);
+    CHECK(seen == stop_at);  // abandoned at once: no further stage asked
+    CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped).count() < 2.0);
+    backend->synchronize();
+    CHECK(backend->take_timings().empty());
+  }
+}
+
 // [sanitizer_skip] (CI's ASan pass leaves it to the Release pass): 15 s in Release, 145 s under
 // ASan, where busy loops on every core starve the -O1 run and roofline measurement; the rules
 // and the probe it drives run under ASan in the cases above.

@@ -4,11 +4,13 @@
 // of the bug's own file, parsed into its parts.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lab/bug_lessons.h"
@@ -156,6 +158,39 @@ TEST_CASE("lab index: one chart of the slowdowns, the busy machine said once, th
   CHECK_THAT(page, Contains("<th title=\"decode_slowdown\">decode slowdown</th>") &&
                        Contains("<th title=\"end_to_end_slowdown\">end-to-end slowdown</th>"));
   CHECK_THAT(page, !Contains("<th>decode_slowdown</th>"));
+}
+
+TEST_CASE("lab index chart: over many decades the tick labels keep clear of each other, every decade labelled",
+          "[pages]") {
+  // A busy machine's interval reaching 0.0008x beside a range of 100-1000x: seven decades, where
+  // "0.001x" and "0.002x" were drawn over each other.
+  const TempDir dir;
+  std::vector<LabRow> rows(1);
+  rows[0].bug = "host_sync";
+  rows[0].headline.expected = ExpectedSlowdown{100, 1000, SlowdownMetric::Decode};
+  rows[0].headline.measured.median = 1.5;
+  rows[0].headline.measured.low = 0.0008;
+  rows[0].headline.measured.high = 40;
+  rows[0].headline.measured.samples = 6;
+  rows[0].headline.verdict = {VerdictKind::Below, "below"};
+  write_lab_index(dir.path(), rows);
+  const std::string page = read_text_file(dir.path() / "index.html");
+  const std::regex tick(R"re(<text x="([0-9.]+)" y="[0-9.]+" text-anchor="middle"( fill="#6b7280" font-size="10")?>([0-9.]+x)</text>)re");
+  std::vector<std::pair<double, double>> boxes;
+  std::vector<std::string> labels;
+  for (auto it = std::sregex_iterator(page.begin(), page.end(), tick); it != std::sregex_iterator(); ++it) {
+    const double x = std::stod((*it)[1]);
+    const double half = text_width((*it)[3].str(), (*it)[2].matched ? 10 : 12) / 2;
+    boxes.emplace_back(x - half, x + half);
+    labels.push_back((*it)[3]);
+  }
+  for (const char* decade : {"0.0001x", "0.001x", "0.01x", "0.1x", "1x", "10x", "100x", "1000x"})
+    CHECK(std::find(labels.begin(), labels.end(), decade) != labels.end());
+  for (size_t a = 0; a < boxes.size(); ++a)
+    for (size_t b = a + 1; b < boxes.size(); ++b) {
+      INFO(labels[a] << " and " << labels[b]);
+      CHECK((boxes[a].second <= boxes[b].first || boxes[b].second <= boxes[a].first));
+    }
 }
 
 TEST_CASE("sweep page: the stylesheet, the rows in a table that scrolls", "[pages]") {

@@ -178,7 +178,15 @@ TEST_CASE("row prediction: the verdict judges the slowdown the range names, besi
   CHECK(json.at("prediction").at("within_interval") == false);
   const std::string summary = prediction_summary(by_end, decode, end_to_end);
   INFO(summary);
-  CHECK_THAT(summary, Contains("verdict against the prediction (end_to_end_slowdown, within ±20%): above prediction"));
+  CHECK_THAT(summary, Contains("verdict against the prediction (end-to-end slowdown, within ±20%): above prediction"));
+  CHECK_THAT(summary, !Contains("_slowdown"));
+  // This machine's measured roofs are named for tools in JSON, in words for people.
+  RowPrediction measured_here = by_end;
+  measured_here.here.device = "measured-vm";
+  CHECK_THAT(prediction_summary(measured_here, decode, end_to_end),
+             Contains("predicted on this machine (measured roofs)") && !Contains("measured-vm"));
+  CHECK_THAT(prediction_html(measured_here), Contains("On this machine (measured roofs)"));
+  CHECK(device_in_words("h200") == "h200");
   CHECK_THAT(summary, Contains("measured " + format_slowdown(end_to_end)) &&
                           Contains("outside the measured 95% interval"));
 }
@@ -399,4 +407,54 @@ TEST_CASE("sweep chart: the curve passes through each row's own prediction, poin
     REQUIRE(at != s.predicted.end());
     CHECK(at->decode_tokens_per_s == Approx(7.0 * s.measured_tokens_per_s[k]));
   }
+}
+
+TEST_CASE("sweep chart: along threads the curve is each row's own prediction, never the chart device's flat line",
+          "[row_prediction]") {
+  // The issue's threads sweep drew 66,707 tok/s flat over threads 1-2 where the threads=1 row
+  // predicted 11,335: one device's roofs priced every threads value alike.
+  const TempDir dir;
+  const std::filesystem::path file = dir.write("threads.yaml",
+                                              "model: lab-tiny\ndtype: fp32\nbackend: cpu\nthreads: [1, 2, 4]\n"
+                                              "workload: {requests: 2, batch_size: 2, prompt_tokens: 4, new_tokens: 8}\n");
+  const std::vector<SweepPoint> points = expand_sweep(read_scenario_document(file), file.string());
+  REQUIRE(points.size() == 3);
+  REQUIRE(points.front().values.front().first == "threads");
+  std::vector<Scenario> scenarios;
+  for (const SweepPoint& point : points) scenarios.push_back(parse_scenario(point.scenario, file));
+  // threads=1 and threads=4 priced with their own roofs; threads=2's row has no prediction.
+  const auto measured = [](double tokens_per_s) {
+    return nlohmann::json{{"metrics", {{"decode_tokens_per_s", tokens_per_s}}},
+                          {"intervals",
+                           {{"decode_tokens_per_s",
+                             {{"median", tokens_per_s}, {"low", 0.9 * tokens_per_s}, {"high", 1.1 * tokens_per_s}, {"samples", 6}}}}}};
+  };
+  std::vector<nlohmann::json> rows = {measured(9000), measured(15000), measured(20000)};
+  rows[0]["predicted_decode_tokens_per_s"] = 11335.0;
+  rows[2]["predicted_decode_tokens_per_s"] = 30000.0;
+  const std::vector<SweepSeries> series = sweep_series(points, scenarios, rows, round_device());
+  REQUIRE(series.size() == 1);
+  const std::vector<CurvePoint>& curve = series[0].predicted;
+  REQUIRE(curve.size() == 2);
+  CHECK(curve[0].x == 1);
+  CHECK(curve[0].decode_tokens_per_s == Approx(11335.0));
+  CHECK(curve[1].x == 4);
+  CHECK(curve[1].decode_tokens_per_s == Approx(30000.0));
+  CHECK(series[0].measured_x.size() == 3);  // every measured point is drawn, with or without a prediction
+}
+
+TEST_CASE("a figure 3x or more below its prediction is suspect, said with both numbers", "[row_prediction]") {
+  // The issue's batch-32 point: 458.6 tok/s where the same point had read 11,690, marked
+  // "±2.2%" and nothing else.
+  const std::string suspect = suspect_below_prediction("decode tok/s", 458.6, 11690);
+  CHECK_THAT(suspect, Contains("decode tok/s 458.6") && Contains("25x below the 11690") && Contains("suspect"));
+  CHECK_FALSE(suspect_below_prediction("decode tok/s", 100, kSuspectBelowPrediction * 100 + 1).empty());
+  CHECK(suspect_below_prediction("decode tok/s", 100, kSuspectBelowPrediction * 100 - 1).empty());  // within 3x: a miss
+  CHECK(suspect_below_prediction("decode tok/s", 1000, 500).empty());                                 // above: not suspect
+  CHECK(suspect_below_prediction("decode tok/s", 0, 500).empty());                                    // nothing measured
+  // The sweep table's error cell carries the mark.
+  const nlohmann::json row = {{"predicted_decode_tokens_per_s", 11690.0},
+                              {"decode_tokens_per_s_prediction_error", 458.6 / 11690 - 1},
+                              {"suspect", suspect}};
+  CHECK_THAT(sweep_prediction_cells(row), EndsWith(" suspect |"));
 }

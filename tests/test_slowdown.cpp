@@ -114,15 +114,15 @@ TEST_CASE("a comparison keeps pairing while either slowdown's interval is wider 
 
 TEST_CASE("drift note: said only when the rows' medians divide to a ratio outside the interval", "[slowdown]") {
   const Estimate decode = slowdown(1.92, 1.84, 1.98, 26);
-  CHECK(drift_note("decode_slowdown", decode, 1.90).empty());
-  CHECK(drift_note("decode_slowdown", decode, 1.84).empty());  // on the edge: inside
-  const std::string note = drift_note("decode_slowdown", decode, 1.52);
+  CHECK(drift_note(SlowdownMetric::Decode, decode, 1.90).empty());
+  CHECK(drift_note(SlowdownMetric::Decode, decode, 1.84).empty());  // on the edge: inside
+  const std::string note = drift_note(SlowdownMetric::Decode, decode, 1.52);
   using Catch::Matchers::Contains;
-  CHECK_THAT(note, Contains("1.52x") && Contains("outside decode_slowdown's interval") && Contains("drifted") &&
+  CHECK_THAT(note, Contains("1.52x") && Contains("outside the decode slowdown's interval") && !Contains("decode_slowdown") && Contains("drifted") &&
                        Contains("1.92x"));
-  CHECK_FALSE(drift_note("decode_slowdown", decode, 2.5).empty());
-  CHECK(drift_note("decode_slowdown", Estimate{}, 1.5).empty());  // nothing measured
-  CHECK(drift_note("decode_slowdown", decode, 0).empty());        // no rows' ratio
+  CHECK_FALSE(drift_note(SlowdownMetric::Decode, decode, 2.5).empty());
+  CHECK(drift_note(SlowdownMetric::Decode, Estimate{}, 1.5).empty());  // nothing measured
+  CHECK(drift_note(SlowdownMetric::Decode, decode, 0).empty());        // no rows' ratio
 }
 
 TEST_CASE("a verdict below the course's range says, from the model, why the range does not apply here",

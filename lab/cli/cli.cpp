@@ -63,8 +63,10 @@ int run_cli(int argc, char** argv) {
   app.set_version_flag("--version", version_text());
   // Command-line mistakes read like every other input error: one line, the same prefix.
   app.failure_message([&app](const CLI::App*, const CLI::Error& error) {
+    // A misspelt option is said as such; CLI11's list of the words left over ("1 --thread")
+    // would only blur it.
     const std::string hint = dynamic_cast<const CLI::ExtrasError*>(&error) ? unknown_option_hint(app, invocation) : "";
-    return "decodelab: error: " + one_line(error.what()) + hint + "; see --help\n";
+    return "decodelab: error: " + (hint.empty() ? one_line(error.what()) : hint) + "; see --help\n";
   });
   app.require_subcommand(1);
   add_run_command(app);

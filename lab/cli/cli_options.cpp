@@ -151,7 +151,7 @@ std::string unknown_option_hint(const CLI::App& app, const std::vector<std::stri
     if (word.size() < 3 || word.rfind("--", 0) != 0) continue;
     if (std::find(names.begin(), names.end(), word) != names.end()) continue;
     const std::string hint = did_you_mean(word, names);
-    if (!hint.empty()) return "; " + word + " is unknown" + hint;
+    if (!hint.empty()) return word + " is unknown" + hint;
   }
   return "";
 }

@@ -43,8 +43,8 @@ void add_predict_on_option(CLI::App& command, std::vector<std::string>& names);
 void add_slurm_options(CLI::App& command, SlurmRequest& request);
 
 // For CLI11's "arguments were not expected": the first unknown --option of the command line
-// (`words`, argv) with the subcommand's nearest option ("; --thread is unknown (did you mean
-// '--threads'?)"), or "" when none is near.
+// (`words`, argv) with the subcommand's nearest option ("--thread is unknown (did you mean
+// '--threads'?)"), said instead of CLI11's list of leftover words, or "" when none is near.
 std::string unknown_option_hint(const CLI::App& app, const std::vector<std::string>& words);
 // When argv's first word is meant as a subcommand but names none of `app`'s visible ones,
 // the message to print ("unknown command 'rn' (did you mean 'run'?); commands: run, ...").

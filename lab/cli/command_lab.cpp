@@ -179,6 +179,8 @@ void execute_lab(const LabArguments& arguments) {
       // Its stages on stderr: tens of seconds are not spent in silence.
       std::ostream* measuring = arguments.quiet ? nullptr : &std::cerr;
       try {
+        // The check stops on Ctrl-C as the measurement does (check_machine_for_timing).
+        if (measuring) *measuring << "checking that this machine is quiet enough to measure its roofs\n";
         const MachineState machine = check_machine_for_timing(*backend, threads, /*warn=*/true, /*notes=*/false);
         bool measured = false;
         if (whole_roofs) {
@@ -201,8 +203,8 @@ void execute_lab(const LabArguments& arguments) {
       } catch (const RepeatAbandoned& abandoned) {
         progress.clear();
         if (abandoned.why() == RepeatAbandoned::Why::StopRequested) {
-          throw Interrupted(stop.signal_number(), "stopped while measuring the roofs, before any bug ran; nothing "
-                                                  "was measured or cached");
+          throw Interrupted(stop.signal_number(), "stopped while checking the machine and measuring the roofs, "
+                                                  "before any bug ran; nothing was measured or cached");
         }
         throw BudgetSpent("the lab's budget (" + format_number(arguments.max_seconds) +
                           " s) ran out while measuring the roofs, before any bug ran; give it more --max-seconds, or "
@@ -254,7 +256,7 @@ void execute_lab(const LabArguments& arguments) {
       kept_notes.push_back(scenarios[i].name + ": its " + std::to_string(rows.back().pairs) +
                            " finished pairs (the repeat in progress was abandoned)");
     }
-    progress.finished(label + ": done, " + to_string(headline.metric) + " slowdown " +
+    progress.finished(label + ": done, " + slowdown_words(headline.metric) + " " +
                       format_slowdown(headline.measured) + " over " + std::to_string(rows.back().pairs) + " pairs in " +
                       std::to_string(static_cast<int>(std::lround(comparison->timed_seconds))) + " s" +
                       (verdict == "-" ? "" : " (" + verdict + ")") + "; " +

@@ -60,7 +60,7 @@ class SweepTable {
   explicit SweepTable(bool bugs)
       : bugs_(bugs),
         table_(bugs ? std::vector<std::string>{"point", "decode wall/step", "decode tok/s", "total", "decode bound",
-                                                "decode_slowdown", "end_to_end_slowdown"}
+                                                "decode slowdown", "end-to-end slowdown"}
                     : std::vector<std::string>{"point", "TTFT", "decode wall/step", "decode busy/step", "decode tok/s",
                                                "total", "decode bound"}) {}
 

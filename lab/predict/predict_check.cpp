@@ -187,7 +187,7 @@ std::string prediction_check_table(const PredictionCheck& check) {
 }
 
 std::string prediction_check_row_header() {
-  return "| scenario | variant | decode_slowdown measured | predicted | error | end_to_end_slowdown measured | "
+  return "| scenario | variant | decode slowdown measured | predicted | error | end-to-end slowdown measured | "
          "predicted | error | cores | machine |\n"
          "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n";
 }

@@ -172,15 +172,15 @@ std::string prediction_table(const SlowdownPrediction& prediction, const DeviceS
   out << "  fixed decode bound by: " << bound_text(fixed_decode) << "\n";
   out << "  buggy decode bound by: " << bound_text(buggy_decode) << "\n\n";
   out << "  predicted slowdown: decode " << ratio_text(prediction.decode_slowdown)
-      << " (decode_slowdown: fixed tok/s / buggy tok/s), end to end " << ratio_text(prediction.end_to_end_slowdown)
-      << " (end_to_end_slowdown: buggy total / fixed total)\n\n";
+      << " (fixed tok/s / buggy tok/s), end to end " << ratio_text(prediction.end_to_end_slowdown)
+      << " (buggy total / fixed total)\n\n";
   out << category_table(prediction.fixed, "fixed decode, per step") << "\n"
       << category_table(prediction.buggy, "buggy decode, per step");
   return out.str();
 }
 
 std::string prediction_row_header() {
-  return "| scenario | variant | device | decode_slowdown | end_to_end_slowdown | fixed decode bound | buggy decode bound |\n"
+  return "| scenario | variant | device | decode slowdown | end-to-end slowdown | fixed decode bound | buggy decode bound |\n"
          "| --- | --- | --- | ---: | ---: | --- | --- |\n";
 }
 

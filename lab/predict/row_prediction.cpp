@@ -366,20 +366,24 @@ std::string beside_measured(double predicted, const Estimate& measured, double e
 
 }  // namespace
 
+std::string device_in_words(const std::string& device) {
+  return device.rfind("measured-", 0) == 0 ? "this machine (measured roofs)" : device;
+}
+
 std::string prediction_summary(const RowPrediction& prediction, const Estimate& measured_decode_slowdown,
                                const Estimate& measured_end_to_end_slowdown) {
   if (!prediction.unavailable.empty()) return "predicted: none (" + prediction.unavailable + ")\n";
   const bool decode = prediction.of == SlowdownMetric::Decode;
   char tolerance[16];
   std::snprintf(tolerance, sizeof tolerance, "%.0f%%", kPredictionTolerance * 100);
-  std::string text = "predicted on " + prediction.here.device + " (error = measured / predicted - 1):\n";
-  text += "  decode_slowdown:     " +
+  std::string text = "predicted on " + device_in_words(prediction.here.device) + " (error = measured / predicted - 1):\n";
+  text += "  decode slowdown:     " +
           beside_measured(prediction.here.decode_slowdown, measured_decode_slowdown, prediction.decode_slowdown_error,
                           decode, prediction.within_interval) + "\n";
-  text += "  end_to_end_slowdown: " +
+  text += "  end-to-end slowdown: " +
           beside_measured(prediction.here.end_to_end_slowdown, measured_end_to_end_slowdown,
                           prediction.end_to_end_slowdown_error, !decode, prediction.within_interval) + "\n";
-  text += "verdict against the prediction (" + std::string(to_string(prediction.of)) + "_slowdown, within ±" +
+  text += "verdict against the prediction (" + std::string(slowdown_words(prediction.of)) + ", within ±" +
           tolerance + "): " + prediction.verdict + noise_clause(prediction) + "\n";
   return text + prediction.sentence + "\n";
 }
@@ -387,13 +391,13 @@ std::string prediction_summary(const RowPrediction& prediction, const Estimate& 
 std::string prediction_html(const RowPrediction& prediction) {
   if (!prediction.unavailable.empty())
     return "<p>No prediction: " + xml_escape(prediction.unavailable) + "</p>";
-  const std::string judged = std::string(to_string(prediction.of)) + "_slowdown";
+  const std::string judged = slowdown_words(prediction.of);
   std::string measured;
   if (prediction.measured.samples > 0)
     measured = ", measured " + format_slowdown(prediction.measured) + " (" +
                (prediction.within_interval ? "the prediction lies inside" : "the prediction lies outside") +
                " its 95% interval)";
-  return "<h2>Predicted</h2><p>On " + xml_escape(prediction.here.device) + ": " + judged + " " +
+  return "<h2>Predicted</h2><p>On " + xml_escape(device_in_words(prediction.here.device)) + ": " + judged + " " +
          ratio_text(prediction.predicted()) + measured + "; prediction error " + signed_percent(prediction.error()) + ": " +
          prediction.verdict + xml_escape(noise_clause(prediction)) + ". Decode " + ratio_text(prediction.here.decode_slowdown) + " (error " +
          signed_percent(prediction.decode_slowdown_error) + "), end to end " +

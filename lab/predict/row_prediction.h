@@ -95,6 +95,9 @@ struct RowPrediction {
 
 // A device's predicted slowdown of one metric.
 double predicted_slowdown(const DeviceSlowdown& device, SlowdownMetric metric);
+// A device's name as text and pages for people say it: this machine's measured roofs are
+// named "measured-HOST" in JSON, "this machine (measured roofs)" in words; a device file's name as it is.
+std::string device_in_words(const std::string& device);
 
 // The prediction of `buggy` on `here` set beside its measured slowdowns, and on each
 // reference device (names as for reference_devices); the verdict judges the slowdown `of`

@@ -174,7 +174,8 @@ std::string side_by_side_table(const RunManifest& manifest, const CollectedPoint
       }
       if (lab) {
         const LabRow lab_row = lab_row_from_json(*row, "row of " + set.set.name);
-        line += "| " + format_slowdown(lab_row.headline.measured) + " " + to_string(lab_row.headline.metric) + " | " +
+        line += "| " + format_slowdown(lab_row.headline.measured) + " " +
+                (lab_row.headline.metric == SlowdownMetric::EndToEnd ? "end-to-end" : "decode") + " | " +
                 to_string(lab_row.headline.verdict.kind) + " ";
         continue;
       }

@@ -50,7 +50,7 @@ std::string slowdown_figure(const HeadlineFigure& figure, bool judged, const Row
     std::snprintf(exact, sizeof exact, "%.17g", predicted);
     extra += "<div class=\"predicted\" data-predicted=\"predicted_" + figure.key + "\" data-value=\"" + exact +
             "\"><span title=\"predicted_" + escape(figure.key) + "\">predicted</span> " +
-            escape(ratio_text(predicted)) + " on " + escape(prediction.here.device) + " · <span title=\"" +
+            escape(ratio_text(predicted)) + " on " + escape(device_in_words(prediction.here.device)) + " · <span title=\"" +
             escape(figure.key) + "_prediction_error\">error</span> " + escape(signed_percent(error)) + "</div>";
   }
   if (judged) extra += "<div class=\"predicted\">the slowdown the lesson is about</div>";
@@ -140,13 +140,13 @@ ReportSummary comparison_summary(const Comparison& comparison) {
   add("decode_slowdown", "decode slowdown", comparison.decode_slowdown);
   add("end_to_end_slowdown", "end-to-end slowdown", comparison.end_to_end_slowdown);
   const SlowdownReading& headline = comparison.headline;
-  summary.sentences.push_back("The lesson is about the " + std::string(to_string(headline.metric)) + "_slowdown" +
+  summary.sentences.push_back("The lesson is about the " + std::string(slowdown_words(headline.metric)) +
                               (headline.expected ? ", expected " + format_range(*headline.expected) : "") +
                               ". Verdict: " + to_string(headline.verdict.kind) + ": " + headline.verdict.sentence + ".");
   const RowPrediction& prediction = comparison.prediction;
   if (prediction.unavailable.empty()) {
-    summary.sentences.push_back("Predicted on " + prediction.here.device + ": " + to_string(prediction.of) +
-                                "_slowdown " + ratio_text(prediction.predicted()) + ", prediction error " +
+    summary.sentences.push_back("Predicted on " + device_in_words(prediction.here.device) + ": " +
+                                slowdown_words(prediction.of) + " " + ratio_text(prediction.predicted()) + ", prediction error " +
                                 signed_percent(prediction.error()) + " (" + prediction.verdict +
                                 (prediction.within_interval ? ", inside the measured 95% interval" : "") + "). " +
                                 prediction.sentence + ".");

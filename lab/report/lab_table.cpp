@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <sstream>
 #include <system_error>
+#include <utility>
+#include <vector>
 
 #include "engine/base/errors.h"
 #include "profiling/atomic_file.h"
@@ -22,7 +24,7 @@ namespace {
 std::string row_drift_note(const LabRow& row) {
   const double rows_ratio =
       row.buggy_tokens_per_s.median > 0 ? row.fixed_tokens_per_s.median / row.buggy_tokens_per_s.median : 0;
-  return drift_note("decode_slowdown", row.decode_slowdown, rows_ratio);
+  return drift_note(SlowdownMetric::Decode, row.decode_slowdown, rows_ratio);
 }
 
 std::vector<const RowPrediction*> predictions_of(const std::vector<LabRow>& rows) {
@@ -95,15 +97,30 @@ std::string slowdown_chart(const std::vector<LabRow>& rows, const std::string& g
       << svg_number(height) << "\" width=\"" << kWidth << "\" height=\"" << svg_number(height)
       << "\" font-family=\"sans-serif\" font-size=\"12\" role=\"img\"><title>Each bug's slowdown: measured, the "
          "course's range and the predictions</title>\n";
-  for (double tick = low; tick <= high * 1.0001; tick *= 10) {
-    for (double step : {1.0, 2.0, 5.0}) {
-      const double x = tick * step;
-      if (x > high * 1.0001) break;
-      const bool decade = step == 1.0;
-      svg << "<line x1=\"" << svg_number(px(x)) << "\" y1=\"" << kTop - 6 << "\" x2=\"" << svg_number(px(x))
-          << "\" y2=\"" << svg_number(height - 34) << "\" stroke=\"" << (decade ? "#9ca3af" : "#e5e7eb") << "\"/>\n";
-      svg << "<text x=\"" << svg_number(px(x)) << "\" y=\"" << svg_number(height - 20) << "\" text-anchor=\"middle\""
-            << (decade ? "" : " fill=\"#6b7280\" font-size=\"10\"") << ">" << tick_text(x) << "x</text>\n";
+  // Grid lines at 1, 2 and 5 of every decade; the decades labelled first, then the 2s and 5s
+  // only where their label keeps clear of the others (over many decades, as when a busy
+  // machine's interval reaches 0.001x, they would run into the decades' labels).
+  std::vector<std::pair<double, double>> labelled;  // each label's left and right edge
+  for (const bool decades : {true, false}) {
+    for (double tick = low; tick <= high * 1.0001; tick *= 10) {
+      for (double step : {1.0, 2.0, 5.0}) {
+        const double x = tick * step;
+        if (x > high * 1.0001) break;
+        if ((step == 1.0) != decades) continue;
+        svg << "<line x1=\"" << svg_number(px(x)) << "\" y1=\"" << kTop - 6 << "\" x2=\"" << svg_number(px(x))
+            << "\" y2=\"" << svg_number(height - 34) << "\" stroke=\"" << (decades ? "#9ca3af" : "#e5e7eb") << "\"/>\n";
+        const std::string text = tick_text(x) + "x";
+        // Digits, '.' and 'x' in a sans-serif face: at most 0.6 em each, a width never short.
+        const double half = 0.6 * (decades ? 12 : 10) * static_cast<double>(text.size()) / 2;
+        const double left = px(x) - half, right = px(x) + half;
+        const bool clear = std::none_of(labelled.begin(), labelled.end(), [&](const std::pair<double, double>& other) {
+          return left < other.second + 4 && right > other.first - 4;
+        });
+        if (!clear) continue;
+        labelled.emplace_back(left, right);
+        svg << "<text x=\"" << svg_number(px(x)) << "\" y=\"" << svg_number(height - 20) << "\" text-anchor=\"middle\""
+            << (decades ? "" : " fill=\"#6b7280\" font-size=\"10\"") << ">" << text << "</text>\n";
+      }
     }
   }
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -193,7 +210,7 @@ std::vector<LabRow> lab_rows(const std::vector<Comparison>& comparisons) {
 std::string lab_table(const std::vector<LabRow>& rows) {
   const std::vector<std::string> elsewhere = elsewhere_devices(predictions_of(rows));
   std::ostringstream out;
-  out << "| bug | switched on | fixed decode tok/s | buggy decode tok/s | decode_slowdown | end_to_end_slowdown | "
+  out << "| bug | switched on | fixed decode tok/s | buggy decode tok/s | decode slowdown | end-to-end slowdown | "
          "expected | verdict | pairs | same tokens |"
       << prediction_columns_header(elsewhere) << "\n"
       << "| --- | --- | ---: | ---: | ---: | ---: | --- | --- | ---: | --- |" << prediction_columns_rule(elsewhere) << "\n";

@@ -237,6 +237,9 @@ std::vector<SweepSeries> sweep_series(const std::vector<SweepPoint>& points, con
         const nlohmann::json prediction = rows[i].value("prediction", nlohmann::json::object());
         series.predicted.push_back(
             CurvePoint{xs[i], row_predicted, prediction.is_object() ? prediction.value("decode_bound", "-") : "-"});
+      } else if (!x_of(scenarios[i].workload, x_key)) {
+        // Along threads (or dtype, backend) the chart's one device would price every point
+        // alike: a flat line that no row predicts. Only a row's own prediction places it.
       } else if (std::optional<CurvePoint> point = predicted_point(scenarios[i], xs[i], device)) {
         series.predicted.push_back(*point);
       }

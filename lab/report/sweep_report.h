@@ -39,7 +39,8 @@ struct SweepSeries {
 // The chart's data: x is the first swept key's value; points whose x is not a number are left out.
 // The curve passes through each row's own predicted_decode_tokens_per_s (priced with the roofs
 // that point was read against: a threads sweep's points each have their own), and between
-// points of a workload key through predictions on `device`.
+// points of a workload key through predictions on `device`; along a key that is not a workload
+// count (threads) a point without its row's prediction has none on the curve.
 std::vector<SweepSeries> sweep_series(const std::vector<SweepPoint>& points, const std::vector<Scenario>& scenarios,
                                       const std::vector<nlohmann::json>& rows, const DeviceSpec& device);
 

@@ -353,7 +353,7 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
     judged = slowdown_to_watch(slowdown, other_slowdown ? &*other_slowdown : nullptr);
     keep_typical_trace(fixed_side, per_token_times(fixed_side.runs, metric, workload));
     keep_typical_trace(buggy_side, per_token_times(buggy_side.runs, metric, workload));
-    progress.finished(progress_text(options, pair_label(pair) + " done: " + to_string(metric) + " slowdown " +
+    progress.finished(progress_text(options, pair_label(pair) + " done: " + slowdown_words(metric) + " " +
                                                  format_slowdown(slowdown) + " so far"));
   }
   progress.clear();
@@ -438,7 +438,7 @@ void explain_range(SlowdownReading& headline, const RowPrediction& prediction) {
   std::string sentence = std::string(kind == VerdictKind::Below ? ". Below is a finding, not a failure"
                                                                  : ". Above is a finding, not a failure") +
                          ": the model prices this bug at " + ratio_text(prediction.predicted()) + " on " +
-                         prediction.here.device;
+                         device_in_words(prediction.here.device);
   const DeviceSlowdown* gpu = prediction.elsewhere.empty() ? nullptr : &prediction.elsewhere.front();
   const double on_gpu = gpu ? predicted_slowdown(*gpu, prediction.of) : 0.0;
   if (gpu && on_gpu > 0) {
@@ -462,9 +462,9 @@ std::vector<std::string> drift_notes(const Comparison& comparison) {
   const RunMetrics& buggy = comparison.buggy.result.metrics;
   std::vector<std::string> notes;
   for (const std::string& note :
-       {drift_note("decode_slowdown", comparison.decode_slowdown,
+       {drift_note(SlowdownMetric::Decode, comparison.decode_slowdown,
                    buggy.decode_tokens_per_s.median > 0 ? fixed.decode_tokens_per_s.median / buggy.decode_tokens_per_s.median : 0),
-        drift_note("end_to_end_slowdown", comparison.end_to_end_slowdown,
+        drift_note(SlowdownMetric::EndToEnd, comparison.end_to_end_slowdown,
                    fixed.end_to_end_s.median > 0 ? buggy.end_to_end_s.median / fixed.end_to_end_s.median : 0)}) {
     if (!note.empty()) notes.push_back(note);
   }
@@ -495,11 +495,11 @@ std::string comparison_table(const Comparison& comparison) {
       << run_table_row(comparison.buggy.scenario, comparison.buggy.result) << "\n";
   const SlowdownReading& headline = comparison.headline;
   char line[256];
-  out << "decode_slowdown:     " << format_slowdown(comparison.decode_slowdown) << "  (median over the pairs of buggy / fixed decode time per token)\n";
-  out << "end_to_end_slowdown: " << format_slowdown(comparison.end_to_end_slowdown)
+  out << "decode slowdown:     " << format_slowdown(comparison.decode_slowdown) << "  (median over the pairs of buggy / fixed decode time per token)\n";
+  out << "end-to-end slowdown: " << format_slowdown(comparison.end_to_end_slowdown)
       << "  (median over the pairs of buggy / fixed end-to-end time)\n";
   for (const std::string& note : drift_notes(comparison)) out << "note: " << note << "\n";
-  out << "the lesson is about: " << to_string(headline.metric) << "_slowdown";
+  out << "the lesson is about: the " << slowdown_words(headline.metric);
   if (headline.expected) out << ", expected " << format_range(*headline.expected);
   out << "\nverdict: " << to_string(headline.verdict.kind) << ": " << headline.verdict.sentence << "\n";
   std::snprintf(line, sizeof line, " pairs of repeats in %.1f s of a %.0f s budget (", comparison.timed_seconds,

@@ -70,7 +70,10 @@ MachineState check_machine_for_timing(Backend& backend, int threads, bool warn, 
     roofs.quiet_probe_bandwidth = cached->measured->noisy ? 0.0 : cached->measured->probe_bandwidth;
     roofs.core_round_trip_ns = cached->measured->core_round_trip_ns;
   }
-  MachineState state = check_machine(backend, threads, roofs);
+  const auto stop_checkpoint = [] {
+    if (stop_requested()) throw RepeatAbandoned(RepeatAbandoned::Why::StopRequested);
+  };
+  MachineState state = check_machine(backend, threads, roofs, MachineThresholds{}, stop_checkpoint);
   if (const std::string said = state.warning(notes); warn && !said.empty()) {
     std::fputs(said.c_str(), stderr);
     std::fflush(stderr);

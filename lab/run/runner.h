@@ -140,7 +140,9 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options, Back
 // The machine check before timing (profiling/measure/machine_check.h), against the quiet bandwidth
 // probe and core round trip cached with this machine's roofs when there are some; a
 // contended machine is said on stderr (with the numbers and what to do) when `warn`, its
-// notes (far-apart cores) when `notes` too — a quiet command prints only warnings.
+// notes (far-apart cores) when `notes` too — a quiet command prints only warnings. Under a
+// command that stops on request (lab, sweep) a stop abandons the check within a fraction of a
+// second (RepeatAbandoned, StopRequested), as it abandons the roofs' measurement after it.
 MachineState check_machine_for_timing(Backend& backend, int threads, bool warn = true, bool notes = true);
 // After the repeats: marks the figures contended when the check before, the watch or the
 // check after saw contention, and says on stderr what the watch or the check after saw

@@ -51,7 +51,7 @@ SlowdownVerdict judge_slowdown(const Estimate& measured, SlowdownMetric metric,
                                const std::optional<ExpectedSlowdown>& expected,
                                const std::vector<std::string>& changed_keys) {
   SlowdownVerdict verdict;
-  const std::string name = metric == SlowdownMetric::EndToEnd ? "end-to-end slowdown" : "decode slowdown";
+  const std::string name = slowdown_words(metric);
   const std::string figure = name + " " + number(measured.median) + "x (95% interval " + interval_text(measured) + ")";
   if (!expected) {
     verdict.sentence = "the scenario states no expected range for its " + name;
@@ -117,22 +117,29 @@ std::string format_slowdown(const Estimate& slowdown) {
 
 std::string slowdown_text(double median) { return number(median) + "x"; }
 
+const char* slowdown_words(SlowdownMetric metric) {
+  return metric == SlowdownMetric::EndToEnd ? "end-to-end slowdown" : "decode slowdown";
+}
+
 std::string slowdown_definition() {
-  return "decode_slowdown: the buggy run's decode time per token over the fixed run's (the fixed decode tok/s over the "
-         "buggy); end_to_end_slowdown: the buggy run's whole generation time over the fixed run's. Each ratio is taken "
+  return "decode slowdown: the buggy run's decode time per token over the fixed run's (the fixed decode tok/s over the "
+         "buggy); end-to-end slowdown: the buggy run's whole generation time over the fixed run's. Each ratio is taken "
          "within every pair of back-to-back repeats, and the median over the pairs is printed ± its 95% interval: a "
          "machine whose speed drifts between pairs slows both runs of a pair alike, so the drift cancels. Each row "
          "shows its side's median over all its repeats, so on a drifting machine the rows can divide to another ratio";
 }
 
-std::string drift_note(const std::string& name, const Estimate& slowdown, double ratio_of_row_medians) {
+std::string drift_note(SlowdownMetric metric, const Estimate& slowdown, double ratio_of_row_medians) {
   if (slowdown.samples == 0 || ratio_of_row_medians <= 0 || slowdown.contains(ratio_of_row_medians)) return "";
-  return "the rows' medians divide to " + slowdown_text(ratio_of_row_medians) + ", outside " + name +
-         "'s interval: the machine's speed drifted between pairs, and " + name + " (" + format_slowdown(slowdown) +
+  const std::string name = slowdown_words(metric);
+  return "the rows' medians divide to " + slowdown_text(ratio_of_row_medians) + ", outside the " + name +
+         "'s interval: the machine's speed drifted between pairs, and the " + name + " (" + format_slowdown(slowdown) +
          ") compares each pair's two runs, timed back to back";
 }
 
-std::string format_range(const ExpectedSlowdown& expected) { return range_text(expected) + " " + to_string(expected.of); }
+std::string format_range(const ExpectedSlowdown& expected) {
+  return range_text(expected) + (expected.of == SlowdownMetric::EndToEnd ? " end-to-end" : " decode");
+}
 
 nlohmann::json to_json(const SlowdownReading& reading) {
   nlohmann::json json = {{"metric", to_string(reading.metric)},

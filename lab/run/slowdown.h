@@ -64,11 +64,14 @@ std::string slowdown_text(double median);
 // What both slowdowns are, one text for every surface that prints them (compare's table and
 // page, the lab's table and page; docs/metrics.md "Slowdowns").
 std::string slowdown_definition();
+// The slowdown in words, for text and pages meant for people ("decode slowdown", "end-to-end
+// slowdown"); --json and CSV keep its name (decode_slowdown, end_to_end_slowdown).
+const char* slowdown_words(SlowdownMetric metric);
 // "" when the ratio of the rows' medians (each side's median over all its repeats) lies
 // inside the slowdown's interval; else a sentence saying the machine's speed drifted between
-// pairs, with both figures, for `name` ("decode_slowdown").
-std::string drift_note(const std::string& name, const Estimate& slowdown, double ratio_of_row_medians);
-// "2-4x decode", "1.1-1.3x end_to_end".
+// pairs, with both figures, for the slowdown of `metric`.
+std::string drift_note(SlowdownMetric metric, const Estimate& slowdown, double ratio_of_row_medians);
+// "2-4x decode", "1.1-1.3x end-to-end".
 std::string format_range(const ExpectedSlowdown& expected);
 
 nlohmann::json to_json(const SlowdownReading& reading);

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -228,7 +229,24 @@ double probe_spread_of(std::vector<double> seconds) {
 }
 
 MachineState check_machine(Backend& backend, int threads, const RoofsMachine& roofs,
-                           const MachineThresholds& thresholds) {
+                           const MachineThresholds& thresholds, const std::function<void()>& checkpoint) {
+  // An abandoned check leaves no op timings behind: the next user of the backend (the roofs,
+  // a run) would count them as its own.
+  struct DrainWhenAbandoned {
+    Backend& backend;
+    ~DrainWhenAbandoned() {
+      if (std::uncaught_exceptions() == 0) return;
+      try {
+        backend.synchronize();
+        backend.take_timings();
+      } catch (...) {
+      }
+    }
+  } drain{backend};
+  const auto poll = [&] {
+    if (checkpoint) checkpoint();
+  };
+  poll();
   MachineState state;
   state.cores_available = cores_available();
   const bool cpu = backend.name() == "cpu";
@@ -259,9 +277,11 @@ MachineState check_machine(Backend& backend, int threads, const RoofsMachine& ro
     state.steal_fraction = total > 0 ? (after.steal - before.steal) / total : 0.0;
   }
 
+  poll();
   RoofMeasureOptions probe;
   probe.warmups = 1;
   probe.repeats = kProbeCopies;
+  probe.checkpoint = checkpoint;  // before every copy, warm-ups included
   const size_t bytes = std::min(cpu ? kProbeCopyBytesCpu : kProbeCopyBytesGpu, backend.available_memory() / 8);
   const CopyMeasurement copy = measure_copy(backend, std::max<size_t>(bytes, size_t{1} << 20), probe);
   state.probe_bandwidth = copy.bandwidth;
@@ -271,7 +291,9 @@ MachineState check_machine(Backend& backend, int threads, const RoofsMachine& ro
   state.quiet_probe_bandwidth = roofs.quiet_probe_bandwidth;
   // Only where ops run on several cores: a GPU's host thread, or one kernel thread, has
   // no hand-offs between cores to pay.
+  poll();
   if (cpu && state.kernel_threads > 1 && state.cores_available > 1) state.core_round_trip_ns = measure_core_round_trip_ns();
+  poll();
   state.roofs_core_round_trip_ns = roofs.core_round_trip_ns;
   judge_machine(state, thresholds);
   return state;

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -97,9 +98,13 @@ struct RoofsMachine {
 };
 
 // Probes the machine for the backend about to time: `threads` kernel threads (0 = every
-// core); `roofs` from the roof cache. About 0.2 s.
+// core); `roofs` from the roof cache. About 0.5 s on a quiet machine, seconds on a busy one.
+// `checkpoint` (may be empty), the roof measurement's (RoofMeasureOptions::checkpoint), is
+// called between the probes and before every copy of the bandwidth probe: it throws to
+// abandon the check (a stop requested), which then leaves the backend idle and its op
+// timings taken. The longest wait for it is one probe's spin or round trips (0.2 s) or one copy.
 MachineState check_machine(Backend& backend, int threads, const RoofsMachine& roofs,
-                           const MachineThresholds& thresholds = {});
+                           const MachineThresholds& thresholds = {}, const std::function<void()>& checkpoint = {});
 
 nlohmann::json to_json(const MachineState& state);
 

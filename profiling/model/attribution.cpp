@@ -102,12 +102,14 @@ std::string pairs_of_repeats(int pairs) {
 // the way the roof time did. A decode step that re-runs its prefix does several times the
 // work, its matmuls at fewer bytes per FLOP and its elementwise ops at the same: extra work,
 // though a CPU's matvec sits on the memory side of the roof. fp32 weights are the same work
-// over twice the bytes: extra bytes. A group only one run has, or without FLOPs, goes by the
-// side of the roof it sits on.
+// over twice the bytes: extra bytes. A group without FLOPs in either run (copies, casts, the
+// KV cache's stores) only moves data: extra bytes, whatever it costs. A group only one run
+// has goes by the side of the roof it sits on.
 double work_share_of_growth(const GroupPair& pair, double more_roof_time) {
+  const GroupPair& p = pair;
+  if (p.fixed.flops <= 0 && p.buggy.flops <= 0) return 0.0;
   const bool compute_side = !pair.buggy.memory_side() || (pair.buggy.count == 0 && !pair.fixed.memory_side());
   const double by_side = compute_side ? 1.0 : 0.0;
-  const GroupPair& p = pair;
   if (!(p.fixed.flops > 0 && p.buggy.flops > 0 && p.fixed.bytes > 0 && p.buggy.bytes > 0)) return by_side;
   const double sign = more_roof_time >= 0 ? 1.0 : -1.0;
   const double work = std::max(0.0, sign * std::log(p.buggy.flops / p.fixed.flops));

@@ -1,11 +1,17 @@
 // Attribution: why is the buggy run slower? The extra time is split into four causes,
 // each with its roofline explanation, and the parts add up to the measured difference
 // up to a stated residual:
-//   extra work       more FLOPs on compute-side ops, at the fixed run's efficiency
-//   extra bytes      more DRAM traffic on memory-side ops, at the fixed run's efficiency
+//   extra work       more roof time of op groups whose FLOPs grew (a recomputation), on
+//                    either side of the roof
+//   extra bytes      more roof time of groups whose bytes grew without more FLOPs: the same
+//                    arithmetic over wider data (fp32 weights), or data moved by ops without
+//                    arithmetic (copies and casts the fixed run does not make)
 //   idle device      more time with nothing to run (gaps behind the host, syncs)
 //   lost efficiency  the buggy run's own work done further from its roof than the fixed
 //                    run managed for the same kind of op (e.g. strided reads)
+// The names are what a profiler counts: work is FLOPs, bytes are DRAM traffic. A copy does
+// no arithmetic, so the time of a copy the fixed run does not make is extra bytes — "extra
+// work" beside "+0 FLOP" would contradict its own figures.
 // Non-obvious choice: per (op category, phase) a group's time is t = R · c (R its roof
 // time, c = t / R its cost per unit of roof time). The change splits symmetrically, each
 // factor's change weighted by the mean of the other (the midpoint split of a product):

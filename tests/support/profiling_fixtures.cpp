@@ -104,6 +104,10 @@ class Generator {
       emit(op(next_id_, "rope", "rotary_emb", OpCategory::Rope, {q, k}, {q, k}));
       emit(op(next_id_, "kv_store", "kv_cache", OpCategory::Copy, {k, k},
               {tensor(dtype, {1, run_.kv_heads, 64, head_dim}), tensor(dtype, {1, run_.kv_heads, 64, head_dim})}));
+      if (run_.contiguous_copies) {  // .contiguous() on a transposed view of the cache, K then V
+        const TensorInfo used = tensor(dtype, {1, run_.kv_heads, positions, head_dim});
+        for (int copy = 0; copy < 2; ++copy) emit(op(next_id_, "copy", "contiguous", OpCategory::Copy, {used}, {used}));
+      }
       OpDesc attention = op(next_id_, "attention", "self_attn", OpCategory::Attention,
                             {q, tensor(dtype, {1, run_.kv_heads, 64, head_dim})},
                             {tensor(dtype, {rows, run_.hidden})});

@@ -66,6 +66,7 @@ struct SyntheticRun {
   bool sync_each_step = false;  // a device-to-host read inside every step
   bool fp32_matmuls = false;    // matmuls on fp32 copies of the weights
   bool recompute_prefix = false;  // no KV cache: each decode step runs the whole sequence so far
+  bool contiguous_copies = false;  // non_contiguous (copy): K and V's used cache copied before each attention
 };
 DeviceSpec synthetic_cpu_device();
 Trace synthetic_run_trace(const SyntheticRun& run, const DeviceSpec& device);
