@@ -255,7 +255,7 @@ TEST_CASE("a probe on this machine gives figures in range", "[machine_check]") {
 
 TEST_CASE("machine check: a stop is polled between probes and before every copy, and abandons the check",
           "[machine_check][interrupt]") {
-  const std::unique_ptr<Backend> backend = make_backend(BackendKind::Cpu, BackendOptions{2, false});
+  const std::unique_ptr<Backend> backend = make_backend(BackendKind::Cpu, BackendOptions::with_threads(2));
   // Polled and never thrown: the check runs to its end, asking at every stage and copy.
   int polls = 0;
   const MachineState state = check_machine(*backend, 2, RoofsMachine{}, MachineThresholds{}, [&] { ++polls; });

@@ -174,7 +174,7 @@ TEST_CASE("lab index chart: over many decades the tick labels keep clear of each
   rows[0].headline.measured.samples = 6;
   rows[0].headline.verdict = {VerdictKind::Below, "below"};
   write_lab_index(dir.path(), rows);
-  const std::string page = read_text_file(dir.path() / "index.html");
+  const std::string page = decodelab::testing::read_text_file(dir.path() / "index.html");
   const std::regex tick(R"re(<text x="([0-9.]+)" y="[0-9.]+" text-anchor="middle"( fill="#6b7280" font-size="10")?>([0-9.]+x)</text>)re");
   std::vector<std::pair<double, double>> boxes;
   std::vector<std::string> labels;
