@@ -180,7 +180,7 @@ TEST_CASE("a bucket the table lacks falls back to the nearest one, and the predi
   const EfficiencyLookup none = look_up_efficiency(inputs.roofs, OpCategory::Matmul, Precision::Bf16, {1, 10});
   CHECK_FALSE(none.entry);
   CHECK(none.bytes == 1);
-  CHECK(none.said == "no efficiency entry for matmul: the roofs");
+  CHECK(none.said == "no efficiency entry for matmul: the roofs");  // also the note, once per category
 
   // In a prediction: the op is priced with the fallback's η, and the fallback is in the notes.
   StreamBuilder builder;

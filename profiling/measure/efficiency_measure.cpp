@@ -155,7 +155,8 @@ void measure_matmul_buckets(Backend& backend, size_t memory_bytes, const RoofMea
     for (DType dtype : options.matmul_dtypes) {
       const double layer_bytes = static_cast<double>(layer_elements) * static_cast<double>(dtype_size(dtype));
       const int fitting = static_cast<int>(static_cast<double>(memory_bytes) / layer_bytes);
-      const int repeats = std::min(fitting, static_cast<int>(std::ceil(streamed_bytes / layer_bytes)));
+      const int most = std::max(1, options.efficiency_max_ops / static_cast<int>(weights.size()));
+      const int repeats = std::min({fitting, static_cast<int>(std::ceil(streamed_bytes / layer_bytes)), most});
       if (repeats < 1) continue;
       const size_t bytes = static_cast<size_t>(repeats * layer_elements) * dtype_size(dtype);
       Step& step = steps.emplace_back(Step{dtype, DeviceBuffer(backend, bytes), {}});
@@ -182,7 +183,8 @@ void measure_matmul_buckets(Backend& backend, size_t memory_bytes, const RoofMea
         double flops = 0;
         for (const Tensor& weight : step.weights) {
           const double more = 2.0 * rows * static_cast<double>(weight.shape[0] * weight.shape[1]);
-          if (ops > 0 && flops + more > options.efficiency_flop_budget) break;
+          if (ops > 0 && (flops + more > options.efficiency_flop_budget || ops >= static_cast<size_t>(options.efficiency_max_ops)))
+            break;
           flops += more;
           ++ops;
         }
@@ -263,7 +265,7 @@ void measure_attention_buckets(Backend& backend, size_t memory_bytes, const Roof
       if (context < 1) continue;
       const double layer_bytes = 2.0 * static_cast<double>(sequences * layer.kv_heads * int64_t{context} * layer.head_dim) * 4;
       const int fitting = static_cast<int>(static_cast<double>(memory_bytes) / layer_bytes);
-      const int count = std::min(fitting, static_cast<int>(std::ceil(streamed_bytes / layer_bytes)));
+      const int count = std::min({fitting, static_cast<int>(std::ceil(streamed_bytes / layer_bytes)), options.efficiency_max_ops});
       if (count >= 1) contexts.emplace_back(context, count);
     }
     if (contexts.empty()) continue;

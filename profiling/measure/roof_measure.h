@@ -72,13 +72,16 @@ struct RoofMeasureOptions {
   // Empty `efficiency_rows`: no table.
   std::vector<LayerShape> layer_shapes = {};
   std::vector<int> efficiency_rows = {1, 4, 24, 128};
-  std::vector<int> efficiency_contexts = {32, 64, 128, 256, 512, 1024, 2048};
+  std::vector<int> efficiency_contexts = {32, 128, 512, 2048};
   int efficiency_sequences = 4;  // decode attention's sequences (a small batch)
   // The table's budget: its timed sequences repeat this many times (a rate per bucket, not a
   // roof: fewer repeats than the roofs' keep `calibrate` within two minutes), and a
-  // compute-bound sequence takes at most these FLOPs (fewer layers; at least one weight).
+  // compute-bound sequence takes at most these FLOPs (fewer layers; at least one weight), and
+  // any sequence at most this many ops (a small model's ops would otherwise number thousands,
+  // and their fixed costs, not their bytes, fill the budget).
   int efficiency_repeats = 3;
   double efficiency_flop_budget = 1e9;
+  int efficiency_max_ops = 256;
   double noisy_spread = 0.10;  // a TimedSamples::spread above this flags a figure as noisy
   double fma_probe_flops = 2e10;  // FLOPs per FMA-probe repeat (about 0.05 s on a 2-core CPU)
   // Called before every timed op and between the measurement's stages; it throws to abandon

@@ -203,8 +203,11 @@ Prediction predict_op_stream(const OpStream& stream, const PredictionInputs& inp
     const Precision precision = table_precision(op.desc, out.cost.precision);
     const EfficiencyLookup efficiency = look_up_efficiency(inputs.roofs, op.desc.category, precision, bucket);
     if (!efficiency.exact && op.desc.category != OpCategory::Marker) {
-      const std::string note = std::string(op_category_name(op.desc.category)) + " " + precision_name(precision) +
-                               " " + describe_bucket(op.desc.category, bucket) + ": " + efficiency.said;
+      // A category without entries is said once; a bucket priced from its neighbour, per bucket.
+      const std::string note =
+          efficiency.entry ? std::string(op_category_name(op.desc.category)) + " " + precision_name(precision) + " " +
+                                 describe_bucket(op.desc.category, bucket) + ": " + efficiency.said
+                           : efficiency.said;
       if (std::find(prediction.efficiency_notes.begin(), prediction.efficiency_notes.end(), note) ==
           prediction.efficiency_notes.end())
         prediction.efficiency_notes.push_back(note);
