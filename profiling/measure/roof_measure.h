@@ -10,10 +10,9 @@
 // A roof is an upper bound and contention only ever slows an op down, so the roof itself
 // is the fastest repeat: on a shared machine the median sits well below what the same
 // hardware sustains, and a roof below achieved performance would read as >100% of roof.
-// The kernel rates that price a run's ops at their shapes (decode matmuls, decode attention)
-// are the median repeat instead: they stand for a run's typical op, and a run's figures are
-// medians; the decode matmuls of every dtype and row count are timed in turn, round after
-// round, so that their ratios come from the same periods of the machine.
+// The efficiency table's timings (profiling/measure/efficiency_measure.h: the engine's own
+// matmul and attention shapes, η = their time at these roofs over their time) take the median
+// repeat instead: they stand for a run's typical op, and a run's figures are medians.
 //
 // Non-obvious choices: the bandwidth roof is the faster of copy and streaming read, because
 // on a CPU a copy's stores also read their destination line first (write-allocate), so a
@@ -224,7 +223,7 @@ DeviceSpec measured_spec(const std::string& description, const MachineIdentity& 
 // The backend measures a GPU (its roofs are the device's, not the host's).
 bool is_gpu_backend(const Backend& backend);
 
-// The bytes a decode-shaped measurement streams per repeat (the decode matmuls, the decode
+// The bytes a decode-shaped measurement streams per repeat (the efficiency table's matmuls and
 // attention): four times the last-level cache, 64 MiB at least, at most `memory_bytes`.
 double decode_streamed_bytes(size_t memory_bytes);
 
