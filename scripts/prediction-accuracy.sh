@@ -23,7 +23,7 @@ decodelab="${DECODELAB:-$repo/build/decodelab}"
 extra=("$@")
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
-host="$(hostname | tr -c 'A-Za-z0-9._-\n' '-')"
+host="$(hostname | tr -c 'A-Za-z0-9._\n-' '-')"
 out="${OUT:-$repo/bench/results/$(date -u +%F)-prediction-accuracy-$host.md}"
 
 threads=()
@@ -102,7 +102,8 @@ lines = [f"# Prediction accuracy on shapes the calibration never timed ({started
 held = total = 0
 for line in open(rows_file):
     scenario, variant, path = line.rstrip("\n").split("\t")
-    check = json.load(open(path))
+    entry = json.load(open(path))  # `predict --check --json`: the prediction, its check under "check"
+    check = entry["check"]
     machine = "busy" if check.get("machine_contended") else ("roofs noisy" if check.get("roofs_noisy") else "quiet")
     for key in ("decode_slowdown", "end_to_end_slowdown"):
         figure = check.get(key)
