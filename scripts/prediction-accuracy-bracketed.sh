@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# The CPU accuracy table of docs/prediction.md: every lab scenario as shipped, then the same
+# The accuracy run as it was before issue 50, kept for the dated files it wrote under
+# bench/results/: it re-measures the roofs around every row. The model is judged by
+# scripts/prediction-accuracy.sh (one calibration, shapes it never timed) instead.
+# The CPU accuracy table as it was: every lab scenario as shipped, then the same
 # bugs at other batch sizes, prompt lengths and models, each run here (fixed twin and buggy,
 # repeats alternated) and predicted from this machine's measured roofs and fixed costs. One
 # markdown row per case: decode_slowdown and end_to_end_slowdown, measured (± the interval
