@@ -51,72 +51,6 @@ double Roofs::flops(Precision precision) const {
   return figure > 0 ? figure : fp32_flops;
 }
 
-namespace {
-
-// Log-linear interpolation of (extent, rate) points sorted by extent: the first point's rate
-// below them, `beyond` above the last.
-double interpolate_in_log(const std::vector<std::pair<double, double>>& points, double wanted, double beyond) {
-  if (points.empty()) return 0.0;
-  if (wanted <= points.front().first) return points.front().second;
-  if (wanted > points.back().first) return beyond;
-  for (size_t i = 1; i < points.size(); ++i) {
-    if (wanted > points[i].first) continue;
-    const double below = std::log(points[i - 1].first);
-    const double above = std::log(points[i].first);
-    const double t = above > below ? (std::log(wanted) - below) / (above - below) : 1.0;
-    return std::exp((1 - t) * std::log(points[i - 1].second) + t * std::log(points[i].second));
-  }
-  return points.back().second;
-}
-
-// The measured (extent, rate) points of one precision in a ceiling table, sorted by extent.
-template <typename Ceiling, int Ceiling::*Extent>
-std::vector<std::pair<double, double>> points_of(const std::vector<Ceiling>& ceilings, Precision precision) {
-  if (precision == Precision::Tf32) precision = Precision::Fp32;
-  std::vector<std::pair<double, double>> points;
-  for (const Ceiling& ceiling : ceilings)
-    if (ceiling.precision == precision && ceiling.*Extent > 0 && ceiling.bandwidth > 0)
-      points.emplace_back(static_cast<double>(ceiling.*Extent), ceiling.bandwidth);
-  std::sort(points.begin(), points.end());
-  return points;
-}
-
-}  // namespace
-
-double Roofs::decode_matmul_bandwidth(Precision precision, int64_t rows) const {
-  // Beyond the largest measured row count is a prefill: held to the compute ceiling.
-  return interpolate_in_log(points_of<DecodeMatmulCeiling, &DecodeMatmulCeiling::rows>(decode_matmul_ceilings, precision),
-                            static_cast<double>(std::max<int64_t>(rows, 1)), 0.0);
-}
-
-double Roofs::decode_attention_bandwidth(Precision precision, int64_t context) const {
-  const std::vector<std::pair<double, double>> points =
-      points_of<DecodeAttentionCeiling, &DecodeAttentionCeiling::context>(decode_attention_ceilings, precision);
-  return interpolate_in_log(points, static_cast<double>(std::max<int64_t>(context, 1)),
-                            points.empty() ? 0.0 : points.back().second);
-}
-
-double Roofs::matmul_flops(Precision precision) const {
-  double ceiling = 0;
-  switch (precision) {
-    case Precision::Fp32:
-    case Precision::Tf32: ceiling = matmul_fp32_flops; break;
-    case Precision::Fp16: ceiling = matmul_fp16_flops > 0 ? matmul_fp16_flops : matmul_bf16_flops; break;
-    case Precision::Bf16: ceiling = matmul_bf16_flops > 0 ? matmul_bf16_flops : matmul_fp16_flops; break;
-  }
-  return ceiling > 0 ? ceiling : flops(precision);
-}
-
-double Roofs::matmul_output_seconds(Precision precision) const {
-  switch (precision) {
-    case Precision::Fp32:
-    case Precision::Tf32: return matmul_output_fp32_s;
-    case Precision::Fp16: return matmul_output_fp16_s > 0 ? matmul_output_fp16_s : matmul_output_bf16_s;
-    case Precision::Bf16: return matmul_output_bf16_s > 0 ? matmul_output_bf16_s : matmul_output_fp16_s;
-  }
-  return 0;
-}
-
 double Roofs::ridge_point(Precision precision) const {
   return bandwidth > 0 ? flops(precision) / bandwidth : 0.0;
 }
@@ -155,14 +89,13 @@ Roofs DeviceSpec::effective_roofs() const {
   // fp16 and bf16 share the tensor units: one measured figure stands for both.
   take(merged.fp16_flops, real.fp16_flops > 0 ? real.fp16_flops : real.bf16_flops);
   take(merged.bf16_flops, real.bf16_flops > 0 ? real.bf16_flops : real.fp16_flops);
-  take(merged.matmul_fp32_flops, real.matmul_fp32_flops);
-  take(merged.matmul_fp16_flops, real.matmul_fp16_flops);
-  take(merged.matmul_bf16_flops, real.matmul_bf16_flops);
-  take(merged.matmul_output_fp32_s, real.matmul_output_fp32_s);
-  take(merged.matmul_output_fp16_s, real.matmul_output_fp16_s);
-  take(merged.matmul_output_bf16_s, real.matmul_output_bf16_s);
-  if (!real.decode_matmul_ceilings.empty()) merged.decode_matmul_ceilings = real.decode_matmul_ceilings;
-  if (!real.decode_attention_ceilings.empty()) merged.decode_attention_ceilings = real.decode_attention_ceilings;
+  // The table is a measurement's whole: never mixed with a datasheet's defaults.
+  if (!real.efficiency.empty()) {
+    merged.efficiency = real.efficiency;
+    merged.default_flops_efficiency = real.default_flops_efficiency;
+    merged.default_bytes_efficiency = real.default_bytes_efficiency;
+    merged.efficiency_source = real.efficiency_source;
+  }
   merged.source = "measured where measured (" + real.source + "), datasheet otherwise (" + datasheet->source + ")";
   merged.measured_at = real.measured_at;
   merged.spread = real.spread;
@@ -291,57 +224,45 @@ class SpecReader {
         }
       }
     }
-    const YAML::Node matmul_tflops = map["matmul_tflops"];
-    const YAML::Node matmul_gflops = map["matmul_gflops"];
-    if (matmul_tflops.IsDefined() && matmul_gflops.IsDefined())
-      fail(matmul_gflops, path("matmul_gflops"), "give the matmul ceilings once (TFLOP/s or GFLOP/s)");
-    const YAML::Node ceilings = matmul_tflops.IsDefined() ? matmul_tflops : matmul_gflops;
-    const std::string ceilings_key = path(matmul_tflops.IsDefined() ? "matmul_tflops" : "matmul_gflops");
-    if (ceilings.IsDefined()) {
-      only_keys(ceilings, ceilings_key, {"fp32", "fp16", "bf16"});
-      const double unit = matmul_tflops.IsDefined() ? 1e12 : 1e9;
-      for (const auto& entry : ceilings) {
-        const std::string key = entry.first.as<std::string>();
-        const double value = positive(entry.second, ceilings_key + "." + key) * unit;
-        (key == "fp32" ? result.matmul_fp32_flops : key == "fp16" ? result.matmul_fp16_flops : result.matmul_bf16_flops) =
-            value;
+    // efficiency: {flops: η, bytes: η, source: "..."}: the share of the peaks this device's
+    // kernels reach, for every op (a datasheet device has no table of its own).
+    if (const YAML::Node efficiency = map["efficiency"]; efficiency.IsDefined()) {
+      const std::string key = path("efficiency");
+      if (!efficiency.IsMap()) fail(efficiency, key, "expected {flops: fraction, bytes: fraction, source: text}");
+      only_keys(efficiency, key, {"flops", "bytes", "source"});
+      auto fraction = [&](const char* name) {
+        const YAML::Node node = efficiency[name];
+        if (!node.IsDefined()) fail(efficiency, key + "." + name, "missing; expected a fraction of the peak in (0, 1.5]");
+        const double value = positive(node, key + "." + name);
+        if (value > 1.5) fail(node, key + "." + name, "expected a fraction of the peak in (0, 1.5]");
+        return value;
+      };
+      result.default_flops_efficiency = fraction("flops");
+      result.default_bytes_efficiency = fraction("bytes");
+      result.efficiency_source = text(efficiency, "source", key + ".source", true);
+    }
+    // efficiency_table: [{category, precision, rows_from, size_log2, flops, bytes, timed}, ...]
+    if (const YAML::Node table = map["efficiency_table"]; table.IsDefined()) {
+      const std::string key = path("efficiency_table");
+      if (!table.IsSequence()) fail(table, key, "expected a list of {category, precision, rows_from, size_log2, flops, bytes}");
+      for (size_t i = 0; i < table.size(); ++i) {
+        const YAML::Node row = table[i];
+        const std::string row_key = key + "[" + std::to_string(i) + "]";
+        if (!row.IsMap()) fail(row, row_key, "expected {category, precision, rows_from, size_log2, flops, bytes}");
+        only_keys(row, row_key, {"category", "precision", "rows_from", "size_log2", "flops", "bytes", "timed"});
+        Efficiency entry;
+        entry.category = text(row, "category", row_key + ".category", false);
+        const std::string precision = text(row, "precision", row_key + ".precision", false);
+        if (!parse_precision(precision)) fail(row["precision"], row_key + ".precision", "expected fp32, tf32, fp16 or bf16");
+        entry.precision = *parse_precision(precision);
+        entry.rows_from = static_cast<int>(count(row["rows_from"], row_key + ".rows_from"));
+        entry.size_log2 = static_cast<int>(count(row["size_log2"], row_key + ".size_log2"));
+        entry.flops = positive(row["flops"], row_key + ".flops");
+        entry.bytes = positive(row["bytes"], row_key + ".bytes");
+        if (row["timed"].IsDefined()) entry.timed = text(row, "timed", row_key + ".timed", true);
+        result.efficiency.push_back(entry);
       }
     }
-    if (const YAML::Node outputs = map["matmul_output_ns"]; outputs.IsDefined()) {
-      const std::string outputs_key = path("matmul_output_ns");
-      if (!outputs.IsMap()) fail(outputs, outputs_key, "expected {fp32: ns, fp16: ns, bf16: ns}");
-      only_keys(outputs, outputs_key, {"fp32", "fp16", "bf16"});
-      for (const auto& entry : outputs) {
-        const std::string key = entry.first.as<std::string>();
-        const double value = non_negative(entry.second, outputs_key + "." + key) * 1e-9;
-        (key == "fp32" ? result.matmul_output_fp32_s : key == "fp16" ? result.matmul_output_fp16_s
-                                                                     : result.matmul_output_bf16_s) = value;
-      }
-    }
-    // {fp16: {EXTENT: GB/s, ...}, ...}: a measured rate per precision and extent (rows, context).
-    auto ceiling_table = [&](const char* name, const char* extent, const char* extent_noun, auto add) {
-      const YAML::Node table = map[name];
-      if (!table.IsDefined()) return;
-      const std::string table_key = path(name);
-      if (!table.IsMap()) fail(table, table_key, std::string("expected {fp16: {") + extent + ": GB/s, ...}, ...}");
-      only_keys(table, table_key, {"fp32", "fp16", "bf16"});
-      for (const auto& entry : table) {
-        const std::string key = entry.first.as<std::string>();
-        if (!entry.second.IsMap()) fail(entry.second, table_key + "." + key, std::string("expected {") + extent + ": GB/s, ...}");
-        for (const auto& point : entry.second) {
-          const std::string point_key = table_key + "." + key + "." + point.first.as<std::string>();
-          const int64_t at = count(point.first, point_key);
-          if (at < 1) fail(point.first, point_key, std::string("expected a ") + extent_noun + " of at least 1");
-          add(*parse_precision(key), static_cast<int>(at), positive(point.second, point_key) * 1e9);
-        }
-      }
-    };
-    ceiling_table("decode_matmul_gb_s", "ROWS", "row count", [&](Precision precision, int rows, double bandwidth) {
-      result.decode_matmul_ceilings.push_back({precision, rows, bandwidth});
-    });
-    ceiling_table("decode_attention_gb_s", "CONTEXT", "context length", [&](Precision precision, int context, double bandwidth) {
-      result.decode_attention_ceilings.push_back({precision, context, bandwidth});
-    });
     if (result.bandwidth <= 0 && !result.has_any_flops()) {
       fail(map, prefix.empty() ? "memory_bandwidth_tb_s" : prefix, "expected a bandwidth and/or peak FLOP/s");
     }
@@ -445,7 +366,7 @@ DeviceSpec parse_device_spec(std::string_view yaml_text, const std::string& file
   if (!root.IsMap()) throw InputError(file_name, 0, "", "expected a mapping of device fields");
   reader.only_keys(root, "",
                    {"name", "description", "source", "sm_count", "compute_capability", "match", "memory_bandwidth_tb_s",
-                    "memory_bandwidth_gb_s", "peak_tflops", "peak_gflops", "matmul_tflops", "matmul_gflops", "cache_mb",
+                    "memory_bandwidth_gb_s", "peak_tflops", "peak_gflops", "efficiency", "cache_mb",
                     "measured", "machine", "fixed_costs", "cache"});
   DeviceSpec spec;
   spec.name = reader.text(root, "name", "name", true);
@@ -478,7 +399,7 @@ DeviceSpec parse_device_spec(std::string_view yaml_text, const std::string& file
   if (const YAML::Node measured = root["measured"]; measured.IsDefined()) {
     reader.only_keys(measured, "measured",
                      {"source", "memory_bandwidth_tb_s", "memory_bandwidth_gb_s", "peak_tflops", "peak_gflops",
-                      "matmul_tflops", "matmul_gflops", "matmul_output_ns", "decode_matmul_gb_s", "decode_attention_gb_s", "fixed_costs", "cache", "measured_at",
+                      "efficiency", "efficiency_table", "fixed_costs", "cache", "measured_at",
                       "spread", "noisy", "probe_bandwidth_gb_s", "core_round_trip_ns"});
     spec.measured = reader.roofs(measured, "measured");
     reader.quality(measured, *spec.measured);

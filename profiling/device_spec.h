@@ -17,16 +17,23 @@
 
 namespace decodelab {
 
-// The hidden size of the decode step the roofs time (lab-small's; its MLP is 2.75 times as
-// wide): the prediction takes the measured decode-matmul rates (DeviceSpec's
-// decode_matmul_ceilings) as exact for weights this deep. Here, beside the rates, because
-// both the measurement (profiling/measure/) and the prediction (profiling/model/) read it.
-constexpr int kDecodeStepWidth = 1024;
-
 // The unit an op's FLOPs run on: CUDA cores / CPU FMA units (fp32), or tensor cores.
 enum class Precision : uint8_t { Fp32, Tf32, Fp16, Bf16 };
 const char* precision_name(Precision precision);  // "fp32", "tf32", "fp16", "bf16"
 std::optional<Precision> parse_precision(std::string_view name);
+
+// One row of the efficiency table (Roofs::efficiency): what share of the roofs the kernels of
+// one op category, precision and shape bucket reach, as timed on this machine.
+struct Efficiency {
+  std::string category;  // op_category_name(): "matmul", "attention", ...
+  Precision precision = Precision::Fp32;
+  int rows_from = 1;     // the rows class by its first row count: 1, 2 (2-8), 9 (9-64), 65 (65+)
+  int size_log2 = 0;     // the size class: log2 of the depth (matmul), the context (attention), else the bytes
+  double flops = 1;      // η_flops
+  double bytes = 1;      // η_bytes
+  std::string timed;     // what was timed for it, in words
+  bool operator==(const Efficiency&) const = default;
+};
 
 struct Roofs {
   double bandwidth = 0;   // bytes/s, DRAM (HBM) streaming
@@ -38,45 +45,18 @@ struct Roofs {
   // runs no fp64 op, so no Precision names it.
   double fp64_flops = 0;
   std::string source;     // where the figures come from
-  // What the matmul kernel measurably reaches, where a measurement puts it below the compute
-  // roof (the CPU: our matmul against the FMA probe); 0 = the compute roof. The prediction
-  // holds matmul ops to it; the analysis keeps reading them against the compute roof.
-  double matmul_fp32_flops = 0;
-  double matmul_fp16_flops = 0;
-  double matmul_bf16_flops = 0;
-  // The rate (bytes/s) our matmul streams a weight from memory at a decode step's shape —
-  // `rows` activation rows, one precision — where measured (the CPU: a half-precision
-  // weight is widened on the fly and streams well below the bandwidth roof; a few rows
-  // already make the kernel compute-bound). The prediction prices such matmuls with it.
-  struct DecodeMatmulCeiling {
-    Precision precision = Precision::Fp16;
-    int rows = 1;
-    double bandwidth = 0;
-    bool operator==(const DecodeMatmulCeiling&) const = default;
-  };
-  std::vector<DecodeMatmulCeiling> decode_matmul_ceilings = {};
-  // The rate (bytes/s: keys, values, query and output over its time) our attention kernel
-  // reads a KV cache at in decode — one query row per sequence — at `context` cached
-  // positions per sequence, one precision of the cache, where measured (the CPU: each
-  // (sequence, head)'s keys and values are a short stream with a dot product, an
-  // exponential and a multiply-add per key, read well below the bandwidth roof). The
-  // prediction prices decode attention with it.
-  struct DecodeAttentionCeiling {
-    Precision precision = Precision::Fp16;
-    int context = 1;
-    double bandwidth = 0;
-    bool operator==(const DecodeAttentionCeiling&) const = default;
-  };
-  std::vector<DecodeAttentionCeiling> decode_attention_ceilings = {};
-  // The matmul kernel's cost per output element beside its FLOPs (reducing the element's
-  // vector of partial sums to one value and storing it), where measured (the CPU: fitted
-  // together with the matmul ceilings from a square and a narrow matmul, the ceiling then
-  // being the kernel's rate as K grows); 0 = none. A matmul's compute time is
-  // M·N·(2K / matmul_flops + matmul_output_seconds): narrow products (small K) run well
-  // below the ceiling.
-  double matmul_output_fp32_s = 0;
-  double matmul_output_fp16_s = 0;
-  double matmul_output_bf16_s = 0;
+  // The efficiency table: the share of the roofs an op of one category, precision and shape
+  // bucket reaches (profiling/model/efficiency.h defines the buckets, the lookup and its
+  // fallback). The prediction prices every op with one rule:
+  //   time = max(FLOPs / (peak · η_flops), bytes / (bandwidth · η_bytes)) + fixed costs.
+  // A CPU's table is timed by `decodelab calibrate` on the engine's own op shapes; an op whose
+  // category has no entry takes the defaults below.
+  std::vector<Efficiency> efficiency = {};
+  // η for ops without an entry: a GPU device file's stated `efficiency:` (its source says
+  // where the figures come from), else 1 (the roof itself).
+  double default_flops_efficiency = 1;
+  double default_bytes_efficiency = 1;
+  std::string efficiency_source;  // where the defaults come from; "" = none given (1, the roof)
   // Measured roofs only (docs/metrics.md, "Roofs"): when, how steady, in what machine state.
   int64_t measured_at = 0;       // Unix seconds; 0 = not measured here (a datasheet, a quoted reference)
   double spread = 0;             // the largest (max - min) / median among the measured figures
@@ -87,20 +67,6 @@ struct Roofs {
   // Peak for a precision; an unknown figure falls back to its sibling (fp16 <-> bf16,
   // tf32 -> fp32), then to fp32.
   double flops(Precision precision) const;
-  // The matmul ceiling for a precision where one was measured, else flops(precision).
-  double matmul_flops(Precision precision) const;
-  // The decode-matmul rate for `rows` activation rows of a precision, interpolated between
-  // the measured row counts (log-linear in rows); 0 where none was measured for it or
-  // `rows` lies beyond the largest measured (a prefill: held to the compute ceiling).
-  double decode_matmul_bandwidth(Precision precision, int64_t rows) const;
-  // The decode-attention rate for a cache of a precision read at `context` positions per
-  // sequence, interpolated between the measured contexts (log-linear in context), the
-  // nearest measured one outside them; 0 where none was measured for the precision.
-  double decode_attention_bandwidth(Precision precision, int64_t context) const;
-  // The per-output cost for a precision where one was measured (fp16 <-> bf16, tf32 -> fp32
-  // as for the ceilings), else 0.
-  double matmul_output_seconds(Precision precision) const;
-  bool has_matmul_ceiling() const { return matmul_fp32_flops > 0 || matmul_fp16_flops > 0 || matmul_bf16_flops > 0; }
   // "taken 2 h ago, spread 3%" / "taken 5 min ago on a noisy or contended machine, spread 38%";
   // "" when not measured here.
   std::string age_and_spread(int64_t now_seconds) const;

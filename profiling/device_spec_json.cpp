@@ -13,32 +13,9 @@ namespace decodelab {
 
 namespace {
 
-// A measured ceiling table (decode matmuls by rows, decode attention by context) as
-// [{precision, <extent_key>, bandwidth_bytes_per_s}, ...], and back.
-template <typename Ceiling>
-nlohmann::json ceiling_table_json(const std::vector<Ceiling>& ceilings, const char* extent_key, int Ceiling::*extent) {
-  nlohmann::json table = nlohmann::json::array();
-  for (const Ceiling& ceiling : ceilings) {
-    table.push_back({{"precision", precision_name(ceiling.precision)},
-                     {extent_key, ceiling.*extent},
-                     {"bandwidth_bytes_per_s", ceiling.bandwidth}});
-  }
-  return table;
-}
-
-template <typename Ceiling>
-void read_ceiling_table(const nlohmann::json& json, const char* key, const char* extent_key, int Ceiling::*extent,
-                        std::vector<Ceiling>& ceilings, const std::string& where) {
-  if (!json.contains(key)) return;
-  for (const nlohmann::json& entry : json[key]) {
-    const std::optional<Precision> precision = parse_precision(entry.at("precision").get<std::string>());
-    if (!precision) throw InputError(where, 0, key, "unknown precision " + entry.at("precision").dump());
-    Ceiling ceiling;
-    ceiling.precision = *precision;
-    ceiling.*extent = entry.at(extent_key).get<int>();
-    ceiling.bandwidth = entry.at("bandwidth_bytes_per_s").get<double>();
-    ceilings.push_back(ceiling);
-  }
+nlohmann::json efficiency_json(const Efficiency& row) {
+  return {{"category", row.category}, {"precision", precision_name(row.precision)}, {"rows_from", row.rows_from},
+          {"size_log2", row.size_log2}, {"flops", row.flops}, {"bytes", row.bytes}, {"timed", row.timed}};
 }
 
 }  // namespace
@@ -49,20 +26,13 @@ nlohmann::json to_json(const Roofs& roofs) {
                          {"flops_per_s", {{"fp32", roofs.fp32_flops}, {"tf32", roofs.tf32_flops},
                                           {"fp16", roofs.fp16_flops}, {"bf16", roofs.bf16_flops}}}};
   if (roofs.fp64_flops > 0) json["flops_per_s"]["fp64"] = roofs.fp64_flops;
-  if (roofs.has_matmul_ceiling()) {
-    json["matmul_flops_per_s"] = {
-        {"fp32", roofs.matmul_fp32_flops}, {"fp16", roofs.matmul_fp16_flops}, {"bf16", roofs.matmul_bf16_flops}};
+  if (!roofs.efficiency.empty()) {
+    json["efficiency_table"] = nlohmann::json::array();
+    for (const Efficiency& row : roofs.efficiency) json["efficiency_table"].push_back(efficiency_json(row));
   }
-  if (roofs.matmul_output_fp32_s > 0 || roofs.matmul_output_fp16_s > 0 || roofs.matmul_output_bf16_s > 0) {
-    json["matmul_output_s"] = {{"fp32", roofs.matmul_output_fp32_s},
-                               {"fp16", roofs.matmul_output_fp16_s},
-                               {"bf16", roofs.matmul_output_bf16_s}};
-  }
-  if (!roofs.decode_matmul_ceilings.empty())
-    json["decode_matmul"] = ceiling_table_json(roofs.decode_matmul_ceilings, "rows", &Roofs::DecodeMatmulCeiling::rows);
-  if (!roofs.decode_attention_ceilings.empty()) {
-    json["decode_attention"] =
-        ceiling_table_json(roofs.decode_attention_ceilings, "context", &Roofs::DecodeAttentionCeiling::context);
+  if (!roofs.efficiency_source.empty()) {
+    json["efficiency"] = {{"flops", roofs.default_flops_efficiency}, {"bytes", roofs.default_bytes_efficiency},
+                          {"source", roofs.efficiency_source}};
   }
   if (roofs.measured_at > 0) {
     json["measured_at"] = roofs.measured_at;
@@ -119,21 +89,29 @@ Roofs roofs_from_json(const nlohmann::json& json, const std::string& where) {
     roofs.fp16_flops = flops.at("fp16").get<double>();
     roofs.bf16_flops = flops.at("bf16").get<double>();
     roofs.fp64_flops = flops.value("fp64", 0.0);
-    if (json.contains("matmul_flops_per_s")) {
-      const nlohmann::json& ceilings = json["matmul_flops_per_s"];
-      roofs.matmul_fp32_flops = ceilings.at("fp32").get<double>();
-      roofs.matmul_fp16_flops = ceilings.at("fp16").get<double>();
-      roofs.matmul_bf16_flops = ceilings.at("bf16").get<double>();
+    if (json.contains("efficiency_table")) {
+      for (const nlohmann::json& entry : json.at("efficiency_table")) {
+        Efficiency row;
+        row.category = entry.at("category").get<std::string>();
+        const std::optional<Precision> precision = parse_precision(entry.at("precision").get<std::string>());
+        if (!precision) throw InputError(where, 0, "efficiency_table", "unknown precision " + entry.at("precision").dump());
+        row.precision = *precision;
+        row.rows_from = entry.at("rows_from").get<int>();
+        row.size_log2 = entry.at("size_log2").get<int>();
+        row.flops = entry.at("flops").get<double>();
+        row.bytes = entry.at("bytes").get<double>();
+        row.timed = entry.value("timed", std::string());
+        if (!(row.flops > 0) || !(row.bytes > 0))
+          throw InputError(where, 0, "efficiency_table", "expected positive efficiencies, not " + entry.dump());
+        roofs.efficiency.push_back(row);
+      }
     }
-    if (json.contains("matmul_output_s")) {
-      const nlohmann::json& outputs = json["matmul_output_s"];
-      roofs.matmul_output_fp32_s = outputs.at("fp32").get<double>();
-      roofs.matmul_output_fp16_s = outputs.at("fp16").get<double>();
-      roofs.matmul_output_bf16_s = outputs.at("bf16").get<double>();
+    if (json.contains("efficiency")) {
+      const nlohmann::json& defaults = json.at("efficiency");
+      roofs.default_flops_efficiency = defaults.at("flops").get<double>();
+      roofs.default_bytes_efficiency = defaults.at("bytes").get<double>();
+      roofs.efficiency_source = defaults.at("source").get<std::string>();
     }
-    read_ceiling_table(json, "decode_matmul", "rows", &Roofs::DecodeMatmulCeiling::rows, roofs.decode_matmul_ceilings, where);
-    read_ceiling_table(json, "decode_attention", "context", &Roofs::DecodeAttentionCeiling::context,
-                       roofs.decode_attention_ceilings, where);
     roofs.measured_at = json.value("measured_at", int64_t{0});
     roofs.spread = json.value("spread", 0.0);
     roofs.noisy = json.value("noisy", false);

@@ -40,23 +40,21 @@ std::string positive_entries(std::initializer_list<std::pair<const char*, double
   return text;
 }
 
-// "decode_matmul_gb_s: {fp32: {1: 30.2}, fp16: {1: 20.5, 4: 15.7}}": a measured rate per
-// precision and extent (rows, context); nothing when the table is empty.
-template <typename Ceiling>
-void write_ceiling_table(std::ostringstream& out, const std::string& indent, const char* key,
-                         const std::vector<Ceiling>& ceilings, int Ceiling::*extent) {
-  if (ceilings.empty()) return;
-  std::string table;
-  for (Precision precision : {Precision::Fp32, Precision::Fp16, Precision::Bf16}) {
-    std::string points;
-    for (const Ceiling& ceiling : ceilings) {
-      if (ceiling.precision != precision) continue;
-      points += std::string(points.empty() ? "" : ", ") + std::to_string(ceiling.*extent) + ": " +
-                number(ceiling.bandwidth / 1e9);
-    }
-    if (!points.empty()) table += std::string(table.empty() ? "" : ", ") + precision_name(precision) + ": {" + points + "}";
+// "efficiency_table:" with one flow map per row; the defaults as "efficiency:" when given.
+void write_efficiency(std::ostringstream& out, const std::string& indent, const Roofs& roofs) {
+  if (!roofs.efficiency_source.empty()) {
+    out << indent << "efficiency: {flops: " << number(roofs.default_flops_efficiency)
+        << ", bytes: " << number(roofs.default_bytes_efficiency) << ", source: " << quoted(roofs.efficiency_source) << "}\n";
   }
-  out << indent << key << ": {" << table << "}\n";
+  if (roofs.efficiency.empty()) return;
+  out << indent << "efficiency_table:\n";
+  for (const Efficiency& row : roofs.efficiency) {
+    out << indent << "  - {category: " << row.category << ", precision: " << precision_name(row.precision)
+        << ", rows_from: " << row.rows_from << ", size_log2: " << row.size_log2 << ", flops: " << number(row.flops)
+        << ", bytes: " << number(row.bytes);
+    if (!row.timed.empty()) out << ", timed: " << quoted(row.timed);
+    out << "}\n";
+  }
 }
 
 void write_roofs(std::ostringstream& out, const Roofs& roofs, const std::string& indent) {
@@ -74,19 +72,7 @@ void write_roofs(std::ostringstream& out, const Roofs& roofs, const std::string&
        {"fp64", roofs.fp64_flops}},
       scale);
   out << indent << (tera ? "peak_tflops: {" : "peak_gflops: {") << peaks << "}\n";
-  if (roofs.has_matmul_ceiling()) {
-    const std::string ceilings = positive_entries(
-        {{"fp32", roofs.matmul_fp32_flops}, {"fp16", roofs.matmul_fp16_flops}, {"bf16", roofs.matmul_bf16_flops}}, scale);
-    out << indent << (tera ? "matmul_tflops: {" : "matmul_gflops: {") << ceilings << "}\n";
-  }
-  if (roofs.matmul_output_fp32_s > 0 || roofs.matmul_output_fp16_s > 0 || roofs.matmul_output_bf16_s > 0) {
-    out << indent << "matmul_output_ns: {fp32: " << number(roofs.matmul_output_fp32_s * 1e9)
-        << ", fp16: " << number(roofs.matmul_output_fp16_s * 1e9) << ", bf16: " << number(roofs.matmul_output_bf16_s * 1e9)
-        << "}\n";
-  }
-  write_ceiling_table(out, indent, "decode_matmul_gb_s", roofs.decode_matmul_ceilings, &Roofs::DecodeMatmulCeiling::rows);
-  write_ceiling_table(out, indent, "decode_attention_gb_s", roofs.decode_attention_ceilings,
-                      &Roofs::DecodeAttentionCeiling::context);
+  write_efficiency(out, indent, roofs);
 }
 
 void write_fixed_costs(std::ostringstream& out, const FixedCosts& costs, const std::string& indent) {

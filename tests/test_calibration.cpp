@@ -102,7 +102,8 @@ TEST_CASE("a second calibrate replaces the file whole: nothing of the first is k
   nlohmann::json first = read_json(file);
   nlohmann::json& measured = first["roofs"]["measured"];
   measured["bandwidth_bytes_per_s"] = 1e15;
-  measured["decode_matmul"].push_back({{"precision", "fp16"}, {"rows", 999}, {"bandwidth_bytes_per_s", 1e15}});
+  measured["efficiency_table"].push_back({{"category", "matmul"}, {"precision", "fp16"}, {"rows_from", 999}, {"size_log2", 3},
+                                          {"flops", 1}, {"bytes", 1}, {"timed", "never"}});
   first["measured_at"] = 1000;
   cache.write(file.filename().string(), first.dump(2));
 
@@ -114,7 +115,7 @@ TEST_CASE("a second calibrate replaces the file whole: nothing of the first is k
   const Calibration second = load_calibration(file);
   CHECK(second.measured_at > 1000);
   CHECK(second.spec.measured->bandwidth < 1e15);
-  for (const Roofs::DecodeMatmulCeiling& ceiling : second.spec.measured->decode_matmul_ceilings) CHECK(ceiling.rows != 999);
+  for (const Efficiency& row : second.spec.measured->efficiency) CHECK(row.rows_from != 999);
 }
 
 TEST_CASE("commands read the calibration, and one of another machine is flagged and not used", "[calibration][cli]") {
@@ -181,13 +182,17 @@ TEST_CASE("a corrupt calibration file is one line naming the file and the key, e
   no_model["machine"].erase("cpu_model");
   nlohmann::json newer = good;
   newer["format_version"] = kCalibrationFormat + 1;
+  nlohmann::json older = good;  // a format-1 file: before the efficiency table
+  older["format_version"] = 1;
   nlohmann::json flag_number = good;
   flag_number["machine"]["cpu_flags"] = {"avx2", 7};
   const std::vector<Corruption> corruptions = {
       {"not JSON", good.dump().substr(0, 40), "not a JSON calibration file"},
       {"a rate as text", string_bandwidth.dump(), "roofs.measured.bandwidth_bytes_per_s: expected a number"},
       {"a missing key", no_model.dump(), "machine.cpu_model: missing"},
-      {"another format", newer.dump(), "format_version: expected " + std::to_string(kCalibrationFormat)},
+      {"a newer format", newer.dump(), "format_version: format " + std::to_string(kCalibrationFormat + 1) + " is a newer decodelab's"},
+      {"an older format", older.dump(), "format_version: out of date: format 1, this decodelab reads format " +
+                                            std::to_string(kCalibrationFormat) + " (what the figures mean has changed); run `decodelab calibrate`"},
       {"a flag as a number", flag_number.dump(), "machine.cpu_flags[1]: expected a string"},
   };
   for (const Corruption& corruption : corruptions) {

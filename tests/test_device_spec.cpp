@@ -148,10 +148,9 @@ TEST_CASE("a measured CPU spec saves and loads back (GB/s units, machine identit
   measured.fp16_flops = 40.5e9;
   measured.bf16_flops = 38.0e9;
   measured.source = "decodelab roofline --measure";
-  measured.matmul_fp16_flops = 30.5e9;
-  measured.decode_matmul_ceilings = {{Precision::Fp32, 1, 30.25e9}, {Precision::Fp16, 1, 20.5e9},
-                                     {Precision::Fp16, 4, 15.75e9}, {Precision::Bf16, 16, 5.5e9}};
-  measured.decode_attention_ceilings = {{Precision::Fp16, 128, 14.5e9}, {Precision::Fp16, 2048, 26.25e9}};
+  measured.efficiency = {{"matmul", Precision::Fp32, 1, 10, 0.75, 0.75, "lab-small's q/k/v \"1 row\""},
+                         {"matmul", Precision::Fp16, 2, 7, 0.5, 0.25, ""},
+                         {"attention", Precision::Bf16, 1, 9, 0.625, 0.625, "decode attention"}};
   spec.measured = measured;
   spec.machine = MachineIdentity{"host-1", "AMD EPYC", 2};
 
@@ -168,13 +167,9 @@ TEST_CASE("a measured CPU spec saves and loads back (GB/s units, machine identit
   CHECK(loaded.measured->bandwidth == Approx(measured.bandwidth).epsilon(1e-5));
   CHECK(loaded.measured->fp16_flops == Approx(measured.fp16_flops).epsilon(1e-5));
   CHECK(loaded.machine == spec.machine);
-  CHECK(loaded.measured->decode_matmul_ceilings.size() == 4);
-  CHECK(loaded.measured->decode_matmul_bandwidth(Precision::Fp16, 4) == Approx(15.75e9).epsilon(1e-5));
-  CHECK(loaded.measured->decode_matmul_bandwidth(Precision::Fp32, 1) == Approx(30.25e9).epsilon(1e-5));
-  CHECK(device_spec_to_yaml(spec).find("decode_matmul_gb_s: {fp32: {1: 30.25}, fp16: {1: 20.5, 4: 15.75}, bf16: {16: 5.5}}") !=
+  CHECK(loaded.measured->efficiency == measured.efficiency);
+  CHECK(device_spec_to_yaml(spec).find("efficiency_table:\n    - {category: matmul, precision: fp32, rows_from: 1, size_log2: 10") !=
         std::string::npos);
-  CHECK(device_spec_to_yaml(spec).find("decode_attention_gb_s: {fp16: {128: 14.5, 2048: 26.25}}") != std::string::npos);
-  CHECK(loaded.measured->decode_attention_ceilings == measured.decode_attention_ceilings);
   CHECK(device_spec_to_yaml(spec).find("memory_bandwidth_gb_s") != std::string::npos);
   CHECK(loaded.roofs_origin() == "measured");
 
@@ -182,48 +177,30 @@ TEST_CASE("a measured CPU spec saves and loads back (GB/s units, machine identit
   CHECK(device_spec_from_json(to_json(spec), "test") == spec);
 }
 
-TEST_CASE("decode attention rates: interpolated in log context, the nearest measured one outside", "[device_spec]") {
-  Roofs roofs;
-  roofs.bandwidth = 30e9;
-  roofs.decode_attention_ceilings = {{Precision::Fp16, 2048, 24e9}, {Precision::Fp16, 32, 6e9}, {Precision::Fp16, 512, 12e9}};
-  CHECK(roofs.decode_attention_bandwidth(Precision::Fp16, 32) == Approx(6e9));
-  CHECK(roofs.decode_attention_bandwidth(Precision::Fp16, 8) == Approx(6e9));       // below: the shortest measured
-  CHECK(roofs.decode_attention_bandwidth(Precision::Fp16, 128) == Approx(std::sqrt(6e9 * 12e9)));  // halfway in log
-  CHECK(roofs.decode_attention_bandwidth(Precision::Fp16, 1024) == Approx(std::sqrt(12e9 * 24e9)));
-  CHECK(roofs.decode_attention_bandwidth(Precision::Fp16, 8192) == Approx(24e9));   // beyond: the longest measured
-  CHECK(roofs.decode_attention_bandwidth(Precision::Bf16, 128) == 0);               // not measured for bf16
-  const std::string bad = "name: x\nmeasured:\n  source: s\n  memory_bandwidth_gb_s: 20\n"
-                          "  decode_attention_gb_s: {fp16: {0: 3}}\n";
-  try {
-    parse_device_spec(bad, "bad.yaml");
-    FAIL("a context of 0 was accepted");
-  } catch (const InputError& error) {
-    CHECK(std::string(error.what()).find("measured.decode_attention_gb_s.fp16.0") != std::string::npos);
-    CHECK(std::string(error.what()).find("context length of at least 1") != std::string::npos);
-  }
-}
+TEST_CASE("a device file's stated efficiency is read, checked and kept beside the datasheet", "[device_spec]") {
+  const std::string good = "name: x\nsource: s\nmemory_bandwidth_tb_s: 2\npeak_tflops: {fp16: 100}\n"
+                           "efficiency: {flops: 0.7, bytes: 0.85, source: \"a stated default\"}\n";
+  const DeviceSpec spec = parse_device_spec(good, "good.yaml");
+  REQUIRE(spec.datasheet);
+  CHECK(spec.effective_roofs().default_flops_efficiency == Approx(0.7));
+  CHECK(spec.effective_roofs().default_bytes_efficiency == Approx(0.85));
+  CHECK(spec.effective_roofs().efficiency_source == "a stated default");
+  CHECK(parse_device_spec(device_spec_to_yaml(spec), "again.yaml") == spec);
+  CHECK(device_spec_from_json(to_json(spec), "x.json") == spec);
+  // Without it, η is 1: the datasheet's peaks.
+  const DeviceSpec plain = parse_device_spec("name: y\nsource: s\nmemory_bandwidth_tb_s: 2\n", "plain.yaml");
+  CHECK(plain.datasheet->default_bytes_efficiency == 1);
+  CHECK(plain.datasheet->efficiency_source.empty());
 
-TEST_CASE("decode matmul rates: interpolated in log rows between measured points, none beyond", "[device_spec]") {
-  Roofs roofs;
-  roofs.bandwidth = 30e9;
-  roofs.decode_matmul_ceilings = {{Precision::Fp16, 16, 5e9}, {Precision::Fp16, 1, 20e9}, {Precision::Fp16, 4, 10e9}};
-  CHECK(roofs.decode_matmul_bandwidth(Precision::Fp16, 1) == Approx(20e9));
-  CHECK(roofs.decode_matmul_bandwidth(Precision::Fp16, 0) == Approx(20e9));  // no rows: the smallest shape
-  CHECK(roofs.decode_matmul_bandwidth(Precision::Fp16, 4) == Approx(10e9));
-  CHECK(roofs.decode_matmul_bandwidth(Precision::Fp16, 2) == Approx(std::sqrt(20e9 * 10e9)));  // halfway in log
-  CHECK(roofs.decode_matmul_bandwidth(Precision::Fp16, 8) == Approx(std::sqrt(10e9 * 5e9)));
-  CHECK(roofs.decode_matmul_bandwidth(Precision::Fp16, 17) == 0);   // a prefill: not a decode shape
-  CHECK(roofs.decode_matmul_bandwidth(Precision::Bf16, 1) == 0);    // not measured for bf16
-  CHECK(roofs.decode_matmul_bandwidth(Precision::Fp32, 1) == 0);
-
-  const std::string bad = "name: x\nmeasured:\n  source: s\n  memory_bandwidth_gb_s: 20\n"
-                          "  decode_matmul_gb_s: {fp16: {0: 3}}\n";
-  try {
-    parse_device_spec(bad, "bad.yaml");
-    FAIL("a row count of 0 was accepted");
-  } catch (const InputError& error) {
-    CHECK(std::string(error.what()).find("measured.decode_matmul_gb_s.fp16.0") != std::string::npos);
+  for (const char* bad_value : {"0", "2", "fast"}) {
+    const std::string bad = "name: x\nsource: s\nmemory_bandwidth_tb_s: 2\nefficiency: {flops: " + std::string(bad_value) +
+                            ", bytes: 0.8, source: s}\n";
+    CAPTURE(bad_value);
+    CHECK_THROWS_WITH(parse_device_spec(bad, "bad.yaml"), Catch::Contains("bad.yaml") && Catch::Contains("efficiency.flops"));
   }
+  const std::string bad_row = "name: x\nmeasured:\n  source: s\n  memory_bandwidth_gb_s: 20\n"
+                              "  efficiency_table:\n    - {category: matmul, precision: fp8, rows_from: 1, size_log2: 3, flops: 1, bytes: 1}\n";
+  CHECK_THROWS_WITH(parse_device_spec(bad_row, "bad.yaml"), Catch::Contains("measured.efficiency_table[0].precision"));
 }
 
 TEST_CASE("shipped GPU files carry fixed costs with their source", "[device_spec][prediction]") {

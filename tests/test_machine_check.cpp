@@ -226,9 +226,8 @@ DeviceSpec measured_test_spec(double bandwidth, double flops, double op_overhead
   spec.measured->bandwidth = bandwidth;
   spec.measured->fp32_flops = spec.measured->fp16_flops = spec.measured->bf16_flops = flops;
   spec.measured->source = "measurement at " + std::to_string(at);
-  spec.measured->matmul_fp32_flops = spec.measured->matmul_fp16_flops = spec.measured->matmul_bf16_flops = flops / 2;
-  spec.measured->decode_matmul_ceilings = {{Precision::Fp32, 1, bandwidth}, {Precision::Fp16, 1, bandwidth * 0.8},
-                                           {Precision::Fp16, 4, bandwidth * 0.6}};
+  spec.measured->efficiency = {{"matmul", Precision::Fp32, 1, 10, 0.5, 1.0, ""}, {"matmul", Precision::Fp16, 1, 10, 0.5, 0.8, ""},
+                               {"matmul", Precision::Fp16, 2, 10, 0.5, 0.6, ""}};
   spec.measured->measured_at = at;
   spec.measured->noisy = noisy;
   spec.measured->spread = noisy ? 0.4 : 0.02;
@@ -308,14 +307,14 @@ TEST_CASE("busy loops on every core: run warns and records it, roofline keeps th
   DeviceSpec good = measured_test_spec(900e9, 9e12, 1e-9, 1700000000, false);
   good.description = backend->device_description();
   good.machine = machine;
-  good.measured->decode_matmul_ceilings.clear();
+  good.measured->efficiency.clear();
   const RoofMeasureOptions measured_shapes;
   for (Precision precision : {Precision::Fp32, Precision::Fp16, Precision::Bf16}) {
-    for (int rows : measured_shapes.decode_matmul_rows) good.measured->decode_matmul_ceilings.push_back({precision, rows, 900e9});
-    for (int context : measured_shapes.decode_attention_contexts)
-      good.measured->decode_attention_ceilings.push_back({precision, context, 900e9});
+    for (int rows : measured_shapes.efficiency_rows)
+      for (int depth = 7; depth <= 14; ++depth) good.measured->efficiency.push_back({"matmul", precision, rows_class(rows), depth, 1, 1, ""});
+    for (int context : measured_shapes.efficiency_contexts)
+      good.measured->efficiency.push_back({"attention", precision, 1, size_class(context), 1, 1, ""});
   }
-  good.measured->matmul_output_fp32_s = good.measured->matmul_output_fp16_s = good.measured->matmul_output_bf16_s = 1e-12;
   good.measured_fixed_costs = FixedCosts{1e-9, 1e-9, 3e-9, 9e12, "a quiet measurement (test)", 1e-9};
   good.measured_cache->bytes = host_cache_bytes();
   save_device_spec(good, cache);

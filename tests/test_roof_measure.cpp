@@ -4,6 +4,7 @@
 // flag noise, fit its buffers into the memory it is given, and cache per machine.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -113,7 +114,11 @@ RoofMeasureOptions small_options() {
   options.matmul_size = 128;
   options.repeats = 3;
   options.min_warmup_seconds = 0;  // one warm-up: the scripted device does not ramp
-  options.decode_step_width = 256;  // layers of 1.7 MB (16-bit) to 3.4 MB (fp32) in the copy's 4 MiB
+  // One small layer (K = 256 and 512: two depth buckets), two row counts, two contexts.
+  options.layer_shapes = {LayerShape{"test", 256, 512, 4, 4, 64}};
+  options.efficiency_rows = {1, 4};
+  options.efficiency_contexts = {32, 128};
+  options.efficiency_repeats = 3;
   return options;
 }
 
@@ -191,76 +196,44 @@ TEST_CASE("measurement recovers the device's roofs from its own op timings", "[r
   CHECK(roofs.bf16_flops == Approx(40e9).epsilon(1e-4));
   CHECK_FALSE(measurement.copy.noisy);
   CHECK(roofs.source.find("bytes read + written") != std::string::npos);
-  // The decode matmuls: 1, 4, 8, 16, 32 and 64 rows per dtype, each over whole layers of a step's
-  // projections carved out of the copy's 4 MiB, one op per weight.
-  REQUIRE(measurement.decode_matmuls.size() == 18);
-  const std::vector<StepWeightShape> layer = decode_step_projections(256);
-  REQUIRE(layer.size() == 4);
-  CHECK(layer[2].n == 2 * 768);  // 2.75 × 256 = 704, rounded up to a multiple of 256
-  int decode_ops = 0;
-  for (const RoofMeasurement::DecodeMatmul& decode : measurement.decode_matmuls) {
-    CAPTURE(dtype_name(decode.dtype), decode.rows);
-    // As many layers as fit in the copy's source.
-    double layer_bytes = 0;
-    for (const StepWeightShape& shape : layer) layer_bytes += static_cast<double>(shape.n * shape.k * dtype_size(decode.dtype));
-    CHECK(decode.layers == static_cast<int>((4 << 20) / layer_bytes));
-    // The scripted matmul streams at 15 GB/s until its FLOPs take longer at the dtype's
-    // peak, op by op; the figure is all the ops' bytes over their summed time.
-    double expected_bytes = 0, expected_seconds = 0;
-    for (int l = 0; l < decode.layers; ++l) {
-      for (const StepWeightShape& shape : layer) {
-        const double bytes = static_cast<double>((shape.n * shape.k + decode.rows * (shape.n + shape.k)) * dtype_size(decode.dtype));
-        const double flops = 2.0 * decode.rows * static_cast<double>(shape.n * shape.k);
-        expected_bytes += bytes;
-        expected_seconds += std::max(flops / backend.peaks.at(decode.dtype), bytes / 15e9);
-      }
+  // The efficiency table's timings: the layer's projections by depth bucket (q/k/v, o and
+  // gate/up at K = 256, down at K = 512) × 2 row counts × 3 dtypes, and decode attention at
+  // 2 contexts × 3 dtypes.
+  int matmuls = 0, attentions = 0, attention_ops = 0;
+  for (const RoofMeasurement::KernelTiming& kernel : measurement.kernels) {
+    CAPTURE(kernel.what);
+    if (kernel.category == OpCategory::Matmul) {
+      ++matmuls;
+      CHECK((kernel.bucket.size_log2 == 8 || kernel.bucket.size_log2 == 9));
+    } else {
+      REQUIRE(kernel.category == OpCategory::Attention);
+      ++attentions;
+      attention_ops += kernel.ops;
+      CHECK(kernel.bucket.rows_from == 1);
     }
-    CHECK(decode.bytes == Approx(expected_bytes));
-    CHECK(decode.bandwidth == Approx(expected_bytes / expected_seconds).epsilon(1e-3));
-    decode_ops += decode.layers * static_cast<int>(layer.size());
+    CHECK(kernel.timing.seconds.size() == 3);
   }
-  // One warm-up and three repeats per figure: copy, read, three matmuls and their narrow
-  // twins, each read of the cache's search where the OS reports a last-level cache (the
-  // scripted backend reads as fast from any size, so none is at cache speed), and every
-  // decode matmul's ops.
-  CHECK(measurement.cache_bytes == 0);
-  CHECK(measurement.cache_reads.empty() == (host_cache_bytes() <= 0));
-  // each read and, before them, the DRAM product
-  const int figures = 8 + (measurement.cache_reads.empty() ? 0 : 1 + static_cast<int>(measurement.cache_reads.size()));
-  // and each timed round's lead-in: the first decode shape (fp32, one row) once more
-  const RoofMeasurement::DecodeMatmul& lead_in = measurement.decode_matmuls.front();
-  REQUIRE((lead_in.dtype == DType::F32 && lead_in.rows == 1));
-  const int lead_in_ops = 3 * lead_in.layers * static_cast<int>(layer.size());
-  CHECK(backend.ops_run == (figures + decode_ops) * (1 + 3) + lead_in_ops + backend.attention_ops);
-  CHECK(measurement.describe().find("bf16") != std::string::npos);
-  CHECK(measurement.describe().find("fp32×8") != std::string::npos);
-  REQUIRE(roofs.decode_matmul_ceilings.size() == 18);
-  CHECK(roofs.decode_matmul_bandwidth(Precision::Fp16, 1) == Approx(measurement.decode_matmuls[6].bandwidth));
-  CHECK(measurement.decode_matmuls[6].dtype == DType::F16);
-  CHECK(measurement.decode_matmuls[6].rows == 1);
-  CHECK(to_json(measurement)["decode_matmuls"].size() == 18);
-  // The decode attention: one query row per sequence (4) over caches of each context whose
-  // layers fit the copy's 4 MiB (2048 positions do not: 8 MiB of fp16 K and V for one
-  // layer), as many layers as fit, each op's declared bytes at the scripted 12 GB/s.
-  REQUIRE(measurement.decode_attentions.size() == 9);
-  int attention_ops = 0;
-  for (const RoofMeasurement::DecodeAttention& attention : measurement.decode_attentions) {
-    CAPTURE(dtype_name(attention.dtype), attention.context);
-    CHECK(attention.context <= 512);
-    CHECK(attention.sequences == 4);
-    const double layer_bytes = 2.0 * 4 * 4 * attention.context * 64 * static_cast<double>(dtype_size(attention.dtype));
-    CHECK(attention.layers == static_cast<int>((4 << 20) / layer_bytes));
-    const double query_bytes = 4.0 * 256 * static_cast<double>(dtype_size(attention.dtype));
-    CHECK(attention.bytes == Approx(attention.layers * (layer_bytes + 2 * query_bytes)));
-    CHECK(attention.bandwidth == Approx(12e9).epsilon(1e-3));
-    attention_ops += attention.layers;
+  CHECK(matmuls == 2 * 2 * 3);
+  CHECK(attentions == 2 * 3);
+  // Each attention op once in the warm-up round and in each of 3 rounds, and the round's
+  // first sequence (fp32 at 32 positions) once more before each timed round.
+  const RoofMeasurement::KernelTiming* first_attention = nullptr;
+  for (const RoofMeasurement::KernelTiming& kernel : measurement.kernels)
+    if (kernel.category == OpCategory::Attention && !first_attention) first_attention = &kernel;
+  REQUIRE(first_attention);
+  CHECK(backend.attention_ops == attention_ops * (1 + 3) + 3 * first_attention->ops);
+  // The scripted matmul runs at exactly its roofs, and the roofs are its own: η = 1. Its
+  // attention reads its bytes at 12 GB/s against the 15 GB/s roof: η = 0.8.
+  REQUIRE(roofs.efficiency.size() == 2 * 2 * 3 + 2 * 3);
+  for (const Efficiency& row : roofs.efficiency) {
+    CAPTURE(row.category, precision_name(row.precision), row.rows_from, row.size_log2, row.timed);
+    CHECK(row.flops == row.bytes);
+    CHECK(row.bytes == Approx(row.category == "matmul" ? 1.0 : 0.8).epsilon(1e-3));
+    CHECK_FALSE(row.timed.empty());
   }
-  CHECK(backend.attention_ops == attention_ops * (1 + 3));
-  REQUIRE(roofs.decode_attention_ceilings.size() == 9);
-  CHECK(roofs.decode_attention_bandwidth(Precision::Bf16, 128) == Approx(12e9).epsilon(1e-3));
-  CHECK(measurement.describe().find("fp16@512") != std::string::npos);
-  CHECK(to_json(measurement)["decode_attention"].size() == 9);
-  CHECK(roofs.source.find("decode attention") != std::string::npos);
+  CHECK(to_json(measurement)["efficiency_timings"].size() == measurement.kernels.size());
+  CHECK(roofs.source.find("efficiency table") != std::string::npos);
+  CHECK(measurement.describe().find("matmul fp16 rows 2-8, K ~ 2^9") != std::string::npos);
   CHECK_FALSE(measurement.cache());
   // The stream's fixed costs are measured with the roofs and add up as the model needs.
   const FixedCosts costs = measurement.fixed_costs();
@@ -284,41 +257,38 @@ TEST_CASE("an FMA probe sets every dtype's compute roof, the matmuls are reporte
   CHECK(measurement.describe().find("FMA peak") != std::string::npos);
 }
 
-TEST_CASE("a square and a narrow matmul give the kernel's rate and its cost per output element", "[roof_measure]") {
+TEST_CASE("each bucket's efficiency is its time at the roofs over its median time, net of its regions", "[roof_measure]") {
   ScriptedBackend backend;
   backend.fma_peak = 400e9;
-  backend.output_seconds = 2e-9;
-  RoofMeasureOptions options = small_options();
-  options.matmul_size = 256;
-  const RoofMeasurement measurement = measure_roofs(backend, options);
-  REQUIRE(measurement.matmuls.size() == 3);
-  for (const RoofMeasurement::Matmul& matmul : measurement.matmuls) {
-    CAPTURE(dtype_name(matmul.dtype));
-    // Both shapes are compute-bound here: the fit recovers the scripted rate and cost.
-    CHECK(matmul.kernel_flops_per_s == Approx(backend.peaks.at(matmul.dtype)).epsilon(1e-3));
-    CHECK(matmul.output_seconds == Approx(2e-9).epsilon(1e-3));
-    CHECK(matmul.flops_per_s < matmul.kernel_flops_per_s);  // the square pays its outputs' cost too
-    CHECK(matmul.narrow_flops_per_s < matmul.flops_per_s);  // and a narrow product far more
-  }
+  backend.output_seconds = 2e-9;  // a cost per output element: matmuls below their roofs
+  backend.slow_every_nth_sync = 2;  // slow rounds move from shape to shape: the median differs from the best
+  const RoofMeasurement measurement = measure_roofs(backend, small_options());
   const Roofs roofs = measurement.roofs();
-  CHECK(roofs.matmul_flops(Precision::Fp16) == Approx(50e9).epsilon(1e-3));
-  CHECK(roofs.matmul_output_seconds(Precision::Bf16) == Approx(2e-9).epsilon(1e-3));
-  CHECK(roofs.source.find("per output element") != std::string::npos);
-  CHECK(to_json(measurement)["matmuls"][0]["output_s"].get<double>() == Approx(2e-9).epsilon(1e-3));
-  // Through the cache file and back, and through JSON.
+  const double region = measurement.stream.parallel_region_us() * 1e-6;
+  bool some_differ = false;
+  for (const RoofMeasurement::KernelTiming& kernel : measurement.kernels) {
+    CAPTURE(kernel.what);
+    const Precision precision = dtype_precision(kernel.dtype);
+    const double at_roofs = std::max(kernel.flops / roofs.flops(precision), kernel.bytes / roofs.bandwidth);
+    const double net = kernel.timing.median - kernel.regions * region;
+    const std::string category = op_category_name(kernel.category);
+    const auto row = std::find_if(roofs.efficiency.begin(), roofs.efficiency.end(), [&](const Efficiency& each) {
+      return each.category == category && each.precision == precision && each.rows_from == kernel.bucket.rows_from &&
+             each.size_log2 == kernel.bucket.size_log2;
+    });
+    REQUIRE(row != roofs.efficiency.end());
+    CHECK(row->bytes == Approx(at_roofs / (net > 0 ? net : kernel.timing.median)));
+    some_differ = some_differ || kernel.timing.best < kernel.timing.median;
+  }
+  CHECK(some_differ);
+  // Through the YAML the roof cache writes and back, and through JSON.
   DeviceSpec spec;
   spec.name = "scripted";
   spec.measured = roofs;
   const DeviceSpec reread = parse_device_spec(device_spec_to_yaml(spec), "scripted.yaml");
-  CHECK(reread.measured->matmul_output_seconds(Precision::Fp32) == Approx(2e-9).epsilon(1e-5));
-  const DeviceSpec from_json = device_spec_from_json(to_json(spec), "scripted.json");
-  CHECK(from_json.measured->matmul_output_fp16_s == roofs.matmul_output_fp16_s);
-
-  // Without a per-output cost the fit finds none and keeps the square's rate.
-  backend.output_seconds = 0;
-  const RoofMeasurement plain = measure_roofs(backend, options);
-  CHECK(plain.matmuls[0].output_seconds == 0);
-  CHECK(plain.roofs().matmul_fp32_flops == Approx(100e9).epsilon(1e-3));
+  REQUIRE(reread.measured->efficiency.size() == roofs.efficiency.size());
+  CHECK(reread.measured->efficiency.front().bytes == Approx(roofs.efficiency.front().bytes).epsilon(1e-5));
+  CHECK(device_spec_from_json(to_json(spec), "scripted.json").measured->efficiency == roofs.efficiency);
 }
 
 TEST_CASE("disagreeing repeats are flagged noisy, the roof is the fastest repeat", "[roof_measure]") {
@@ -353,30 +323,6 @@ TEST_CASE("sequences timed together are timed in turn, round after round", "[roo
   CHECK(samples[0].seconds.size() == 3);
   CHECK(samples[0].median == Approx(2.0 * small.size() / 10e9).epsilon(1e-3));
   CHECK(samples[1].median == Approx(2.0 * large.size() / 10e9).epsilon(1e-3));
-}
-
-TEST_CASE("the decode kernels' rates are their median repeat, the bandwidth roof the fastest", "[roof_measure]") {
-  ScriptedBackend backend;
-  // 19 syncs a round (the lead-in and 18 decode matmul shapes): a shape's slow rounds move
-  // from round to round, and half the shapes are slow in two of their three.
-  backend.slow_every_nth_sync = 2;
-  RoofMeasureOptions options = small_options();
-  options.decode_attention_contexts = {32};
-  const RoofMeasurement measurement = measure_roofs(backend, options);
-  REQUIRE_FALSE(measurement.decode_matmuls.empty());
-  bool some_differ = false;
-  double fastest_one_row = 0;
-  for (const RoofMeasurement::DecodeMatmul& decode : measurement.decode_matmuls) {
-    CAPTURE(dtype_name(decode.dtype), decode.rows);
-    CHECK(decode.bandwidth == Approx(decode.bytes / decode.timing.median));
-    some_differ = some_differ || decode.timing.best < decode.timing.median;
-    if (decode.rows == 1) fastest_one_row = std::max(fastest_one_row, decode.bytes / decode.timing.best);
-  }
-  CHECK(some_differ);  // the slow rounds fell on some of them
-  CHECK(measurement.bandwidth >= fastest_one_row * (1 - 1e-9));
-  REQUIRE_FALSE(measurement.decode_attentions.empty());
-  for (const RoofMeasurement::DecodeAttention& attention : measurement.decode_attentions)
-    CHECK(attention.bandwidth == Approx(attention.bytes / attention.timing.median));
 }
 
 TEST_CASE("buffers shrink to fit the memory the device offers", "[roof_measure]") {

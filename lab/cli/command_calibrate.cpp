@@ -1,9 +1,11 @@
 // `decodelab calibrate`: measures this machine once — bandwidth (copy and streaming read),
-// peak FLOP/s per precision, our matmul's ceilings, the decode matmul and attention rates,
-// the last-level cache, the fixed costs of a launch, a sync and a parallel region — and
+// peak FLOP/s per precision, the efficiency table (the engine's matmul and attention shapes
+// against those roofs), the last-level cache, the fixed costs of a launch, a sync and a
+// parallel region — and
 // writes the calibration file every command reads instead of measuring
 // (profiling/measure/calibration.h), replacing any earlier one whole. Progress goes to
-// stderr, one step at a time with the seconds so far; the calibration in words to stdout.
+// stderr, one step at a time with the seconds so far, then how long each step took; the
+// calibration in words to stdout.
 // `--show` prints the file in words, flagging a calibration of another machine.
 #include <chrono>
 #include <cstdio>
@@ -14,6 +16,7 @@
 #include <ostream>
 #include <streambuf>
 #include <string>
+#include <vector>
 
 #include "engine/backend.h"
 #include "engine/base/errors.h"
@@ -45,6 +48,8 @@ class CalibrationProgress final : public std::streambuf {
       return c;
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (!steps_.empty()) steps_.back().seconds = seconds - steps_.back().started;
+    steps_.push_back({line_, seconds, 0});
     ++step_;
     char elapsed[32];
     std::snprintf(elapsed, sizeof elapsed, "%.1f s", seconds);
@@ -58,6 +63,24 @@ class CalibrationProgress final : public std::streambuf {
   std::chrono::steady_clock::time_point start_;
   std::string line_;
   int step_ = 0;
+
+ public:
+  struct Step {
+    std::string what;
+    double started = 0;
+    double seconds = 0;
+  };
+  // Every step with how long it took (the last one up to now).
+  std::vector<Step> steps() const {
+    std::vector<Step> steps = steps_;
+    if (!steps.empty())
+      steps.back().seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() - steps.back().started;
+    return steps;
+  }
+
+ private:
+  std::vector<Step> steps_;
 };
 
 // The CPU backend at `threads`: what this machine's calibration describes.
@@ -90,10 +113,10 @@ void execute_calibrate(const CalibrateArguments& arguments) {
   if (!arguments.json_file.empty()) check_output_path(arguments.json_file, "--json");
 
   const std::unique_ptr<Backend> backend = cpu_backend(arguments.threads);
-  std::fprintf(stderr, "decodelab: calibrating %s: bandwidth, compute per precision, matmul and attention rates, %s"
+  std::fprintf(stderr, "decodelab: calibrating %s: bandwidth, compute per precision, the efficiency table of matmul and attention, %s"
                "fixed costs (%s)\n",
                backend->device_description().c_str(), arguments.quick ? "" : "the last-level cache, ",
-               arguments.quick ? "quick probes: seconds" : "about a minute");
+               arguments.quick ? "quick probes: seconds" : "within two minutes");
   // The machine first, its own probe only: an earlier calibration, even an unreadable one,
   // is replaced, not read.
   const MachineState state = check_machine(*backend, arguments.threads, RoofsMachine{});
@@ -105,6 +128,10 @@ void execute_calibrate(const CalibrateArguments& arguments) {
   const RoofMeasureOptions options = arguments.quick ? quick_calibration_options() : RoofMeasureOptions{};
   const Calibration calibration = calibrate_machine(*backend, arguments.threads, options, &progress_stream, &state);
   progress.clear();
+  // How long each step took, so that a calibration past its two-minute budget says where.
+  std::fprintf(stderr, "decodelab: calibrated in %.1f s; each step:\n", calibration.measuring_seconds);
+  for (const CalibrationProgress::Step& step : lines.steps())
+    std::fprintf(stderr, "  %6.1f s  %s\n", step.seconds, step.what.c_str());
 
   std::string replaced;
   std::error_code error;

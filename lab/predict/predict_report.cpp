@@ -68,6 +68,18 @@ std::string prediction_header(const DeviceSpec& device, const PredictionInputs& 
   out << "  roofs (" << device.roofs_origin() << "): " << format_bandwidth(inputs.roofs.bandwidth) << ", fp32 "
       << format_flop_rate(inputs.roofs.flops(Precision::Fp32)) << ", fp16/bf16 "
       << format_flop_rate(inputs.roofs.flops(Precision::Bf16)) << "\n";
+  if (!inputs.roofs.efficiency.empty()) {
+    out << "  efficiency: a table of " << inputs.roofs.efficiency.size()
+        << " timed buckets (op category, precision, rows, size); an op of a bucket it lacks takes the nearest one's, a "
+           "category it lacks "
+        << (inputs.roofs.efficiency_source.empty() ? "the roofs" : "the stated default") << "\n";
+  } else if (!inputs.roofs.efficiency_source.empty()) {
+    out << "  efficiency: flops " << format_number(inputs.roofs.default_flops_efficiency) << ", bytes "
+        << format_number(inputs.roofs.default_bytes_efficiency) << " of the peaks (" << inputs.roofs.efficiency_source
+        << ")\n";
+  } else {
+    out << "  efficiency: none given (every op at its roofs)\n";
+  }
   out << "  fixed costs (" << (device.measured_fixed_costs ? "measured" : "published")
       << "): " << format_fixed_costs(inputs.costs) << "\n";
   if (inputs.cache) {
@@ -84,6 +96,20 @@ std::string prediction_header(const DeviceSpec& device, const PredictionInputs& 
 }
 
 namespace {
+
+// Which op kinds were priced from a neighbouring bucket of the efficiency table, or from no
+// bucket at all (a category the table lacks): the prediction says so under its header.
+std::string efficiency_fallbacks(std::initializer_list<const Prediction*> predictions) {
+  std::vector<std::string> notes;
+  for (const Prediction* prediction : predictions) {
+    if (prediction->inputs.roofs.efficiency.empty()) continue;
+    for (const std::string& note : prediction->efficiency_notes)
+      if (std::find(notes.begin(), notes.end(), note) == notes.end()) notes.push_back(note);
+  }
+  std::string text;
+  for (const std::string& note : notes) text += "    " + note + "\n";
+  return text;
+}
 
 std::string workload_line(const Scenario& scenario) {
   const Workload& w = scenario.workload;
@@ -126,7 +152,7 @@ nlohmann::json metrics_json(const ScenarioPrediction& scenario) {
 std::string prediction_table(const ScenarioPrediction& prediction, const DeviceSpec& device) {
   const Prediction& p = prediction.prediction;
   std::ostringstream out;
-  out << prediction_header(device, p.inputs) << workload_line(prediction.scenario) << "\n";
+  out << prediction_header(device, p.inputs) << efficiency_fallbacks({&p}) << workload_line(prediction.scenario) << "\n";
   const PhasePrediction* decode = p.phase(Phase::Decode);
   TextTable table({"figure", "predicted"});
   table.add({"TTFT", milliseconds(p.timing.ttft_ms)});
@@ -145,7 +171,8 @@ std::string prediction_table(const SlowdownPrediction& prediction, const DeviceS
   const Prediction& fixed = prediction.fixed.prediction;
   const Prediction& buggy = prediction.buggy.prediction;
   std::ostringstream out;
-  out << prediction_header(device, buggy.inputs) << workload_line(prediction.buggy.scenario) << "\n";
+  out << prediction_header(device, buggy.inputs) << efficiency_fallbacks({&fixed, &buggy})
+      << workload_line(prediction.buggy.scenario) << "\n";
   const PhasePrediction* fixed_decode = fixed.phase(Phase::Decode);
   const PhasePrediction* buggy_decode = buggy.phase(Phase::Decode);
   auto ops_per_step = [](const PhasePrediction* decode) {

@@ -90,9 +90,9 @@ std::string decodelab_version_string() {
 }
 
 // Reads the file's keys, each problem an InputError naming the file and the key's path.
-class Reader {
+class CalibrationReader {
  public:
-  explicit Reader(std::string file) : file_(std::move(file)) {}
+  explicit CalibrationReader(std::string file) : file_(std::move(file)) {}
 
   const nlohmann::json& member(const nlohmann::json& object, const std::string& key, const std::string& path,
                                nlohmann::json::value_t type, const char* expected) const {
@@ -133,7 +133,7 @@ class Reader {
 // The roofs as a device spec writes them, checked leaf by leaf against the shape a full spec
 // has (a number where it has a number, a string where a string), so that a wrong value is
 // named by its key rather than by the JSON library's "type must be number".
-void check_shape(const nlohmann::json& value, const nlohmann::json& shape, const std::string& path, const Reader& reader) {
+void check_shape(const nlohmann::json& value, const nlohmann::json& shape, const std::string& path, const CalibrationReader& reader) {
   if (shape.is_object()) {
     if (!value.is_object()) throw InputError(reader.file(), 0, path, "expected an object, not " + value.dump());
     for (const auto& [key, shape_value] : shape.items()) {
@@ -158,10 +158,8 @@ void check_shape(const nlohmann::json& value, const nlohmann::json& shape, const
 nlohmann::json full_spec_shape() {
   DeviceSpec spec;
   Roofs roofs;
-  roofs.matmul_fp32_flops = 1;
-  roofs.matmul_output_fp32_s = 1;
-  roofs.decode_matmul_ceilings = {{Precision::Fp16, 1, 1.0}};
-  roofs.decode_attention_ceilings = {{Precision::Fp16, 1, 1.0}};
+  roofs.efficiency = {Efficiency{"c", Precision::Fp16, 1, 1, 1.0, 1.0, "t"}};
+  roofs.efficiency_source = "s";
   roofs.measured_at = 1;
   roofs.fp64_flops = 1;
   roofs.probe_bandwidth = 1;
@@ -180,6 +178,15 @@ nlohmann::json full_spec_shape() {
 }
 
 }  // namespace
+
+std::string calibration_format_problem(int64_t format) {
+  if (format < kCalibrationFormat) {
+    return "out of date: format " + std::to_string(format) + ", this decodelab reads format " +
+           std::to_string(kCalibrationFormat) + " (what the figures mean has changed); run `decodelab calibrate`";
+  }
+  return "format " + std::to_string(format) + " is a newer decodelab's, this one reads format " +
+         std::to_string(kCalibrationFormat) + "; run `decodelab calibrate` with this decodelab, or use the newer one";
+}
 
 nlohmann::json to_json(const Calibration& calibration) {
   return {{"format", "decodelab calibration"},
@@ -207,14 +214,12 @@ Calibration parse_calibration(std::string_view text, const std::string& file) {
     throw InputError(file, 0, "", std::string("not a JSON calibration file (") + error.what() +
                                       "); `decodelab calibrate` writes it afresh");
   }
-  const Reader read(file);
+  const CalibrationReader read(file);
   if (!json.is_object()) throw InputError(file, 0, "(top level)", "expected an object, not " + json.dump().substr(0, 40));
   Calibration calibration;
   calibration.format = static_cast<int>(read.integer(json, "format_version"));
   if (calibration.format != kCalibrationFormat) {
-    throw InputError(file, 0, "format_version",
-                     "expected " + std::to_string(kCalibrationFormat) + ", the format this decodelab reads, not " +
-                         std::to_string(calibration.format) + "; `decodelab calibrate` measures this machine again");
+    throw InputError(file, 0, "format_version", calibration_format_problem(calibration.format));
   }
   calibration.decodelab_version = read.text(json, "decodelab_version");
   calibration.measured_at = read.integer(json, "measured_at");
@@ -341,9 +346,10 @@ RoofMeasureOptions quick_calibration_options() {
   options.matmul_size = 128;
   options.repeats = 2;
   options.min_warmup_seconds = 0;
-  options.decode_step_width = 256;
-  options.decode_matmul_rows = {1, 8};
-  options.decode_attention_contexts = {32, 128};
+  options.layer_shapes = {LayerShape{"quick", 128, 256, 2, 1, 64}};
+  options.efficiency_rows = {1, 8};
+  options.efficiency_contexts = {32, 128};
+  options.efficiency_repeats = 2;
   options.fma_probe_flops = 2e8;
   options.cache_level = false;
   return options;
@@ -366,8 +372,7 @@ CalibrationLookup find_calibration(const Backend& backend, int threads) {
     const nlohmann::json json = nlohmann::json::parse(text.str(), nullptr, false);
     if (json.is_object() && json.contains("format_version") && json["format_version"].is_number_integer() &&
         json["format_version"].get<int64_t>() != kCalibrationFormat) {
-      lookup.why_not = lookup.file.string() + " is of format " + std::to_string(json["format_version"].get<int64_t>()) +
-                       ", this decodelab reads format " + std::to_string(kCalibrationFormat);
+      lookup.why_not = lookup.file.string() + ": " + calibration_format_problem(json["format_version"].get<int64_t>());
       return lookup;
     }
   }

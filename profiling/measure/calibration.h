@@ -29,8 +29,13 @@ namespace decodelab {
 
 // The file's format version: bumped whenever what the figures mean changes (how they are
 // measured or read), so that a calibration of an older meaning is measured again, not read.
-// The roof cache is keyed by it too (roof_cache_path).
-constexpr int kCalibrationFormat = 1;
+// The roof cache is keyed by it too (roof_cache_path). 2: the efficiency table replaced the
+// matmul ceilings, their per-output cost and the decode matmul and attention rates.
+constexpr int kCalibrationFormat = 2;
+
+// Why a calibration of `format` is not read, in one sentence that ends with what to do:
+// "out of date: format 1, this decodelab reads format 2 (...); run `decodelab calibrate`".
+std::string calibration_format_problem(int64_t format);
 
 struct MachineState;
 

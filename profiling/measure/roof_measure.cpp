@@ -8,6 +8,8 @@
 #include <cmath>
 #include <ctime>
 #include <functional>
+#include <map>
+#include <tuple>
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
@@ -16,7 +18,7 @@
 #include "engine/device_buffer.h"
 #include "engine/base/errors.h"
 #include "engine/model/weights.h"
-#include "profiling/measure/attention_roof.h"
+#include "profiling/measure/efficiency_measure.h"
 #include "profiling/measure/cache_level.h"
 #include "profiling/model/cost_model.h"
 #include "profiling/measure/machine_check.h"
@@ -96,147 +98,6 @@ FmaPeak measure_fma_peak(Backend& backend, const RoofMeasureOptions& options, st
   return peak;
 }
 
-namespace {
-
-// The narrow product beside a square one, and the fit of the two (RoofMeasurement::Matmul).
-// Per output element the square takes a = 2S/r + e and the narrow one b = 2K/r + e, so
-// r = 2(S - K) / (a - b) and e = b - 2K/r; the fit is kept only when both are positive.
-void measure_narrow_matmul(Backend& backend, OpTimer& timer, RoofMeasurement::Matmul& matmul, std::ostream* progress) {
-  using M = RoofMeasurement;
-  const DType dtype = matmul.dtype;
-  DeviceBuffer x(backend, static_cast<size_t>(M::kNarrowRows * M::kNarrowDepth) * dtype_size(dtype));
-  DeviceBuffer weight(backend, static_cast<size_t>(M::kNarrowColumns * M::kNarrowDepth) * dtype_size(dtype));
-  DeviceBuffer out(backend, static_cast<size_t>(M::kNarrowRows * M::kNarrowColumns) * dtype_size(dtype));
-  fill_random(backend, x.get(), dtype, static_cast<size_t>(M::kNarrowRows * M::kNarrowDepth), 6);
-  fill_random(backend, weight.get(), dtype, static_cast<size_t>(M::kNarrowColumns * M::kNarrowDepth), 7);
-  const Tensor x_view = Tensor::contiguous(x.get(), dtype, {M::kNarrowRows, M::kNarrowDepth});
-  const Tensor weight_view = Tensor::contiguous(weight.get(), dtype, {M::kNarrowColumns, M::kNarrowDepth});
-  const Tensor out_view = Tensor::contiguous(out.get(), dtype, {M::kNarrowRows, M::kNarrowColumns});
-  if (progress) {
-    *progress << "measuring " << dtype_name(dtype) << " matmul " << M::kNarrowRows << "×" << M::kNarrowColumns << "×"
-              << M::kNarrowDepth << "\n";
-  }
-  matmul.narrow = timer.sample([&](OpId id) { backend.matmul(x_view, weight_view, out_view, id); });
-  const double outputs = static_cast<double>(M::kNarrowRows * M::kNarrowColumns);
-  const double depth = static_cast<double>(M::kNarrowDepth);
-  matmul.narrow_flops_per_s = 2.0 * outputs * depth / matmul.narrow.best;
-
-  const double size = static_cast<double>(matmul.size);
-  const double square_per_output = matmul.timing.best / (size * size);
-  const double narrow_per_output = matmul.narrow.best / outputs;
-  if (size <= depth || square_per_output <= narrow_per_output) return;
-  const double rate = 2.0 * (size - depth) / (square_per_output - narrow_per_output);
-  const double per_output = narrow_per_output - 2.0 * depth / rate;
-  if (per_output <= 0) return;
-  matmul.kernel_flops_per_s = rate;
-  matmul.output_seconds = per_output;
-}
-
-// The decode matmuls (RoofMeasurement::DecodeMatmul): per dtype, whole layers of a step's
-// projections one after another in a buffer of their own (as many as stream four times the
-// last-level cache, 64 MiB at least, and fit in `memory_bytes`), each weight its own op,
-// against each of the options' row counts (1, 4, 8, 16, 32, 64). Every (dtype, rows) is
-// timed once per round, round after round (OpTimer::sample_interleaved): the prediction
-// divides these rates by each other (fp32 against fp16 weights, a prefix's rows against one
-// row), and a shared machine's bandwidth can move by 2x from period to period — timed one
-// dtype after the other, their ratios came out far from the runs' they priced. Within a
-// round the shapes go row count by row count (every dtype's one row, then every dtype's four
-// rows, ...), so that a shape follows shapes of its own rows rather than the 64-row,
-// compute-bound ones (the round's first shape follows the timer's untimed lead-in): timed
-// dtype by dtype, the ratios of row counts spread far wider than the runs' (docs/prediction.md).
-// Each rate is the median round, not the fastest: it prices a run's kernels, whose figures
-// are medians too (the fastest round reads well above what the runs that follow stream at).
-void measure_decode_matmuls(Backend& backend, OpTimer& timer, size_t memory_bytes, const RoofMeasureOptions& options,
-                            RoofMeasurement& measurement, std::ostream* progress) {
-  const std::vector<StepWeightShape> layer = decode_step_projections(options.decode_step_width);
-  int64_t layer_elements = 0, widest_n = 0, deepest_k = 0;
-  for (const StepWeightShape& shape : layer) {
-    layer_elements += shape.n * shape.k;
-    widest_n = std::max(widest_n, shape.n);
-    deepest_k = std::max(deepest_k, shape.k);
-  }
-  const double streamed_bytes = decode_streamed_bytes(memory_bytes);
-  struct Step {  // one dtype's layers of projections
-    DType dtype;
-    int layers;
-    DeviceBuffer memory;
-    std::vector<Tensor> weights;
-  };
-  struct Shape {  // a step against some activation rows
-    const Step* step;
-    int rows;
-    DeviceBuffer activations, outputs;
-  };
-  std::vector<Step> steps;
-  steps.reserve(options.matmul_dtypes.size());
-  for (DType dtype : options.matmul_dtypes) {
-    const double layer_bytes = static_cast<double>(layer_elements) * static_cast<double>(dtype_size(dtype));
-    const int fitting = static_cast<int>(static_cast<double>(memory_bytes) / layer_bytes);
-    const int layers = std::min(fitting, static_cast<int>(std::ceil(streamed_bytes / layer_bytes)));
-    if (layers < 1) continue;
-    Step& step = steps.emplace_back(Step{dtype, layers, DeviceBuffer(backend, static_cast<size_t>(layers * layer_elements) * dtype_size(dtype)), {}});
-    char* next = static_cast<char*>(step.memory.get());
-    for (int l = 0; l < layers; ++l) {
-      for (const StepWeightShape& shape : layer) {
-        step.weights.push_back(Tensor::contiguous(next, dtype, {shape.n, shape.k}));
-        next += static_cast<size_t>(shape.n * shape.k) * dtype_size(dtype);
-      }
-    }
-    fill_random(backend, step.memory.get(), dtype, static_cast<size_t>(layers * layer_elements), 8);
-    if (progress) {
-      *progress << "measuring the decode matmul: " << dtype_name(dtype) << " (" << layers << " layers of projections, "
-                << format_bytes(static_cast<double>(step.memory.bytes())) << ")\n";
-    }
-  }
-  std::vector<Shape> shapes;
-  shapes.reserve(steps.size() * options.decode_matmul_rows.size());
-  for (int rows : options.decode_matmul_rows) {
-    for (const Step& step : steps) {
-      Shape& shape = shapes.emplace_back(Shape{&step, rows, DeviceBuffer(backend, static_cast<size_t>(rows * deepest_k) * dtype_size(step.dtype)),
-                                               DeviceBuffer(backend, static_cast<size_t>(rows * widest_n) * dtype_size(step.dtype))});
-      fill_random(backend, shape.activations.get(), step.dtype, static_cast<size_t>(rows * deepest_k), 9);
-    }
-  }
-  if (progress && !shapes.empty()) {
-    *progress << "measuring the decode matmuls: each dtype against " << options.decode_matmul_rows.size()
-              << " row counts, interleaved\n";
-  }
-  std::vector<OpTimer::Sequence> sequences;
-  for (const Shape& shape : shapes) {
-    sequences.emplace_back([&backend, &shape](const std::function<OpId()>& next_id) {
-      for (const Tensor& weight : shape.step->weights) {
-        const Tensor x = Tensor::contiguous(shape.activations.get(), weight.dtype, {shape.rows, weight.shape[1]});
-        const Tensor out = Tensor::contiguous(shape.outputs.get(), weight.dtype, {shape.rows, weight.shape[0]});
-        backend.matmul(x, weight, out, next_id());
-      }
-    });
-  }
-  const std::vector<TimedSamples> timings = timer.sample_interleaved(sequences);
-  // Recorded dtype by dtype, each dtype's row counts in order: shapes[r * steps.size() + s]
-  // is row count r of step s.
-  std::vector<size_t> by_dtype;
-  for (size_t s = 0; s < steps.size(); ++s)
-    for (size_t r = 0; r < options.decode_matmul_rows.size(); ++r) by_dtype.push_back(r * steps.size() + s);
-  for (size_t i : by_dtype) {
-    const Shape& shape = shapes[i];
-    RoofMeasurement::DecodeMatmul decode;
-    decode.dtype = shape.step->dtype;
-    decode.rows = shape.rows;
-    decode.layers = shape.step->layers;
-    for (const Tensor& weight : shape.step->weights) {
-      decode.bytes += static_cast<double>(weight.bytes()) +
-                      static_cast<double>(shape.rows * (weight.shape[0] + weight.shape[1]) * dtype_size(decode.dtype));
-    }
-    decode.timing = timings[i];
-    decode.bandwidth = decode.bytes / decode.timing.median;
-    // The roof is an upper bound: the fastest round.
-    if (shape.rows == 1) measurement.bandwidth = std::max(measurement.bandwidth, decode.bytes / decode.timing.best);
-    measurement.decode_matmuls.push_back(decode);
-  }
-}
-
-}  // namespace
-
 RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& options, std::ostream* progress) {
   // A measurement its checkpoint abandons leaves no op timings behind: the next user of the
   // backend (a quick measurement, a run) would count them as its own.
@@ -278,14 +139,9 @@ RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& option
     measurement.read_bandwidth = measurement.read_bytes / measurement.read.best;
     measurement.bandwidth = std::max(measurement.copy_bandwidth, measurement.read_bandwidth);
 
-    // CPU: a decode step's matmuls per dtype and activation rows (a step of projections over
-    // four times the last-level cache, 64 MiB at least; at most the copy's bytes): streamed,
-    // yet cheap enough to take with the roofs. A one-row fp32 product streams without
-    // widening, so it may raise the roof.
-    if (!gpu && !options.quick) measure_decode_matmuls(backend, timer, read.weight.bytes(), options, measurement, progress);
-    // And decode attention over KV caches of a few context lengths, streamed the same way.
-    if (!gpu && !options.quick)
-      measure_decode_attention(backend, timer, read.weight.get(), read.weight.bytes(), options, measurement, progress);
+    // CPU: the efficiency table, on the engine's own shapes streamed from memory (at most
+    // the copy's bytes per dtype).
+    if (!gpu && !options.quick) measure_efficiency(backend, read.weight.bytes(), options, measurement, progress);
   }
 
   // The last-level cache (CPU): a weight a quarter of its size, read again and again.
@@ -317,8 +173,6 @@ RoofMeasurement measure_roofs(Backend& backend, const RoofMeasureOptions& option
     matmul.timing = timer.sample([&](OpId id) { backend.matmul(x_view, weight_view, out_view, id); });
     matmul.flops_per_s = 2.0 * static_cast<double>(size) * static_cast<double>(size) * static_cast<double>(size) /
                          matmul.timing.best;
-    matmul.kernel_flops_per_s = matmul.flops_per_s;
-    if (!gpu) measure_narrow_matmul(backend, timer, matmul, progress);
     measurement.matmuls.push_back(matmul);
   }
   if (progress) *progress << "measuring the stream's fixed costs\n";
@@ -348,17 +202,15 @@ std::optional<CacheLevel> RoofMeasurement::cache() const {
 
 double RoofMeasurement::largest_spread() const {
   double largest = std::max({copy.spread, read.spread, fma.spread});
-  for (const Matmul& matmul : matmuls) largest = std::max({largest, matmul.timing.spread, matmul.narrow.spread});
-  for (const DecodeMatmul& decode : decode_matmuls) largest = std::max(largest, decode.timing.spread);
-  for (const DecodeAttention& attention : decode_attentions) largest = std::max(largest, attention.timing.spread);
+  for (const Matmul& matmul : matmuls) largest = std::max(largest, matmul.timing.spread);
+  for (const KernelTiming& kernel : kernels) largest = std::max(largest, kernel.timing.spread);
   return largest;
 }
 
 bool RoofMeasurement::noisy() const {
   bool any = machine_contended || copy.noisy || read.noisy || fma.noisy;
-  for (const Matmul& matmul : matmuls) any = any || matmul.timing.noisy || matmul.narrow.noisy;
-  for (const DecodeMatmul& decode : decode_matmuls) any = any || decode.timing.noisy;
-  for (const DecodeAttention& attention : decode_attentions) any = any || attention.timing.noisy;
+  for (const Matmul& matmul : matmuls) any = any || matmul.timing.noisy;
+  for (const KernelTiming& kernel : kernels) any = any || kernel.timing.noisy;
   return any;
 }
 
@@ -378,26 +230,6 @@ Roofs RoofMeasurement::roofs() const {
          << " (bytes read + written; " << format_bandwidth(copy_bandwidth) << ", " << spread_note(copy)
          << ") and an fp16 matrix-vector product streaming the same bytes (" << format_bandwidth(read_bandwidth) << ", "
          << spread_note(read) << ")";
-  if (!decode_matmuls.empty()) {
-    const DecodeMatmul& first = decode_matmuls.front();
-    source << ", or a one-row decode matmul's fastest round; decode matmuls (median rounds) over a step of " << first.layers
-           << " layers of projections (q/k/v, o, gate/up, down, each its own op)";
-    for (const DecodeMatmul& decode : decode_matmuls) {
-      result.decode_matmul_ceilings.push_back({dtype_precision(decode.dtype), decode.rows, decode.bandwidth});
-      source << (&decode == &decode_matmuls.front() ? " " : ", ") << dtype_name(decode.dtype) << " × " << decode.rows
-             << " row" << (decode.rows == 1 ? "" : "s") << " " << format_bandwidth(decode.bandwidth);
-    }
-  }
-  if (!decode_attentions.empty()) {
-    const DecodeAttention& first = decode_attentions.front();
-    source << "; decode attention (one query row per sequence, " << first.sequences
-           << " sequences, heads of 64 over KV caches streamed from memory, each layer its own op)";
-    for (const DecodeAttention& attention : decode_attentions) {
-      result.decode_attention_ceilings.push_back({dtype_precision(attention.dtype), attention.context, attention.bandwidth});
-      source << (&attention == &decode_attentions.front() ? " " : ", ") << dtype_name(attention.dtype) << " at "
-             << attention.context << " positions " << format_bandwidth(attention.bandwidth);
-    }
-  }
   if (fma_flops_per_s > 0) {
     result.fp32_flops = result.fp16_flops = result.bf16_flops = fma_flops_per_s;
     source << "; compute the FMA peak (register-resident fp32 FMA chains on every thread, which half dtypes "
@@ -405,23 +237,7 @@ Roofs RoofMeasurement::roofs() const {
            << format_flop_rate(fma_flops_per_s) << ", " << spread_note(fma) << ")";
   }
   for (const Matmul& matmul : matmuls) {
-    if (fma_flops_per_s > 0) {  // the probe is the roof; what our matmul reaches is its ceiling
-      switch (matmul.dtype) {
-        case DType::F32:
-          result.matmul_fp32_flops = matmul.kernel_flops_per_s;
-          result.matmul_output_fp32_s = matmul.output_seconds;
-          break;
-        case DType::F16:
-          result.matmul_fp16_flops = matmul.kernel_flops_per_s;
-          result.matmul_output_fp16_s = matmul.output_seconds;
-          break;
-        case DType::BF16:
-          result.matmul_bf16_flops = matmul.kernel_flops_per_s;
-          result.matmul_output_bf16_s = matmul.output_seconds;
-          break;
-        case DType::I32: break;
-      }
-    } else {
+    if (fma_flops_per_s <= 0) {  // no probe (a GPU): the square matmuls are the compute roofs
       switch (matmul.dtype) {
         case DType::F32: result.fp32_flops = matmul.flops_per_s; break;
         case DType::F16: result.fp16_flops = matmul.flops_per_s; break;
@@ -433,20 +249,17 @@ Roofs RoofMeasurement::roofs() const {
            << format_flop_rate(matmul.flops_per_s);
     if (fma_flops_per_s > 0) source << " (" << format_percent(matmul.flops_per_s / fma_flops_per_s) << " of the FMA peak)";
     source << ", " << spread_note(matmul.timing);
-    if (!matmul.narrow.seconds.empty()) {
-      source << ", and " << RoofMeasurement::kNarrowRows << "×" << RoofMeasurement::kNarrowColumns << "×"
-             << RoofMeasurement::kNarrowDepth << " " << format_flop_rate(matmul.narrow_flops_per_s) << ", "
-             << spread_note(matmul.narrow);
-      if (matmul.output_seconds > 0) {
-        source << ": the kernel's rate " << format_flop_rate(matmul.kernel_flops_per_s) << " plus "
-               << format_seconds(matmul.output_seconds) << " per output element";
-      }
-    }
+  }
+  result.efficiency = efficiency_table(result);
+  if (!result.efficiency.empty()) {
+    source << "; efficiency table: " << result.efficiency.size() << " buckets, each the engine's own ops timed "
+           << "(median of " << (kernels.empty() ? 0 : kernels.front().timing.seconds.size())
+           << " interleaved rounds) against their time at these roofs, net of their parallel regions";
   }
   if (machine_contended) source << "; the machine was contended while measuring (see the machine check)";
   if (quick) {
-    source << "; a quick measurement for a short budget: the decode-shaped kernel rates, the cache and the matmul "
-              "ceilings were not measured, so decode is priced at these roofs alone (`decodelab roofline --measure` "
+    source << "; a quick measurement for a short budget: the efficiency table, the cache and the square matmuls "
+              "were not measured, so every op is priced at these roofs alone (`decodelab roofline --measure` "
               "measures them all)";
   }
   result.source = source.str();
@@ -459,24 +272,13 @@ std::string RoofMeasurement::describe() const {
       << format_seconds(copy.best) << ", " << spread_note(copy) << ")\n";
   out << "read       " << format_bandwidth(read_bandwidth) << "  (matrix-vector product over " << format_bytes(copy_bytes_moved / 2)
       << ", " << format_seconds(read.best) << ", " << spread_note(read) << ")\n";
-  for (const DecodeMatmul& decode : decode_matmuls) {
-    char label[16];
-    std::snprintf(label, sizeof label, "%s×%-3d", dtype_name(decode.dtype), decode.rows);
-    out << label << "  " << format_bandwidth(decode.bandwidth) << "  (decode matmul: " << decode.rows << " row"
-        << (decode.rows == 1 ? "" : "s") << " × " << decode.layers << " layers of streamed " << dtype_name(decode.dtype)
-        << " projections, "
-        << format_seconds(decode.timing.median) << ", " << median_note(decode.timing) << ")\n";
-  }
-  for (const DecodeAttention& attention : decode_attentions) {
-    char label[24];
-    std::snprintf(label, sizeof label, "%s@%-5d", dtype_name(attention.dtype), attention.context);
-    out << label << "  " << format_bandwidth(attention.bandwidth) << "  (decode attention: " << attention.sequences
-        << " sequences × " << attention.context << " positions × " << attention.layers << " layers of streamed "
-        << dtype_name(attention.dtype) << " KV cache, " << format_seconds(attention.timing.median) << ", "
-        << median_note(attention.timing) << ")\n";
+  for (const KernelTiming& kernel : kernels) {
+    out << "timed      " << op_category_name(kernel.category) << " " << dtype_name(kernel.dtype) << " "
+        << describe_bucket(kernel.category, kernel.bucket) << ": " << kernel.what << ", "
+        << format_seconds(kernel.timing.median) << ", " << median_note(kernel.timing) << "\n";
   }
   out << "bandwidth  " << format_bandwidth(bandwidth)
-      << (decode_matmuls.empty() ? "  (the faster of the two)\n" : "  (the fastest of the copy and the one-row products' fastest rounds; their rates above are medians)\n");
+      << "  (the faster of the two)\n";
   if (fma_flops_per_s > 0) {
     out << "FMA peak   " << format_flop_rate(fma_flops_per_s) << "  (register-resident FMA chains, " << format_seconds(fma.best)
         << ", " << spread_note(fma) << "): the compute roof of every dtype\n";
@@ -495,16 +297,6 @@ std::string RoofMeasurement::describe() const {
         << format_seconds(matmul.timing.best) << ", " << spread_note(matmul.timing);
     if (fma_flops_per_s > 0) out << "; " << format_percent(matmul.flops_per_s / fma_flops_per_s) << " of the FMA peak";
     out << ")\n";
-    if (!matmul.narrow.seconds.empty()) {
-      out << "           " << format_flop_rate(matmul.narrow_flops_per_s) << "  (matmul " << kNarrowRows << "×"
-          << kNarrowColumns << "×" << kNarrowDepth << ", " << format_seconds(matmul.narrow.best) << ", "
-          << spread_note(matmul.narrow) << ")";
-      if (matmul.output_seconds > 0) {
-        out << ": kernel " << format_flop_rate(matmul.kernel_flops_per_s) << " + " << format_seconds(matmul.output_seconds)
-            << " per output element";
-      }
-      out << "\n";
-    }
   }
   return out.str();
 }
@@ -531,27 +323,15 @@ nlohmann::json to_json(const RoofMeasurement& measurement) {
   for (const RoofMeasurement::Matmul& matmul : measurement.matmuls) {
     nlohmann::json entry = {{"dtype", dtype_name(matmul.dtype)}, {"size", matmul.size},
                             {"gflops", matmul.flops_per_s / 1e9}, {"timing", samples_json(matmul.timing)}};
-    if (!matmul.narrow.seconds.empty()) {
-      entry["narrow"] = {{"rows", RoofMeasurement::kNarrowRows}, {"columns", RoofMeasurement::kNarrowColumns},
-                         {"depth", RoofMeasurement::kNarrowDepth}, {"gflops", matmul.narrow_flops_per_s / 1e9},
-                         {"timing", samples_json(matmul.narrow)}};
-      entry["kernel_gflops"] = matmul.kernel_flops_per_s / 1e9;
-      entry["output_s"] = matmul.output_seconds;
-    }
     json["matmuls"].push_back(entry);
   }
-  json["decode_matmuls"] = nlohmann::json::array();
-  for (const RoofMeasurement::DecodeMatmul& decode : measurement.decode_matmuls) {
-    json["decode_matmuls"].push_back({{"dtype", dtype_name(decode.dtype)}, {"rows", decode.rows},
-                                      {"layers", decode.layers}, {"bandwidth_gbps", decode.bandwidth / 1e9}, {"bytes_moved", decode.bytes},
-                                      {"timing", samples_json(decode.timing)}});
-  }
-  json["decode_attention"] = nlohmann::json::array();
-  for (const RoofMeasurement::DecodeAttention& attention : measurement.decode_attentions) {
-    json["decode_attention"].push_back({{"dtype", dtype_name(attention.dtype)}, {"context", attention.context},
-                                        {"sequences", attention.sequences}, {"layers", attention.layers},
-                                        {"bandwidth_gbps", attention.bandwidth / 1e9}, {"bytes_moved", attention.bytes},
-                                        {"timing", samples_json(attention.timing)}});
+  json["efficiency_timings"] = nlohmann::json::array();
+  for (const RoofMeasurement::KernelTiming& kernel : measurement.kernels) {
+    json["efficiency_timings"].push_back({{"category", op_category_name(kernel.category)}, {"dtype", dtype_name(kernel.dtype)},
+                                          {"rows_from", kernel.bucket.rows_from}, {"size_log2", kernel.bucket.size_log2},
+                                          {"what", kernel.what}, {"ops", kernel.ops}, {"flops", kernel.flops},
+                                          {"bytes", kernel.bytes}, {"parallel_regions", kernel.regions},
+                                          {"timing", samples_json(kernel.timing)}});
   }
   if (measurement.fma_flops_per_s > 0) {
     json["fma_probe"] = {{"gflops", measurement.fma_flops_per_s / 1e9}, {"timing", samples_json(measurement.fma)}};
@@ -575,6 +355,42 @@ nlohmann::json to_json(const RoofMeasurement& measurement) {
   return json;
 }
 
+std::vector<Efficiency> RoofMeasurement::efficiency_table(const Roofs& roofs) const {
+  // Per bucket: the timed ops' time at the roofs over their measured time net of their
+  // parallel regions (the prediction adds those apart), summed over the sequences timed in
+  // it. One η stands for both terms: a kernel timed at a share of its roof is taken to reach
+  // that share of either roof at shapes like it.
+  struct Sums {
+    double at_roofs = 0, measured = 0;
+    std::string timed;
+  };
+  std::map<std::tuple<std::string, Precision, int, int>, Sums> buckets;
+  const double region = stream.parallel_region_us() * 1e-6;
+  for (const KernelTiming& kernel : kernels) {
+    const Precision precision = dtype_precision(kernel.dtype);
+    const double peak = roofs.flops(precision);
+    const double at_roofs = std::max(peak > 0 ? kernel.flops / peak : 0.0, roofs.bandwidth > 0 ? kernel.bytes / roofs.bandwidth : 0.0);
+    const double net = kernel.timing.median - kernel.regions * region;
+    if (at_roofs <= 0 || kernel.timing.median <= 0) continue;
+    Sums& sums = buckets[{op_category_name(kernel.category), precision, kernel.bucket.rows_from, kernel.bucket.size_log2}];
+    sums.at_roofs += at_roofs;
+    sums.measured += net > 0 ? net : kernel.timing.median;  // regions costlier than the op: the op's time whole
+    sums.timed += (sums.timed.empty() ? "" : "; ") + kernel.what;
+  }
+  std::vector<Efficiency> table;
+  for (const auto& [key, sums] : buckets) {
+    Efficiency row;
+    row.category = std::get<0>(key);
+    row.precision = std::get<1>(key);
+    row.rows_from = std::get<2>(key);
+    row.size_log2 = std::get<3>(key);
+    row.flops = row.bytes = sums.at_roofs / sums.measured;
+    row.timed = sums.timed;
+    table.push_back(row);
+  }
+  return table;
+}
+
 // ---------------------------------------------------------------------------------------
 // Specs from a measurement, and the last-level cache it prices
 
@@ -589,11 +405,6 @@ DeviceSpec measured_spec(const std::string& description, const MachineIdentity& 
   spec.cache_bytes = measurement.cache_bytes;  // the checked capacity (CPU); 0 on a GPU
   spec.machine = machine;
   return spec;
-}
-
-std::vector<StepWeightShape> decode_step_projections(int64_t width) {
-  const int64_t intermediate = (width * 11 / 4 + 255) / 256 * 256;
-  return {{3 * width, width}, {width, width}, {2 * intermediate, width}, {width, intermediate}};
 }
 
 double decode_streamed_bytes(size_t memory_bytes) {

@@ -10,10 +10,9 @@
 // A roof is an upper bound and contention only ever slows an op down, so the roof itself
 // is the fastest repeat: on a shared machine the median sits well below what the same
 // hardware sustains, and a roof below achieved performance would read as >100% of roof.
-// The kernel rates that price a run's ops at their shapes (decode matmuls, decode attention)
-// are the median repeat instead: they stand for a run's typical op, and a run's figures are
-// medians; the decode matmuls of every dtype and row count are timed in turn, round after
-// round, so that their ratios come from the same periods of the machine.
+// The efficiency table's timings (profiling/measure/efficiency_measure.h: the engine's own
+// matmul and attention shapes, η = their time at these roofs over their time) take the median
+// repeat instead: they stand for a run's typical op, and a run's figures are medians.
 //
 // Non-obvious choices: the bandwidth roof is the faster of copy and streaming read, because
 // on a CPU a copy's stores also read their destination line first (write-allocate), so a
@@ -32,12 +31,27 @@
 #include "engine/backend.h"
 #include "profiling/device_spec.h"
 #include "profiling/measure/stream_costs.h"
+#include "profiling/model/efficiency.h"
 
 namespace decodelab {
 
 // fp32, fp16, bf16: the dtypes whose matmul a measurement times (out of line: GCC 12 warns
 // about an inlined initializer list here as possibly uninitialised).
 std::vector<DType> default_matmul_dtypes();
+
+// One decoder layer's shape, as the efficiency table times it: a model's name, hidden and MLP
+// widths, query and KV heads and their size.
+struct LayerShape {
+  std::string model;
+  int64_t hidden = 0;
+  int64_t intermediate = 0;
+  int heads = 0;
+  int kv_heads = 0;
+  int head_dim = 0;
+};
+// The layers of the models the project ships (configs/models/*.yaml, found beside the device
+// files: device_spec_directories()), smallest first; empty when none is found.
+std::vector<LayerShape> shipped_layer_shapes();
 
 struct RoofMeasureOptions {
   size_t copy_bytes = 0;  // bytes of one copy's source; 0 = 256 MiB on CPU, 1 GiB on CUDA
@@ -50,20 +64,23 @@ struct RoofMeasureOptions {
   // contended machine. 0: only `warmups`.
   double min_warmup_seconds = 0.06;
   std::vector<DType> matmul_dtypes = default_matmul_dtypes();  // also the decode attention's cache dtypes
-  // CPU: the decode-shaped matmuls timed per dtype — these rows of activations against a
-  // decode step's projections (decode_step_projections), layer after layer, streamed from
-  // memory (four times the last-level cache) — whose rates price a decode step's matmuls in
-  // the prediction (Roofs::decode_matmul_bandwidth) — at these shapes the time our kernel
-  // measurably takes, compute included; more rows (a prefill) are held to the matmul
-  // ceiling. Empty: none.
-  std::vector<int> decode_matmul_rows = {1, 4, 8, 16, 32, 64};
-  int decode_step_width = kDecodeStepWidth;
-  // CPU: the decode attention timed per dtype (profiling/measure/attention_roof.h) — one query row
-  // per sequence over KV caches of these many positions, a decode step's layers of them
-  // streamed from memory — whose rates price decode attention in the prediction
-  // (Roofs::decode_attention_bandwidth). Empty: none.
-  std::vector<int> decode_attention_contexts = {32, 128, 512, 2048};
-  int decode_attention_sequences = 4;  // the context-length sweep's batch
+  // CPU: the efficiency table (profiling/measure/efficiency_measure.h) — the engine's own
+  // matmul and attention shapes of these layers (empty: those of the models under
+  // configs/models, shipped_layer_shapes()), timed against one row count per rows class
+  // and, for decode attention, at these contexts per sequence — each timed op kind's η.
+  // Empty `efficiency_rows`: no table.
+  std::vector<LayerShape> layer_shapes = {};
+  std::vector<int> efficiency_rows = {1, 4, 24, 128};
+  std::vector<int> efficiency_contexts = {32, 128, 512, 2048};
+  int efficiency_sequences = 4;  // decode attention's sequences (a small batch)
+  // The table's budget: its timed sequences repeat this many times (a rate per bucket, not a
+  // roof: fewer repeats than the roofs' keep `calibrate` within two minutes), and a
+  // compute-bound sequence takes at most these FLOPs (fewer layers; at least one weight), and
+  // any sequence at most this many ops (a small model's ops would otherwise number thousands,
+  // and their fixed costs, not their bytes, fill the budget).
+  int efficiency_repeats = 3;
+  double efficiency_flop_budget = 1e9;
+  int efficiency_max_ops = 256;
   double noisy_spread = 0.10;  // a TimedSamples::spread above this flags a figure as noisy
   double fma_probe_flops = 2e10;  // FLOPs per FMA-probe repeat (about 0.05 s on a 2-core CPU)
   // Called before every timed op and between the measurement's stages; it throws to abandon
@@ -120,47 +137,25 @@ struct RoofMeasurement {
     int size = 0;
     TimedSamples timing;
     double flops_per_s = 0;
-    // CPU: a narrow product too (kNarrowRows × kNarrowColumns outputs over K = kNarrowDepth),
-    // and the two fitted to time = outputs · (2K / kernel_flops_per_s + output_seconds):
-    // the kernel's rate as K grows and its cost per output element (Roofs::matmul_output_*).
-    // Without it (a GPU, or a fit the noise left without meaning) the rate is the square's.
-    TimedSamples narrow;
-    double narrow_flops_per_s = 0;
-    double kernel_flops_per_s = 0;
-    double output_seconds = 0;
   };
-  static constexpr int64_t kNarrowRows = 64, kNarrowColumns = 1024, kNarrowDepth = 128;
   std::vector<Matmul> matmuls;
-  // A decode step's matmuls: `rows` activation rows times `layers` layers of projections
-  // (decode_step_projections) of one dtype, each weight a few MB streamed once, one op each
-  // as in a real step. Its rate in bytes (weights + activations + outputs) over the ops'
-  // summed device time: what our kernel streams at that shape, the seams between weights
-  // included (one long weight streams faster than a step's few-MB ones).
-  struct DecodeMatmul {
+  // The efficiency table's timings: a sequence of ops of one category, dtype and shape bucket
+  // (the engine's own shapes of a shipped model's layer, streamed from memory), their
+  // declared FLOPs and bytes and the parallel regions their kernels open, summed over the
+  // sequence; η = their time at the roofs / (the median repeat less the regions' cost).
+  struct KernelTiming {
+    OpCategory category = OpCategory::Matmul;
     DType dtype = DType::F16;
-    int rows = 1;
-    int layers = 0;
+    ShapeBucket bucket;
+    std::string what;  // "lab-small: q/k/v, o, gate/up × 4 rows, 12 ops"
+    int ops = 0;
+    double flops = 0;
     double bytes = 0;
+    double regions = 0;
     TimedSamples timing;
-    double bandwidth = 0;  // bytes/s, the median round (a kernel rate, not a roof)
   };
-  std::vector<DecodeMatmul> decode_matmuls;
-  // Decode attention over `context` cached positions: `sequences` query rows (one per
-  // sequence) against their KV caches at a decode step's layer shape (heads of 64 dims,
-  // width / 64 of them, as many KV heads), `layers` caches one after another, one op each.
-  // Its rate in the bytes the cost model declares for it (keys, values, queries, outputs)
-  // over the ops' summed device time.
-  struct DecodeAttention {
-    DType dtype = DType::F16;
-    int context = 0;
-    int sequences = 0;
-    int layers = 0;
-    double bytes = 0;
-    TimedSamples timing;
-    double bandwidth = 0;  // bytes/s, the median repeat (a kernel rate, not a roof)
-  };
-  std::vector<DecodeAttention> decode_attentions;
-  double bandwidth = 0;  // bytes/s: the fastest of the copy and the one-row decode matmuls' fastest rounds
+  std::vector<KernelTiming> kernels;
+  double bandwidth = 0;  // bytes/s: the faster of the copy and the streaming read
   TimedSamples fma;      // the backend's FMA probe, when it has one
   double fma_flops_per_s = 0;  // 0 = no probe: the compute roofs are the matmuls'
   // The fixed costs beside the roofs (profiling/measure/stream_costs.h), and the last-level cache
@@ -188,7 +183,9 @@ struct RoofMeasurement {
   std::optional<CacheLevel> cache() const;
   std::string cache_capacity_note() const;  // how the capacity was found, one sentence
 
-  bool quick = false;  // RoofMeasureOptions::quick: decode-shaped rates, the cache and square matmuls not measured
+  bool quick = false;  // RoofMeasureOptions::quick: the efficiency table, the cache and square matmuls not measured
+  // The efficiency table from `kernels` against these roofs and the parallel region's cost.
+  std::vector<Efficiency> efficiency_table(const Roofs& roofs) const;
 
   // Set by the caller from the machine check taken before the measurement.
   bool machine_contended = false;
@@ -226,17 +223,7 @@ DeviceSpec measured_spec(const std::string& description, const MachineIdentity& 
 // The backend measures a GPU (its roofs are the device's, not the host's).
 bool is_gpu_backend(const Backend& backend);
 
-// One decoder layer's projections as the engine runs them, [N, K] weights for a hidden size
-// `width` (multi-head attention): q, k, v fused (3·width × width), o (width × width), gate
-// and up fused (2·intermediate × width), down (width × intermediate); the intermediate
-// size is 2.75 × width rounded up to a multiple of 256 (2816 for 1024: lab-small's layer).
-struct StepWeightShape {
-  int64_t n = 0;
-  int64_t k = 0;
-};
-std::vector<StepWeightShape> decode_step_projections(int64_t width);
-
-// The bytes a decode-shaped measurement streams per repeat (the decode matmuls, the decode
+// The bytes a decode-shaped measurement streams per repeat (the efficiency table's matmuls and
 // attention): four times the last-level cache, 64 MiB at least, at most `memory_bytes`.
 double decode_streamed_bytes(size_t memory_bytes);
 

@@ -4,26 +4,35 @@
 #include <algorithm>
 #include <cmath>
 
+#include "profiling/model/efficiency.h"
 #include "profiling/units.h"
 
 namespace decodelab {
 
 namespace {
 
-// The measured decode matvec rate for `precision` at the largest measured row count not
-// above the batch (rows beyond it only add compute); 0 when none was measured.
+// The rate a decode matmul of `precision` reaches here: the bandwidth roof times the
+// efficiency table's η_bytes for matmuls of the batch's rows class (the nearest class timed),
+// averaged geometrically over the depths timed; 0 when the table has no such matmul.
 double decode_matvec_rate(const Roofs& roofs, Precision precision, double tokens_per_step) {
-  const int batch = static_cast<int>(std::max(1.0, std::round(tokens_per_step)));
-  const Roofs::DecodeMatmulCeiling* best = nullptr;
-  for (const Roofs::DecodeMatmulCeiling& ceiling : roofs.decode_matmul_ceilings) {
-    if (ceiling.precision != precision || ceiling.bandwidth <= 0) continue;
-    const bool fits = ceiling.rows <= batch;
-    const bool best_fits = best && best->rows <= batch;
-    // The largest measured rows within the batch; failing that, the fewest rows measured.
-    if (!best || (fits && (!best_fits || ceiling.rows > best->rows)) || (!fits && !best_fits && ceiling.rows < best->rows))
-      best = &ceiling;
+  const int wanted = rows_class(static_cast<int64_t>(std::max(1.0, std::round(tokens_per_step))));
+  if (precision == Precision::Tf32) precision = Precision::Fp32;
+  int best_class = 0;
+  for (const Efficiency& row : roofs.efficiency) {
+    if (row.category != op_category_name(OpCategory::Matmul) || row.precision != precision) continue;
+    if (best_class == 0 || std::abs(std::log2(row.rows_from) - std::log2(wanted)) <
+                               std::abs(std::log2(best_class) - std::log2(wanted)))
+      best_class = row.rows_from;
   }
-  return best ? best->bandwidth : 0.0;
+  double log_sum = 0;
+  int count = 0;
+  for (const Efficiency& row : roofs.efficiency) {
+    if (row.category != op_category_name(OpCategory::Matmul) || row.precision != precision || row.rows_from != best_class)
+      continue;
+    log_sum += std::log(row.bytes);
+    ++count;
+  }
+  return count > 0 ? roofs.bandwidth * std::exp(log_sum / count) : 0.0;
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The decode phase in one reading, from the figures a run prints (the medians its cards and
 // rows show), so that a page's or a row's headline can never contradict the numbers beside
 // it. Decode is judged against a roof its kernels can reach: on a CPU the measured decode
-// matvec rate for the run's precision and batch (Roofs::decode_matmul_ceilings) — a
+// matvec rate for the run's precision and batch (the bandwidth roof times the efficiency
+// table's η_bytes for such matmuls, Roofs::efficiency) — a
 // copy's rate is a roof no matvec reaches, so against it decode would seldom read as
 // memory-bound — with the copy's bandwidth roof named beside it; on a device without such a
 // measurement, the bandwidth roof.

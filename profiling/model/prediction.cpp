@@ -10,6 +10,7 @@
 #include "engine/parallel_regions.h"
 #include "profiling/model/cache_residency.h"
 #include "profiling/model/cost_model.h"
+#include "profiling/model/efficiency.h"
 #include "profiling/model/statistics.h"
 
 namespace decodelab {
@@ -105,87 +106,26 @@ struct Residency {
   double cold_written = 0;
 };
 
-// The rate a decode attention op (one query row per sequence) reads its keys and values at,
-// measured for its cache's dtype at its context (positions per sequence); 0 where none was
-// measured, or for a prefill's attention (several query rows per sequence: compute-bound).
-double decode_attention_rate(const OpDesc& op, const Roofs& roofs) {
-  if (op.category != OpCategory::Attention || op.inputs.size() < 2) return 0.0;
-  const AttentionExtent& extent = op.attention;
-  const int64_t sequences = tensor_rows(op.inputs[0]);
-  if (sequences <= 0 || extent.key_positions_read <= 0 || extent.query_key_pairs > extent.key_positions_read) return 0.0;
-  return roofs.decode_attention_bandwidth(dtype_precision(op.inputs[1].dtype), extent.key_positions_read / sequences);
-}
-
-// Device busy time of one op: its roofline time by what bounds it, then the fixed cost.
-TimeSplit price(const StreamOp& op, const OpCost& cost, const Residency& residency, const PredictionInputs& inputs) {
-  const double resident_fraction = residency.resident;
+// Device busy time of one op, by the one rule for every device:
+//   max(FLOPs / (peak · η_flops), bytes / (bandwidth · η_bytes)) + per-op overhead + its parallel regions
+// where the bytes are the DRAM bytes (with the cold written ones read first) at the memory's
+// bandwidth — the host link's for a copy to or from the host — and the cache-resident ones at
+// the cache's, and η is the efficiency table's for the op's category, precision and bucket.
+TimeSplit price(const StreamOp& op, const OpCost& cost, const Residency& residency, const EfficiencyLookup& efficiency,
+                const PredictionInputs& inputs) {
   TimeSplit busy;
-  busy.overhead = inputs.costs.op_overhead;
-  if (op.desc.category == OpCategory::Memcpy) {
-    const double link = inputs.costs.host_link_bandwidth > 0 ? inputs.costs.host_link_bandwidth : inputs.roofs.bandwidth;
-    busy.memory = link > 0 ? cost.bytes() / link : 0.0;
-    return busy;
-  }
-  // A matmul is held to what the matmul kernel measurably reaches where that was measured:
-  // its rate, plus its cost per output element (what makes narrow products slow).
-  const bool matmul = op.desc.category == OpCategory::Matmul;
-  const double peak = matmul ? inputs.roofs.matmul_flops(cost.precision) : inputs.roofs.flops(cost.precision);
-  double compute = peak > 0 ? cost.flops / peak : 0.0;
-  if (matmul && !op.desc.outputs.empty()) {
-    compute += static_cast<double>(tensor_elements(op.desc.outputs[0])) * inputs.roofs.matmul_output_seconds(cost.precision);
-  }
-  const double cache_bytes = cost.bytes() * resident_fraction;
-  const double cached = inputs.cache && inputs.cache->bandwidth > 0 ? cache_bytes / inputs.cache->bandwidth : 0.0;
-  // A decode-shaped matmul (rows up to the largest measured) streams its weight at the
-  // rate measured for its dtype and rows (a half weight is widened on the fly; a few rows
-  // already cost compute), where measured. Where its weight is as deep as the measured
-  // layers' (K of at least their width), that rate is the time our kernel takes at its
-  // shape, FLOPs included: its DRAM bytes cost just that, and only the part served from
-  // cache is priced as before (its FLOPs at the matmul ceiling, its bytes at the cache's
-  // bandwidth). A narrower weight (lab-tiny's K = 128) was not measured: there the compute
-  // fit, which knows the per-output cost that dominates it, still bounds the time.
-  const double measured = matmul && op.desc.inputs.size() >= 2
-                              ? inputs.roofs.decode_matmul_bandwidth(dtype_precision(op.desc.inputs[1].dtype),
-                                                                     tensor_rows(op.desc.inputs[0]))
-                              : 0.0;
-  const bool measured_depth = measured > 0 && op.desc.inputs[1].rank >= 2 &&
-                              op.desc.inputs[1].shape[static_cast<size_t>(op.desc.inputs[1].rank - 1)] >=
-                                  kDecodeStepWidth;
-  if (measured_depth) {
-    const double dram = (cost.bytes() - cache_bytes) / measured;
-    const double time = dram + std::max(compute * resident_fraction, cached);
-    // What bounds it is the roofline's reading: its FLOPs at the matmul ceiling against its
-    // bytes at the roofs (the measured time holds both, so it cannot say).
-    const double at_roofs = inputs.roofs.bandwidth > 0 ? (cost.bytes() - cache_bytes) / inputs.roofs.bandwidth : 0.0;
-    if (compute >= at_roofs + cached) {
-      busy.compute = time;
-    } else if (cached > at_roofs) {
-      busy.cache = time;
-    } else {
-      busy.memory = time;
-    }
-    return busy;
-  }
+  busy.overhead = inputs.costs.op_overhead + inputs.costs.parallel_region * cpu::parallel_regions(op.desc);
+  const double peak = inputs.roofs.flops(cost.precision) * efficiency.flops;
+  const double compute = peak > 0 ? cost.flops / peak : 0.0;
+  const bool host_copy = op.desc.category == OpCategory::Memcpy && inputs.costs.host_link_bandwidth > 0;
+  const double bandwidth = (host_copy ? inputs.costs.host_link_bandwidth : inputs.roofs.bandwidth) * efficiency.bytes;
+  const double cache_bytes = cost.bytes() * residency.resident;
   // A CPU cache allocates a line on a write miss: a cold written byte is also read first.
-  const double allocated = cost.bytes_written * residency.cold_written;
-  // A decode-shaped matmul whose weight is narrower than the measured ones streams at its
-  // measured rate, decode attention at the rate measured for its context (the kernel's
-  // time at that shape); neither above the roof.
-  const double attention = measured > 0 ? 0.0 : decode_attention_rate(op.desc, inputs.roofs);
-  const double streamed = measured > 0 ? measured : attention;
-  const double stream_bandwidth = streamed > 0 ? std::min(streamed, inputs.roofs.bandwidth > 0 ? inputs.roofs.bandwidth : streamed)
-                                               : inputs.roofs.bandwidth;
-  const double dram = stream_bandwidth > 0 ? (cost.bytes() - cache_bytes + allocated) / stream_bandwidth : 0.0;
-  // Decode attention's measured rate bounds it wherever its bytes come from: at short
-  // contexts the kernel is held by its own work per position (it reads a few cached
-  // positions well below the DRAM bandwidth), so a KV cache resident in the
-  // cache (the non_contiguous bug's fresh copies) reads no faster than one from DRAM.
-  const double memory = attention > 0 ? std::max(dram + cached, (cost.bytes() + allocated) / stream_bandwidth) : dram + cached;
-  // Each parallel region the op's CPU kernel opens (its threads' fan-out and join) costs a
-  // fixed time beyond its work. A time read off a rate measured with the same kernel at a
-  // like shape (a measured-depth decode matmul above, decode attention) holds its regions.
-  if (attention <= 0 && inputs.costs.parallel_region > 0)
-    busy.overhead += inputs.costs.parallel_region * cpu::parallel_regions(op.desc);
+  const double dram_bytes = cost.bytes() - cache_bytes + cost.bytes_written * residency.cold_written;
+  const double dram = bandwidth > 0 ? dram_bytes / bandwidth : 0.0;
+  const double cache_bandwidth = inputs.cache ? inputs.cache->bandwidth * efficiency.bytes : 0.0;
+  const double cached = cache_bandwidth > 0 ? cache_bytes / cache_bandwidth : 0.0;
+  const double memory = dram + cached;
   if (compute >= memory) {
     busy.compute = compute;
   } else if (cached > dram) {
@@ -259,7 +199,20 @@ Prediction predict_op_stream(const OpStream& stream, const PredictionInputs& inp
       residency.resident = touched > 0 ? resident / touched : 0.0;
       residency.cold_written = written > 0 ? cold_written / written : 0.0;
     }
-    out.busy = price(op, out.cost, residency, inputs);
+    const ShapeBucket bucket = shape_bucket(op.desc);
+    const Precision precision = table_precision(op.desc, out.cost.precision);
+    const EfficiencyLookup efficiency = look_up_efficiency(inputs.roofs, op.desc.category, precision, bucket);
+    if (!efficiency.exact && op.desc.category != OpCategory::Marker) {
+      // A category without entries is said once; a bucket priced from its neighbour, per bucket.
+      const std::string note =
+          efficiency.entry ? std::string(op_category_name(op.desc.category)) + " " + precision_name(precision) + " " +
+                                 describe_bucket(op.desc.category, bucket) + ": " + efficiency.said
+                           : efficiency.said;
+      if (std::find(prediction.efficiency_notes.begin(), prediction.efficiency_notes.end(), note) ==
+          prediction.efficiency_notes.end())
+        prediction.efficiency_notes.push_back(note);
+    }
+    out.busy = price(op, out.cost, residency, efficiency, inputs);
     out.cache_bytes = out.cost.bytes() * residency.resident;
     host += inputs.host_overhead + inputs.costs.host_launch;
     out.start = std::max(device_free, host);
@@ -420,6 +373,7 @@ nlohmann::json to_json(const Prediction& prediction) {
           {"decode_wall_ms_per_step", prediction.decode_step_wall_ms()},
           {"decode_busy_ms_per_step", prediction.decode_step_busy_ms()},
           {"ops", prediction.ops},
+          {"efficiency_fallbacks", prediction.efficiency_notes},
           {"phases", phases},
           {"categories", categories}};
 }

@@ -1,9 +1,12 @@
 // The prediction model: an op stream (engine/events/op_stream.h) priced op by op against a
-// device's roofs and fixed costs, on two timelines — the host's and the device's.
+// device's roofs, efficiency table and fixed costs, on two timelines — the host's and the
+// device's. One rule prices every op on every device:
 //
-//   device time of an op = max(FLOPs / compute roof of its precision,
-//                              DRAM bytes / bandwidth roof + cache-resident bytes / cache bandwidth)
-//                          + per-op overhead
+//   device time of an op = max(FLOPs / (compute roof of its precision · η_flops),
+//                              (DRAM bytes / bandwidth roof + cache-resident bytes / cache bandwidth) / η_bytes)
+//                          + per-op overhead + parallel regions × the region's cost
+//   (η: the efficiency table's for the op's category, precision and shape bucket,
+//    profiling/model/efficiency.h; 1 where a device states none)
 //   host time per op     = the workload's emulated dispatch cost + the launch call
 //   an op starts at      max(device free, host has enqueued it)
 //   a device-to-host read: the host waits until the device has drained its queue up to and
@@ -100,6 +103,9 @@ struct Prediction {
   std::vector<PhasePrediction> phases;          // prefill, decode (those present)
   std::vector<CategoryPrediction> categories;   // by phase, then by device time
   int64_t ops = 0;                              // markers excluded
+  // Each op kind priced without its own bucket in the efficiency table, and what it used
+  // instead ("matmul fp16 rows 2-8, K ~ 2^7: nearest timed bucket rows 2-8, K ~ 2^8 ...").
+  std::vector<std::string> efficiency_notes;
 
   const PhasePrediction* phase(Phase which) const;
   // Medians over the decode steps (0 without steps).

@@ -26,9 +26,9 @@ std::optional<Enum> enum_by_name(const std::string& name, const char* (*name_of)
 // "args.dtype"; a key of the root is just its name.
 std::string child(const std::string& path, const char* key) { return path.empty() ? std::string(key) : path + "." + key; }
 
-class ChromeReader {
+class ChromeTraceReader {
  public:
-  explicit ChromeReader(std::string file) : file_(std::move(file)) {}
+  explicit ChromeTraceReader(std::string file) : file_(std::move(file)) {}
 
   [[noreturn]] void fail(const std::string& path, const std::string& problem) const {
     throw InputError(file_, 0, path, problem);
@@ -163,7 +163,7 @@ Trace parse_chrome_trace(std::string_view text, const std::string& file_name) {
 }
 
 Trace chrome_trace_from_json(const json& root, const std::string& file_name) {
-  const ChromeReader reader(file_name);
+  const ChromeTraceReader reader(file_name);
   if (!root.is_object()) reader.fail("", "expected a JSON object with traceEvents");
   if (!root.contains("otherData")) {
     reader.fail("otherData", "missing: expected a trace written by decodelab (otherData.schema \"decodelab-trace\") "
