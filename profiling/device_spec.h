@@ -56,7 +56,7 @@ struct Roofs {
   // where the figures come from), else 1 (the roof itself).
   double default_flops_efficiency = 1;
   double default_bytes_efficiency = 1;
-  std::string efficiency_source;  // where the defaults come from; "" = none given (1, the roof)
+  std::string efficiency_source = {};  // where the defaults come from; "" = none given (1, the roof)
   // Measured roofs only (docs/metrics.md, "Roofs"): when, how steady, in what machine state.
   int64_t measured_at = 0;       // Unix seconds; 0 = not measured here (a datasheet, a quoted reference)
   double spread = 0;             // the largest (max - min) / median among the measured figures

@@ -4,6 +4,9 @@
 // and the key, exit 2. The calibrations measured here are --quick (small probes, seconds).
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+#include <fstream>
+
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -77,7 +80,19 @@ TEST_CASE("calibrate writes one versioned file of this machine that --show reads
   CHECK(json.at("machine").at("cpu_model") == here.cpu_model);
   CHECK(json.at("machine").at("threads") == 1);
   CHECK(json.at("machine").at("cpu_flags").get<std::vector<std::string>>() == cpu_flags_that_matter());
-  CHECK(json.at("machine").at("device") == make_backend(BackendKind::Cpu, BackendOptions::with_threads(1))->device_description());
+  // The kernels calibrate chose by timing them, the roofs measured with them.
+  const std::string kernels = json.at("machine").at("kernel_variant").get<std::string>();
+  BackendOptions chosen = BackendOptions::with_threads(1);
+  chosen.cpu_kernels = kernels;
+  CHECK(json.at("machine").at("device") == make_backend(BackendKind::Cpu, chosen)->device_description());
+  make_backend(BackendKind::Cpu, BackendOptions::with_threads(1));  // the widest again
+  const char* named = std::getenv("DECODELAB_CPU_KERNELS");
+  if (named == nullptr || *named == '\0') {
+    CHECK_FALSE(kernels.empty());
+    CHECK(json.at("kernel_variants").at("timings").size() ==
+          make_backend(BackendKind::Cpu, BackendOptions::with_threads(1))->kernel_variants().size());
+    CHECK_THAT(calibrated.err, Contains("CPU kernels: "));
+  }
   CHECK(json.at("roofs").at("measured").at("bandwidth_bytes_per_s").get<double>() > 0);
   CHECK(json.at("roofs").at("measured").at("flops_per_s").at("fp32").get<double>() > 0);
   CHECK(json.at("roofs").at("measured_fixed_costs").at("sync_round_trip_s").get<double>() > 0);
@@ -249,4 +264,21 @@ TEST_CASE("calibration differences name each field that differs", "[calibration]
   CHECK_THAT(differences[2], Contains("CPU flags") && Contains("made_up_flag"));
   // The same machine under another kernel build or weight stream.
   CHECK(calibration_differences(calibration, calibration.machine, calibration.cpu_flags, "another device").size() == 1);
+}
+
+TEST_CASE("the kernel variant a calibration chose is what commands' CPU backends run, on this host only", "[calibration]") {
+  const TempDir cache;
+  const std::filesystem::path file = calibration_file_in(cache.path());
+  const decodelab::testing::ScopedEnv here("DECODELAB_CACHE_DIR", cache.path().c_str());
+  CHECK(calibrated_cpu_kernels().empty());  // no calibration
+  Calibration calibration = round_calibration("chosen");
+  calibration.kernel_variant = "portable";
+  save_calibration(calibration, file);
+  CHECK(load_calibration(file).kernel_variant == "portable");
+  CHECK(calibrated_cpu_kernels() == "portable");
+  calibration.machine.hostname += "-elsewhere";
+  save_calibration(calibration, file);
+  CHECK(calibrated_cpu_kernels().empty());  // another host's choice is not this one's
+  std::ofstream(file) << "{ not json";
+  CHECK(calibrated_cpu_kernels().empty());  // the roof lookup says what is wrong with it
 }

@@ -9,6 +9,7 @@
 // `--show` prints the file in words, flagging a calibration of another machine.
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
@@ -24,6 +25,7 @@
 #include "lab/cli/progress.h"
 #include "lab/output_files.h"
 #include "profiling/measure/calibration.h"
+#include "profiling/measure/kernel_variant_choice.h"
 #include "profiling/measure/machine_check.h"
 #include "profiling/report/printers.h"
 #include "profiling/units.h"
@@ -84,10 +86,33 @@ class CalibrationProgress final : public std::streambuf {
 };
 
 // The CPU backend at `threads`: what this machine's calibration describes.
-std::unique_ptr<Backend> cpu_backend(int threads) {
+std::unique_ptr<Backend> cpu_backend(int threads, const std::string& kernels = "") {
   BackendOptions options;
   options.threads = threads;
+  options.cpu_kernels = kernels;
   return make_backend(BackendKind::Cpu, options);
+}
+
+// The CPU kernel variant to calibrate with: each this CPU runs timed, the choice said on
+// stderr. DECODELAB_CPU_KERNELS, when it names one, decides instead (nothing is timed).
+KernelVariantChoice choose_cpu_kernels(int threads, bool quick) {
+  const char* named = std::getenv("DECODELAB_CPU_KERNELS");
+  if (named != nullptr && *named != '\0' && std::string(named) != "auto") {
+    std::fprintf(stderr, "decodelab: CPU kernels: %s, as DECODELAB_CPU_KERNELS says (none timed)\n", named);
+    return {};
+  }
+  KernelVariantOptions options;
+  options.threads = threads;
+  if (quick) {
+    options.repeats = 3;
+    options.decode_bytes = size_t{16} << 20;
+    options.prefill_rows = 32;
+  }
+  std::fprintf(stderr, "decodelab: choosing the CPU kernels: timing each variant this CPU runs on a decode matvec "
+               "and a prefill panel\n");
+  KernelVariantChoice choice = measure_kernel_variants(options);
+  std::fprintf(stderr, "decodelab: CPU kernels: %s\n", choice.reason.c_str());
+  return choice;
 }
 
 void show(const std::filesystem::path& file) {
@@ -112,7 +137,8 @@ void execute_calibrate(const CalibrateArguments& arguments) {
   if (arguments.show) return show(file);
   if (!arguments.json_file.empty()) check_output_path(arguments.json_file, "--json");
 
-  const std::unique_ptr<Backend> backend = cpu_backend(arguments.threads);
+  const KernelVariantChoice kernels = choose_cpu_kernels(arguments.threads, arguments.quick);
+  const std::unique_ptr<Backend> backend = cpu_backend(arguments.threads, kernels.chosen);
   std::fprintf(stderr, "decodelab: calibrating %s: bandwidth, compute per precision, the efficiency table of matmul and attention, %s"
                "fixed costs (%s)\n",
                backend->device_description().c_str(), arguments.quick ? "" : "the last-level cache, ",
@@ -126,7 +152,9 @@ void execute_calibrate(const CalibrateArguments& arguments) {
   CalibrationProgress lines(progress);
   std::ostream progress_stream(&lines);
   const RoofMeasureOptions options = arguments.quick ? quick_calibration_options() : RoofMeasureOptions{};
-  const Calibration calibration = calibrate_machine(*backend, arguments.threads, options, &progress_stream, &state);
+  Calibration calibration = calibrate_machine(*backend, arguments.threads, options, &progress_stream, &state);
+  calibration.kernel_variant = kernels.chosen;
+  if (!kernels.timings.empty()) calibration.kernel_variants = to_json(kernels);
   progress.clear();
   // How long each step took, so that a calibration past its two-minute budget says where.
   std::fprintf(stderr, "decodelab: calibrated in %.1f s; each step:\n", calibration.measuring_seconds);

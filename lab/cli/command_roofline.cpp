@@ -46,6 +46,7 @@ void execute_roofline(const RooflineArguments& options) {
   }
   BackendOptions backend_options;
   backend_options.threads = options.threads;
+  backend_options.cpu_kernels = calibrated_cpu_kernels();  // the kernels the calibration measured
   const std::unique_ptr<Backend> backend = make_backend(backend_kind(options.backend), backend_options);
   if (!options.measure) {
     // A noisy cached measurement is measured again when the machine is quiet now.

@@ -17,6 +17,7 @@
 #include "engine/model/weights.h"
 #include "lab/scenario/byte_size.h"
 #include "lab/run/interrupt.h"
+#include "profiling/measure/calibration.h"
 #include "profiling/measure/roof_cache.h"
 #include "profiling/trace.h"
 
@@ -134,6 +135,7 @@ std::unique_ptr<Backend> open_backend(const Scenario& scenario, const RunOptions
   BackendOptions backend_options;
   backend_options.threads = kernel_threads(scenario, options);
   backend_options.cuda_graphs = scenario.cuda_graphs || options.cuda_graphs;
+  backend_options.cpu_kernels = calibrated_cpu_kernels();  // the kernels the calibration measured
   return make_backend(choose_backend(scenario.backend, options.backend), backend_options);
 }
 

@@ -200,7 +200,9 @@ nlohmann::json to_json(const Calibration& calibration) {
             {"cpu_model", calibration.machine.cpu_model},
             {"cpu_flags", calibration.cpu_flags},
             {"threads", calibration.machine.threads},
-            {"device", calibration.device}}},
+            {"device", calibration.device},
+            {"kernel_variant", calibration.kernel_variant}}},
+          {"kernel_variants", calibration.kernel_variants.is_null() ? nlohmann::json::object() : calibration.kernel_variants},
           {"machine_check", {{"contended", calibration.contended}, {"summary", calibration.machine_check}}},
           {"roofs", to_json(calibration.spec)},
           {"measurement", calibration.measurement}};
@@ -231,6 +233,8 @@ Calibration parse_calibration(std::string_view text, const std::string& file) {
   if (calibration.machine.threads < 1)
     throw InputError(file, 0, "machine.threads", "expected a positive integer, not " + std::to_string(calibration.machine.threads));
   calibration.device = read.text(machine, "device", "machine");
+  if (machine.contains("kernel_variant")) calibration.kernel_variant = read.text(machine, "kernel_variant", "machine");
+  calibration.kernel_variants = json.value("kernel_variants", nlohmann::json::object());
   const nlohmann::json& flags = read.array(machine, "cpu_flags", "machine");
   for (size_t i = 0; i < flags.size(); ++i) {
     if (!flags[i].is_string())
@@ -384,6 +388,24 @@ CalibrationLookup find_calibration(const Backend& backend, int threads) {
   }
   lookup.spec = calibration.spec;
   return lookup;
+}
+
+}  // namespace decodelab
+
+namespace decodelab {
+
+std::string calibrated_cpu_kernels() {
+  try {
+    const std::filesystem::path file = default_calibration_path();
+    std::error_code error;
+    if (!std::filesystem::exists(file, error)) return "";
+    const Calibration calibration = load_calibration(file);
+    const MachineIdentity here = this_machine(calibration.machine.threads);
+    if (calibration.machine.hostname != here.hostname || calibration.machine.cpu_model != here.cpu_model) return "";
+    return calibration.kernel_variant;
+  } catch (const InputError&) {
+    return "";  // the roof lookup reads the same file and says what is wrong with it
+  }
 }
 
 }  // namespace decodelab

@@ -44,6 +44,10 @@ struct Calibration {
   MachineIdentity machine;             // hostname, CPU model, kernel threads
   std::vector<std::string> cpu_flags;  // those of cpu_flags_that_matter() this CPU has
   std::string device;                  // the backend's device_description(): instruction set, weight stream
+  // CPU: the kernel variant chosen by measurement (profiling/measure/kernel_variant_choice.h),
+  // which the roofs were measured with and commands then run; empty when none was chosen.
+  std::string kernel_variant;
+  nlohmann::json kernel_variants;      // that choice's timings and reason (to_json(KernelVariantChoice))
   int64_t measured_at = 0;             // Unix seconds
   std::string decodelab_version;
   double measuring_seconds = 0;        // how long the measurement took
@@ -102,5 +106,11 @@ struct CalibrationLookup {
   std::string why_not;
 };
 CalibrationLookup find_calibration(const Backend& backend, int threads);
+
+// The CPU kernel variant this host's calibration chose (for BackendOptions::cpu_kernels, which
+// DECODELAB_CPU_KERNELS overrides): empty without a readable calibration of this host and CPU
+// model, or one that chose none. Made before the backend, so that the backend runs the
+// kernels the calibration's roofs were measured with.
+std::string calibrated_cpu_kernels();
 
 }  // namespace decodelab
