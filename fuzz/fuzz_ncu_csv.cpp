@@ -7,7 +7,7 @@
 
 #include "engine/base/errors.h"
 #include "profiling/trace/ncu_reader.h"
-#include "profiling/model/ncu_reading.h"
+#include "profiling/nsight/ncu_reading.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -120,7 +120,7 @@ struct DeviceSpec {
   int sm_count = 0;                 // 0 for CPUs
   std::vector<std::string> match;   // substrings of a CUDA device name that select this spec
   // "8.0", "9.0": what an Nsight export's "CC" column says; "" for CPUs. With the bandwidth
-  // it tells a GPU from an export that names none (profiling/model/ncu_reading.h).
+  // it tells a GPU from an export that names none (profiling/nsight/ncu_reading.h).
   std::string compute_capability;
   std::optional<Roofs> datasheet;
   std::optional<Roofs> measured;

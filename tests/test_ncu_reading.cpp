@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "engine/base/errors.h"
-#include "profiling/model/ncu_reading.h"
+#include "profiling/nsight/ncu_reading.h"
 
 using namespace decodelab;
 

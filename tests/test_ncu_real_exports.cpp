@@ -10,7 +10,7 @@
 
 #include "engine/base/errors.h"
 #include "profiling/trace/csv_table.h"
-#include "profiling/model/ncu_reading.h"
+#include "profiling/nsight/ncu_reading.h"
 
 using namespace decodelab;
 

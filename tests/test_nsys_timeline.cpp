@@ -10,7 +10,7 @@
 #include <string>
 
 #include "engine/base/errors.h"
-#include "profiling/model/nsys_timeline.h"
+#include "profiling/nsight/nsys_timeline.h"
 
 using namespace decodelab;
 

@@ -12,7 +12,7 @@
 #include "profiling/atomic_file.h"
 #include "profiling/device_spec.h"
 #include "profiling/trace/ncu_reader.h"
-#include "profiling/model/ncu_reading.h"
+#include "profiling/nsight/ncu_reading.h"
 
 namespace decodelab {
 

@@ -11,7 +11,7 @@
 #include "lab/output_files.h"
 #include "profiling/atomic_file.h"
 #include "profiling/trace/nsys_reader.h"
-#include "profiling/model/nsys_timeline.h"
+#include "profiling/nsight/nsys_timeline.h"
 
 namespace decodelab {
 

@@ -2,7 +2,7 @@
 // it, the device sweep of profiling/model/analysis.cpp (sorted by start, idle before each op, busy
 // past the device's free time), kernels and copies, the host calls that wait for the device,
 // then the reading in the seed's words. Printing is in nsys_timeline_print.cpp.
-#include "profiling/model/nsys_timeline.h"
+#include "profiling/nsight/nsys_timeline.h"
 
 #include <algorithm>
 #include <map>

@@ -1,7 +1,7 @@
 // Launch metrics -> KernelReport -> read_kernel_report, with the fallbacks a partial
 // export needs, each one said in a note. Text is the seed's (roofline.cpp); this file adds
 // only what the export itself lacked, and the device the export was recorded on.
-#include "profiling/model/ncu_reading.h"
+#include "profiling/nsight/ncu_reading.h"
 
 #include <algorithm>
 #include <cmath>

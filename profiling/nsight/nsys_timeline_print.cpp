@@ -3,7 +3,7 @@
 // "decodelab-nsys". They only format; every number comes from analyze_nsys.
 #include <sstream>
 
-#include "profiling/model/nsys_timeline.h"
+#include "profiling/nsight/nsys_timeline.h"
 #include "profiling/report/text_table.h"
 #include "profiling/units.h"
 
