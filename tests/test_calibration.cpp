@@ -4,7 +4,6 @@
 // and the key, exit 2. The calibrations measured here are --quick (small probes, seconds).
 #include <catch2/catch.hpp>
 
-#include <cstdlib>
 #include <fstream>
 
 #include <filesystem>
@@ -15,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/backend.h"
+#include "engine/cpu/kernel_variant.h"
 #include "engine/base/errors.h"
 #include "profiling/measure/calibration.h"
 #include "profiling/measure/roof_cache.h"
@@ -86,8 +86,7 @@ TEST_CASE("calibrate writes one versioned file of this machine that --show reads
   chosen.cpu_kernels = kernels;
   CHECK(json.at("machine").at("device") == make_backend(BackendKind::Cpu, chosen)->device_description());
   make_backend(BackendKind::Cpu, BackendOptions::with_threads(1));  // the widest again
-  const char* named = std::getenv("DECODELAB_CPU_KERNELS");
-  if (named == nullptr || *named == '\0') {
+  if (!cpu::kernel_variant_from_environment()) {
     CHECK_FALSE(kernels.empty());
     CHECK(json.at("kernel_variants").at("timings").size() ==
           make_backend(BackendKind::Cpu, BackendOptions::with_threads(1))->kernel_variants().size());

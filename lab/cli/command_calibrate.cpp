@@ -9,7 +9,6 @@
 // `--show` prints the file in words, flagging a calibration of another machine.
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
@@ -24,6 +23,7 @@
 #include "lab/cli/commands.h"
 #include "lab/cli/progress.h"
 #include "lab/output_files.h"
+#include "engine/cpu/kernel_variant.h"
 #include "profiling/measure/calibration.h"
 #include "profiling/measure/kernel_variant_choice.h"
 #include "profiling/measure/machine_check.h"
@@ -96,9 +96,9 @@ std::unique_ptr<Backend> cpu_backend(int threads, const std::string& kernels = "
 // The CPU kernel variant to calibrate with: each this CPU runs timed, the choice said on
 // stderr. DECODELAB_CPU_KERNELS, when it names one, decides instead (nothing is timed).
 KernelVariantChoice choose_cpu_kernels(int threads, bool quick) {
-  const char* named = std::getenv("DECODELAB_CPU_KERNELS");
-  if (named != nullptr && *named != '\0' && std::string(named) != "auto") {
-    std::fprintf(stderr, "decodelab: CPU kernels: %s, as DECODELAB_CPU_KERNELS says (none timed)\n", named);
+  if (cpu::kernel_variant_from_environment()) {
+    std::fprintf(stderr, "decodelab: CPU kernels: %s, as DECODELAB_CPU_KERNELS says (none timed)\n",
+                 cpu::kernel_variant().c_str());
     return {};
   }
   KernelVariantOptions options;

@@ -16,7 +16,8 @@ KernelVariantChoice choose_kernel_variant(std::vector<KernelVariantTiming> timin
   if (choice.timings.empty()) return choice;
   const KernelVariantTiming& widest = choice.timings.front();
   auto cost = [&](const KernelVariantTiming& timing) {
-    return 0.5 * (timing.decode_seconds / widest.decode_seconds + timing.prefill_seconds / widest.prefill_seconds);
+    return 0.5 * (timing.decode_matvec_seconds / widest.decode_matvec_seconds +
+                  timing.prefill_panel_seconds / widest.prefill_panel_seconds);
   };
   const KernelVariantTiming* best = &widest;
   for (const KernelVariantTiming& timing : choice.timings) {
@@ -81,8 +82,8 @@ KernelVariantTiming time_variant(const std::string& variant, const KernelVariant
   const std::vector<TimedSamples> samples = timer.sample_interleaved({decode, prefill});
   KernelVariantTiming timing;
   timing.variant = variant;
-  timing.decode_seconds = samples[0].median / static_cast<double>(copies);
-  timing.prefill_seconds = samples[1].median;
+  timing.decode_matvec_seconds = samples[0].median / static_cast<double>(copies);
+  timing.prefill_panel_seconds = samples[1].median;
   timing.spread = std::max(samples[0].spread, samples[1].spread);
   return timing;
 }
@@ -110,8 +111,8 @@ nlohmann::json to_json(const KernelVariantChoice& choice) {
   nlohmann::json timings = nlohmann::json::array();
   for (const KernelVariantTiming& timing : choice.timings) {
     timings.push_back({{"variant", timing.variant},
-                       {"decode_matvec_seconds", timing.decode_seconds},
-                       {"prefill_panel_seconds", timing.prefill_seconds},
+                       {"decode_matvec_seconds", timing.decode_matvec_seconds},
+                       {"prefill_panel_seconds", timing.prefill_panel_seconds},
                        {"spread", timing.spread}});
   }
   return {{"chosen", choice.chosen}, {"reason", choice.reason}, {"timings", timings}};

@@ -17,8 +17,8 @@ namespace decodelab {
 
 struct KernelVariantTiming {
   std::string variant;
-  double decode_seconds = 0;   // median of one batch-1 matvec over the weights
-  double prefill_seconds = 0;  // median of one panel of prefill rows
+  double decode_matvec_seconds = 0;   // median of one batch-1 matvec over the weights
+  double prefill_panel_seconds = 0;  // median of one panel of prefill rows
   double spread = 0;           // the larger of the two medians' spreads (TimedSamples::spread)
 };
 

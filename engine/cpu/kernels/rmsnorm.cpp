@@ -13,9 +13,6 @@
 
 namespace decodelab::cpu {
 
-namespace {
-}
-
 void check_rmsnorm(const Tensor& x, const Tensor& weight, const Tensor& out) {
   const char* op = "rmsnorm";
   require_rank(x, 2, op, "x");
