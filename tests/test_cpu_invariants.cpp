@@ -250,10 +250,14 @@ TEST_CASE("cpu attention matches a double reference", "[cpu][ops]") {
 
 TEST_CASE("cpu attention rows do not depend on M, packing or the cache layout", "[cpu][invariants]") {
   const DType dtype = GENERATE(DType::F32, DType::F16, DType::BF16);
-  const int64_t head_dim = GENERATE(16, 40);
+  // 16, 64 and 128: whole chunks of every vector width, read in place a block of rows at a
+  // time (score tiles, shared value loads); 40: partial chunks, row by row.
+  const int64_t head_dim = GENERATE(16, 40, 64, 128);
   CpuFixture fixture;
   const AttentionProblem problem(dtype, head_dim);
-  const int64_t length = 9;  // prompt length of the prefill run
+  // The prefill run's prompt length: blocks of rows with a short last one, rows reading a
+  // few keys past the block's shared ones, and shared keys past whole tiles.
+  const int64_t length = 21;
 
   // Decode: one row at a time, each sequence's cache a view starting at that sequence.
   std::vector<std::vector<float>> decode(problem.sequences * length);

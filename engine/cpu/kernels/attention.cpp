@@ -166,59 +166,173 @@ void accumulate_values(VectorSource<D>& values, const float* scores, int64_t pad
 // nothing but full-width loads: VectorSource's general loads (partial chunks, gathered
 // tiles) keep its chunks in memory, and every FMA then waits on a store. The arithmetic
 // is compute_scores' and accumulate_values' exactly (each dot product and each output
-// element the same FMAs in the same order), so results are bitwise the same. Scores run
-// kKeyBlock keys at a time so that their FMA chains (C FMAs in a row each) overlap.
+// element the same FMAs in the same order), so results are bitwise the same.
+//
+// It runs a block of query rows of one (sequence, KV head) at a time, so that each key and
+// value loaded serves several queries: one row's keys and values (its whole prefix) outgrow
+// L1, and read once per row from L2, at 2 FLOPs per 4-byte element, they bound a prefill's
+// attention by L2's bandwidth rather than by the FMAs. A block's queries are its rows times
+// the group's heads; query i reads keys [0, n_i), n_i = its row's position + 1.
+struct QueryBlock {
+  const float* queries;  // [count][padded_dim]
+  const int64_t* row_keys;  // keys each row reads
+  int64_t group;
+  int64_t count;
+  int64_t padded_dim;
+  float* scores;  // [count][padded_n]
+  int64_t padded_n;
+  float* accumulators;  // [count][padded_dim]
+  int64_t keys(int64_t i) const { return row_keys[i / group]; }
+  const float* query(int64_t i) const { return queries + i * padded_dim; }
+  float* score_row(int64_t i) const { return scores + i * padded_n; }
+};
+
+// Rows in a block: a score tile's four queries when each KV head serves one query head.
+constexpr int kRowBlock = 4;
+#if defined(DECODELAB_SIMD_AVX512)
+// Scores in tiles of 4 queries × 4 keys, the 16 dot products reduced together (vsum16_lanes,
+// the same sums as vsum): with 32 vector registers, 16 accumulators, 4 key chunks and a query
+// chunk fit.
+constexpr int kTileQueries = 4;
+constexpr int kValueAccumulators = 16;  // registers for the value sums of a block's queries
+#else
+constexpr int kTileQueries = 0;  // 16 registers: one query at a time
+constexpr int kValueAccumulators = 8;
+#endif
+
+// s_ij = (q_i·k_j)·scale of one query for keys [from, n), kKeyBlock keys at a time so that
+// their FMA chains (C FMAs in a row each) overlap.
 template <DType D, int C>
-void direct_scores(const CacheView& keys, const float* queries, int64_t group, int64_t n, float scale, float* scores,
-                   int64_t padded_n, int64_t padded_dim) {
-  const int64_t stride = keys.position_stride * static_cast<int64_t>(dtype_size(D));
-  for (int64_t g = 0; g < group; ++g) {
-    const float* query = queries + g * padded_dim;
-    float* row = scores + g * padded_n;
-    int64_t j = 0;
-    for (; j + kKeyBlock <= n; j += kKeyBlock) {
-      VFloat dots[kKeyBlock];
+void query_scores(const char* keys, int64_t stride, const float* query, int64_t from, int64_t n, float scale,
+                  float* row) {
+  int64_t j = from;
+  for (; j + kKeyBlock <= n; j += kKeyBlock) {
+    VFloat dots[kKeyBlock];
 #pragma GCC unroll 8
-      for (int key = 0; key < kKeyBlock; ++key) dots[key] = vzero();
+    for (int key = 0; key < kKeyBlock; ++key) dots[key] = vzero();
 #pragma GCC unroll 8
-      for (int c = 0; c < C; ++c) {
-        VFloat query_chunk = vload(query + static_cast<int64_t>(c) * kLanes);
-        keep_in_register(query_chunk);
+    for (int c = 0; c < C; ++c) {
+      VFloat query_chunk = vload(query + static_cast<int64_t>(c) * kLanes);
+      keep_in_register(query_chunk);
 #pragma GCC unroll 8
-        for (int key = 0; key < kKeyBlock; ++key)
-          dots[key] = vfma(query_chunk, vload_as<D>(keys.base + (j + key) * stride, c * kLanes), dots[key]);
+      for (int key = 0; key < kKeyBlock; ++key)
+        dots[key] = vfma(query_chunk, vload_as<D>(keys + (j + key) * stride, c * kLanes), dots[key]);
+    }
+#pragma GCC unroll 8
+    for (int key = 0; key < kKeyBlock; ++key) row[j + key] = vsum(dots[key]) * scale;
+  }
+  for (; j < n; ++j) {
+    VFloat dot = vzero();
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c)
+      dot = vfma(vload(query + static_cast<int64_t>(c) * kLanes), vload_as<D>(keys + j * stride, c * kLanes), dot);
+    row[j] = vsum(dot) * scale;
+  }
+}
+
+#if defined(DECODELAB_SIMD_AVX512)
+// Keys [0, n) of the four queries from `first` in 4 × 4 tiles; returns how many keys it
+// scored (a multiple of 4), the rest left to query_scores.
+template <DType D, int C>
+int64_t tile_scores(const char* keys, int64_t stride, const QueryBlock& block, int64_t first, int64_t n, float scale) {
+  const VFloat scale_lanes = vbroadcast(scale);
+  float* rows[kTileQueries];
+  for (int i = 0; i < kTileQueries; ++i) rows[i] = block.score_row(first + i);
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    VFloat dots[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) dots[i] = vzero();
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) {
+      VFloat key_chunks[4];
+#pragma GCC unroll 4
+      for (int key = 0; key < 4; ++key) {
+        key_chunks[key] = vload_as<D>(keys + (j + key) * stride, c * kLanes);
+        keep_in_register(key_chunks[key]);
       }
-#pragma GCC unroll 8
-      for (int key = 0; key < kKeyBlock; ++key) row[j + key] = vsum(dots[key]) * scale;
+#pragma GCC unroll 4
+      for (int i = 0; i < kTileQueries; ++i) {
+        VFloat query_chunk = vload(block.query(first + i) + static_cast<int64_t>(c) * kLanes);
+        keep_in_register(query_chunk);
+#pragma GCC unroll 4
+        for (int key = 0; key < 4; ++key) dots[i * 4 + key] = vfma(query_chunk, key_chunks[key], dots[i * 4 + key]);
+      }
     }
-    for (; j < n; ++j) {
-      VFloat dot = vzero();
+    // Lane 4i + key: query i's score of key j + key.
+    const VFloat sums = vmul(vsum16_lanes(dots), scale_lanes);
+    _mm_storeu_ps(rows[0] + j, _mm512_castps512_ps128(sums));
+    _mm_storeu_ps(rows[1] + j, _mm512_extractf32x4_ps(sums, 1));
+    _mm_storeu_ps(rows[2] + j, _mm512_extractf32x4_ps(sums, 2));
+    _mm_storeu_ps(rows[3] + j, _mm512_extractf32x4_ps(sums, 3));
+  }
+  return j;
+}
+#endif
+
+// out_i = Σ_j p_ij·v_j for Q queries from `first`: keys every one of them reads are loaded
+// once for all Q, each query's C accumulators in registers; then each goes on alone over
+// the keys only it reads. Per element the FMAs run over j in order from zero, as
+// accumulate_values' do.
+template <DType D, int C, int Q>
+void block_values(const char* values, int64_t stride, const QueryBlock& block, int64_t first) {
+  VFloat acc[Q][C];
+  int64_t shared = block.keys(first);
+#pragma GCC unroll 16
+  for (int i = 0; i < Q; ++i) {
+    shared = std::min(shared, block.keys(first + i));
 #pragma GCC unroll 8
-      for (int c = 0; c < C; ++c)
-        dot = vfma(vload(query + static_cast<int64_t>(c) * kLanes), vload_as<D>(keys.base + j * stride, c * kLanes), dot);
-      row[j] = vsum(dot) * scale;
+    for (int c = 0; c < C; ++c) acc[i][c] = vzero();
+  }
+  for (int64_t j = 0; j < shared; ++j) {
+    const char* vector = values + j * stride;
+    VFloat chunks[C];
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) chunks[c] = vload_as<D>(vector, c * kLanes);
+#pragma GCC unroll 16
+    for (int i = 0; i < Q; ++i) {
+      const VFloat weight = vbroadcast(block.score_row(first + i)[j]);
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) acc[i][c] = vfma(weight, chunks[c], acc[i][c]);
     }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < Q; ++i) {
+    const float* weights = block.score_row(first + i);
+    for (int64_t j = shared; j < block.keys(first + i); ++j) {
+      const char* vector = values + j * stride;
+      const VFloat weight = vbroadcast(weights[j]);
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) acc[i][c] = vfma(weight, vload_as<D>(vector, c * kLanes), acc[i][c]);
+    }
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) vstore(block.accumulators + (first + i) * block.padded_dim + c * kLanes, acc[i][c]);
   }
 }
 
 template <DType D, int C>
-void direct_values(const CacheView& values, const float* scores, int64_t padded_n, int64_t group, int64_t n,
-                   float* accumulators, int64_t padded_dim) {
-  const int64_t stride = values.position_stride * static_cast<int64_t>(dtype_size(D));
-  for (int64_t g = 0; g < group; ++g) {
-    const float* weights = scores + g * padded_n;
-    VFloat acc[C];
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) acc[c] = vzero();
-    for (int64_t j = 0; j < n; ++j) {
-      const char* vector = values.base + j * stride;
-      const VFloat weight = vbroadcast(weights[j]);
-#pragma GCC unroll 8
-      for (int c = 0; c < C; ++c) acc[c] = vfma(weight, vload_as<D>(vector, c * kLanes), acc[c]);
-    }
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) vstore(accumulators + g * padded_dim + static_cast<int64_t>(c) * kLanes, acc[c]);
+void direct_block(const CacheView& keys, const CacheView& values, const QueryBlock& block, float scale) {
+  const int64_t element = static_cast<int64_t>(dtype_size(D));
+  const int64_t key_stride = keys.position_stride * element;
+  const int64_t value_stride = values.position_stride * element;
+  int64_t first = 0;
+#if defined(DECODELAB_SIMD_AVX512)
+  for (; first + kTileQueries <= block.count; first += kTileQueries) {
+    int64_t shared = block.keys(first);
+    for (int i = 1; i < kTileQueries; ++i) shared = std::min(shared, block.keys(first + i));
+    const int64_t done = tile_scores<D, C>(keys.base, key_stride, block, first, shared, scale);
+    for (int i = 0; i < kTileQueries; ++i)
+      query_scores<D, C>(keys.base, key_stride, block.query(first + i), done, block.keys(first + i), scale,
+                         block.score_row(first + i));
   }
+#endif
+  for (; first < block.count; ++first)
+    query_scores<D, C>(keys.base, key_stride, block.query(first), 0, block.keys(first), scale, block.score_row(first));
+  for (int64_t i = 0; i < block.count; ++i) softmax_in_place(block.score_row(i), block.keys(i));
+  constexpr int kQueries = std::max(1, kValueAccumulators / C);
+  int64_t i = 0;
+  for (; i + kQueries <= block.count; i += kQueries) block_values<D, C, kQueries>(values.base, value_stride, block, i);
+  for (; i < block.count; ++i) block_values<D, C, 1>(values.base, value_stride, block, i);
 }
 
 // Calls f.template operator()<C>() with C = chunk_count when it is 1, 2, 4 or 8 (head_dim
@@ -259,6 +373,23 @@ void store_outputs(const Tensor& out, const float* accumulators, int64_t m, int6
   }
 }
 
+// Row m's query heads of this KV head, widened to fp32 and zero-padded to padded_dim.
+void load_queries(const Tensor& q, int64_t m, int64_t kv_head, int64_t group, int64_t head_dim, int64_t padded_dim,
+                  float* queries) {
+  const size_t q_element = dtype_size(q.dtype);
+  for (int64_t g = 0; g < group; ++g) {
+    const int64_t head = kv_head * group + g;
+    const char* q_head =
+        static_cast<const char*>(q.data) + (m * q.strides[0] + head * head_dim) * static_cast<int64_t>(q_element);
+    for (int64_t d = 0; d < padded_dim; d += kLanes) {
+      vstore(queries + g * padded_dim + d,
+             vload_n(q.dtype, q_head, d, static_cast<int>(std::min<int64_t>(kLanes, head_dim - d))));
+    }
+  }
+}
+
+// One row's query heads of this KV head in the general layouts (strided head_dim, partial
+// chunks, long heads), their keys and values through VectorSource.
 template <DType D>
 void attend(const Tensor& q, const CacheView& keys, const CacheView& values, int64_t m, int64_t kv_head, int64_t group,
             int64_t head_dim, int64_t n, float scale, const Tensor& out) {
@@ -273,28 +404,9 @@ void attend(const Tensor& q, const CacheView& keys, const CacheView& values, int
   float* tile = scores + group * padded_n;
   std::fill(accumulators, accumulators + group * padded_dim, 0.0f);
 
-  const size_t q_element = dtype_size(q.dtype);
-  for (int64_t g = 0; g < group; ++g) {
-    const int64_t head = kv_head * group + g;
-    const char* q_head =
-        static_cast<const char*>(q.data) + (m * q.strides[0] + head * head_dim) * static_cast<int64_t>(q_element);
-    for (int c = 0; c < chunk_count; ++c) {
-      const int64_t d = static_cast<int64_t>(c) * kLanes;
-      vstore(queries + g * padded_dim + d,
-             vload_n(q.dtype, q_head, d, static_cast<int>(std::min<int64_t>(kLanes, head_dim - d))));
-    }
-  }
+  load_queries(q, m, kv_head, group, head_dim, padded_dim, queries);
 
   VFloat chunks[kMaxChunks];
-  const bool direct = keys.dim_stride == 1 && values.dim_stride == 1 && head_dim == padded_dim;
-  if (direct && with_register_chunks(chunk_count, [&]<int C>() {
-        direct_scores<D, C>(keys, queries, group, n, scale, scores, padded_n, padded_dim);
-        for (int64_t g = 0; g < group; ++g) softmax_in_place(scores + g * padded_n, n);
-        direct_values<D, C>(values, scores, padded_n, group, n, accumulators, padded_dim);
-      })) {
-    store_outputs(out, accumulators, m, kv_head, group, head_dim, padded_dim, chunk_count);
-    return;
-  }
   VectorSource<D> key_source(keys, head_dim, padded_dim, tile);
   // Key chunks in registers for the common head sizes.
   const bool scored = with_register_chunks(chunk_count, [&]<int C>() {
@@ -334,13 +446,22 @@ void attention_for(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache
   const int64_t group = q.shape[1] / head_dim / kv_heads;
   const int32_t* position_data = positions.as<const int32_t>();
   const int64_t element = static_cast<int64_t>(dtype_size(D));
-  const int64_t items = rows * kv_heads;
-  // Items run head by head, the rows in order within a head: consecutive items (one
+  if (rows == 0) return;
+  // Items are blocks of up to kRowBlock consecutive rows of one sequence, for one KV head.
+  const int64_t sequence_rows = std::min<int64_t>(rows_per_sequence, rows);
+  const int64_t sequences = (rows + sequence_rows - 1) / sequence_rows;
+  const int64_t blocks_per_sequence = (sequence_rows + kRowBlock - 1) / kRowBlock;
+  const int64_t blocks = sequences * blocks_per_sequence;
+  const int64_t items = kv_heads * blocks;
+  const int64_t padded_dim = round_up_to_lanes(head_dim);
+  const int chunk_count = static_cast<int>(padded_dim / kLanes);
+  const bool direct = k_cache.strides[3] == 1 && v_cache.strides[3] == 1 && head_dim == padded_dim;
+  // Items run head by head, the blocks in row order within a head: consecutive items (one
   // thread's chunk) then read the same (sequence, KV head) slice of the cache, which stays
-  // in L2 from one query row to the next. Row by row, consecutive items hopped from head
+  // in L2 from one block to the next. Row by row, consecutive items hopped from head
   // to head, and a prefill read every head's keys and values from beyond L2 once per row
   // (in the [sequence, position, head, dim] cache, one head's vectors are spread over all
-  // of it); the arithmetic of each item is the same either way.
+  // of it); the arithmetic of each row is the same either way.
   // Guided: each thread takes half of what is left, then less, down to one item. Taken one at
   // a time (dynamic, 1), every item cost a trip to the shared counter, a cache line's round
   // trip between cores (hundreds of nanoseconds between far-apart cores): prefills and the
@@ -349,17 +470,43 @@ void attention_for(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache
   // shrinking chunks still even the threads out (dealing the rows round-robin, or the
   // costliest first, was slower).
   parallel_for(attention_fans_out(work), items, [&](int64_t item) {
-    const int64_t kv_head = item / rows;
-    const int64_t m = item % rows;
-    const int64_t sequence = m / rows_per_sequence;
-    const int64_t n = static_cast<int64_t>(position_data[m * positions.strides[0]]) + 1;
+    const int64_t kv_head = item / blocks;
+    const int64_t block = item % blocks;
+    const int64_t sequence = block / blocks_per_sequence;
+    const int64_t m0 = sequence * rows_per_sequence + block % blocks_per_sequence * kRowBlock;
+    const int64_t m1 = std::min({m0 + kRowBlock, (sequence + 1) * static_cast<int64_t>(rows_per_sequence), rows});
+    if (m0 >= m1) return;
     const CacheView keys{static_cast<const char*>(k_cache.data) +
                              (sequence * k_cache.strides[0] + kv_head * k_cache.strides[1]) * element,
                          k_cache.strides[2], k_cache.strides[3]};
     const CacheView values{static_cast<const char*>(v_cache.data) +
                                (sequence * v_cache.strides[0] + kv_head * v_cache.strides[1]) * element,
                            v_cache.strides[2], v_cache.strides[3]};
-    attend<D>(q, keys, values, m, kv_head, group, head_dim, n, scale, out);
+    int64_t row_keys[kRowBlock];
+    int64_t longest = 0;
+    for (int64_t m = m0; m < m1; ++m) {
+      row_keys[m - m0] = static_cast<int64_t>(position_data[m * positions.strides[0]]) + 1;
+      longest = std::max(longest, row_keys[m - m0]);
+    }
+    if (direct && with_register_chunks(chunk_count, [&]<int C>() {
+          const int64_t count = (m1 - m0) * group;
+          const int64_t padded_n = round_up_to_lanes(longest);
+          thread_local ScratchBuffer scratch;
+          float* queries = scratch.floats(static_cast<size_t>(count * (2 * padded_dim + padded_n)));
+          float* accumulators = queries + count * padded_dim;
+          float* scores = accumulators + count * padded_dim;
+          for (int64_t m = m0; m < m1; ++m)
+            load_queries(q, m, kv_head, group, head_dim, padded_dim, queries + (m - m0) * group * padded_dim);
+          const QueryBlock query_block{queries, row_keys, group, count, padded_dim, scores, padded_n, accumulators};
+          direct_block<D, C>(keys, values, query_block, scale);
+          for (int64_t m = m0; m < m1; ++m)
+            store_outputs(out, accumulators + (m - m0) * group * padded_dim, m, kv_head, group, head_dim, padded_dim,
+                          chunk_count);
+        })) {
+      return;
+    }
+    for (int64_t m = m0; m < m1; ++m)
+      attend<D>(q, keys, values, m, kv_head, group, head_dim, row_keys[m - m0], scale, out);
   }, LoopSchedule::guided(1));
 }
 

@@ -75,8 +75,8 @@ inline void vstore_bf16(uint16_t* destination, VFloat value) {
 // NaN (which NaN payload survives an add is the compiler's choice, here as in vsum): the
 // same pairing tree (lane i + i+8, then + i+4, + i+2, + i+1), run on all sixteen with
 // 15·3 shuffles and adds instead of sixteen separate reductions (what a matmul tile
-// spends its epilogue on).
-inline void vsum16(const VFloat (&in)[16], float* out) {
+// spends its epilogue on). vsum16_lanes returns them as one vector, lane i = vsum(in[i]).
+inline VFloat vsum16_lanes(const VFloat (&in)[16]) {
   VFloat halves[8], quarters[4], eighths[2];
   for (int p = 0; p < 8; ++p) {  // [in_2p: i + i+8 | in_2p+1: i + i+8], 8 lanes each
     halves[p] = _mm512_add_ps(_mm512_shuffle_f32x4(in[2 * p], in[2 * p + 1], 0xEE),
@@ -94,10 +94,10 @@ inline void vsum16(const VFloat (&in)[16], float* out) {
   const VFloat sums = _mm512_add_ps(_mm512_shuffle_ps(eighths[0], eighths[1], 0x88),
                                     _mm512_shuffle_ps(eighths[0], eighths[1], 0xDD));
   // The shuffles leave input 4·r + q's sum in lane 4·q + r: transpose back on the way out.
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, sums);
-  for (int lane = 0; lane < 16; ++lane) out[lane % 4 * 4 + lane / 4] = lanes[lane];
+  const __m512i transpose = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return _mm512_permutexvar_ps(transpose, sums);
 }
+inline void vsum16(const VFloat (&in)[16], float* out) { _mm512_storeu_ps(out, vsum16_lanes(in)); }
 
 // Round-to-nearest integer values, and value * 2^exponent for integral exponents
 // (over/underflowing like the true result).
