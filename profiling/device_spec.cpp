@@ -122,6 +122,25 @@ std::optional<FixedCosts> DeviceSpec::effective_fixed_costs() const {
 
 std::optional<CacheLevel> DeviceSpec::effective_cache() const { return measured_cache ? measured_cache : cache; }
 
+double CacheLevel::resident_bytes(double from, double to) const {
+  if (to <= from) return 0;
+  // The share as a function of reuse distance: 1 up to the capacity, then the measured
+  // points joined by straight lines; the integral of each straight piece is a trapezoid.
+  double resident = std::max(0.0, std::min(to, bytes) - from);
+  double x0 = bytes, y0 = 1.0;
+  for (const CacheHit& point : beyond) {
+    const double x1 = point.reuse_bytes, y1 = point.resident;
+    const double lo = std::max(from, x0), hi = std::min(to, x1);
+    if (hi > lo && x1 > x0) {
+      auto at = [&](double x) { return y0 + (y1 - y0) * (x - x0) / (x1 - x0); };
+      resident += (at(lo) + at(hi)) / 2 * (hi - lo);
+    }
+    x0 = x1;
+    y0 = y1;
+  }
+  return resident;
+}
+
 // ---------------------------------------------------------------------------------------
 // YAML reading
 
@@ -297,9 +316,9 @@ class SpecReader {
     return costs;
   }
 
-  // cache: {source, size_mib, bandwidth_tb_s | bandwidth_gb_s}
+  // cache: {source, size_mib, bandwidth_tb_s | bandwidth_gb_s, beyond: [{reuse_mib, resident}]}
   CacheLevel cache(const YAML::Node& map, const std::string& path) const {
-    only_keys(map, path, {"source", "size_mib", "bandwidth_tb_s", "bandwidth_gb_s"});
+    only_keys(map, path, {"source", "size_mib", "bandwidth_tb_s", "bandwidth_gb_s", "beyond"});
     CacheLevel level;
     level.source = text(map, "source", path + ".source", true);
     if (!map["size_mib"].IsDefined()) fail(map, path + ".size_mib", "missing; expected the capacity in MiB");
@@ -312,6 +331,25 @@ class SpecReader {
     }
     level.bandwidth = tb.IsDefined() ? positive(tb, path + ".bandwidth_tb_s") * 1e12
                                      : positive(gb, path + ".bandwidth_gb_s") * 1e9;
+    if (const YAML::Node beyond = map["beyond"]; beyond.IsDefined()) {
+      const std::string key = path + ".beyond";
+      if (!beyond.IsSequence()) fail(beyond, key, "expected a list of {reuse_mib, resident}");
+      double last_reuse = level.bytes, last_share = 1.0;
+      for (size_t i = 0; i < beyond.size(); ++i) {
+        const std::string point_key = key + "[" + std::to_string(i) + "]";
+        only_keys(beyond[i], point_key, {"reuse_mib", "resident"});
+        if (!beyond[i]["reuse_mib"].IsDefined() || !beyond[i]["resident"].IsDefined())
+          fail(beyond[i], point_key, "expected reuse_mib and resident");
+        CacheHit point{positive(beyond[i]["reuse_mib"], point_key + ".reuse_mib") * 1024.0 * 1024.0,
+                       non_negative(beyond[i]["resident"], point_key + ".resident")};
+        if (point.reuse_bytes <= last_reuse || point.resident > last_share)
+          fail(beyond[i], point_key, "expected reuse distances beyond size_mib and the last point's, with shares "
+                                     "from 1 down (never rising)");
+        last_reuse = point.reuse_bytes;
+        last_share = point.resident;
+        level.beyond.push_back(point);
+      }
+    }
     return level;
   }
 

@@ -99,10 +99,26 @@ struct FixedCosts {
 };
 
 // A cache the model prices a resident working set at: its capacity and read bandwidth.
+// Of the bytes touched again after `reuse_bytes` of other bytes were touched (their reuse
+// distance), the share a read still finds in the cache.
+struct CacheHit {
+  double reuse_bytes = 0;
+  double resident = 0;  // 0..1
+  bool operator==(const CacheHit&) const = default;
+};
+
 struct CacheLevel {
-  double bytes = 0;      // capacity
+  double bytes = 0;      // capacity: every byte reused within it is found resident
   double bandwidth = 0;  // bytes/s
   std::string source;
+  // Beyond the capacity, measured reuse distances and the share found resident there, in
+  // increasing distance (the last at 0); between two points the share runs linearly, past
+  // the last it is 0. Empty: nothing is resident beyond the capacity (a datasheet's cache).
+  std::vector<CacheHit> beyond = {};
+  // The share of the bytes at reuse distances [from, to) found resident, times to - from.
+  double resident_bytes(double from, double to) const;
+  // The reuse distance past which nothing is resident.
+  double horizon() const { return beyond.empty() ? bytes : beyond.back().reuse_bytes; }
   bool operator==(const CacheLevel&) const = default;
 };
 

@@ -54,7 +54,13 @@ nlohmann::json to_json(const FixedCosts& costs) {
 }
 
 nlohmann::json to_json(const CacheLevel& cache) {
-  return {{"source", cache.source}, {"bytes", cache.bytes}, {"bandwidth_bytes_per_s", cache.bandwidth}};
+  nlohmann::json json = {{"source", cache.source}, {"bytes", cache.bytes}, {"bandwidth_bytes_per_s", cache.bandwidth}};
+  if (!cache.beyond.empty()) {
+    json["beyond"] = nlohmann::json::array();
+    for (const CacheHit& point : cache.beyond)
+      json["beyond"].push_back({{"reuse_bytes", point.reuse_bytes}, {"resident", point.resident}});
+  }
+  return json;
 }
 
 nlohmann::json to_json(const DeviceSpec& spec) {
@@ -135,8 +141,13 @@ FixedCosts fixed_costs_from_json(const nlohmann::json& json) {
 }
 
 CacheLevel cache_from_json(const nlohmann::json& json) {
-  return {json.at("bytes").get<double>(), json.at("bandwidth_bytes_per_s").get<double>(),
-          json.at("source").get<std::string>()};
+  CacheLevel cache{json.at("bytes").get<double>(), json.at("bandwidth_bytes_per_s").get<double>(),
+                   json.at("source").get<std::string>(), {}};
+  if (json.contains("beyond")) {
+    for (const nlohmann::json& point : json.at("beyond"))
+      cache.beyond.push_back({point.at("reuse_bytes").get<double>(), point.at("resident").get<double>()});
+  }
+  return cache;
 }
 
 }  // namespace

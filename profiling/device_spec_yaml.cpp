@@ -90,6 +90,11 @@ void write_cache(std::ostringstream& out, const CacheLevel& cache, const std::st
   out << indent << "  source: " << quoted(cache.source) << "\n";
   out << indent << "  size_mib: " << number(cache.bytes / (1024.0 * 1024.0)) << "\n";
   out << indent << "  bandwidth_gb_s: " << number(cache.bandwidth / 1e9) << "\n";
+  if (cache.beyond.empty()) return;
+  out << indent << "  beyond:\n";
+  for (const CacheHit& point : cache.beyond)
+    out << indent << "    - {reuse_mib: " << number(point.reuse_bytes / (1024.0 * 1024.0)) << ", resident: " << number(point.resident)
+        << "}\n";
 }
 
 void write_quality(std::ostringstream& out, const Roofs& roofs, const std::string& indent) {

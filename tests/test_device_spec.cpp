@@ -252,6 +252,17 @@ TEST_CASE("bad fixed costs and caches: errors name the file, the line and the ke
              Catch::Contains("bad.yaml:6") && Catch::Contains("cache.size_mib"));
   CHECK_THAT(problem("measured:\n  source: m\n  memory_bandwidth_gb_s: 5\n  fixed_costs:\n    source: m\n"),
              Catch::Contains("measured.fixed_costs.host_launch_us: missing"));
+  const std::string cache = "cache:\n  source: s\n  size_mib: 32\n  bandwidth_gb_s: 100\n";
+  CHECK(problem(cache + "  beyond:\n    - {reuse_mib: 64, resident: 0.5}\n    - {reuse_mib: 512, resident: 0}\n") ==
+        "no error");
+  // A share that rises with the distance, a point within the capacity, a missing share.
+  CHECK_THAT(problem(cache + "  beyond:\n    - {reuse_mib: 64, resident: 0.5}\n    - {reuse_mib: 128, resident: 0.6}\n"),
+             Catch::Contains("bad.yaml:10") && Catch::Contains("cache.beyond[1]") && Catch::Contains("never rising"));
+  CHECK_THAT(problem(cache + "  beyond:\n    - {reuse_mib: 16, resident: 0.5}\n"),
+             Catch::Contains("bad.yaml:9") && Catch::Contains("cache.beyond[0]") && Catch::Contains("beyond size_mib"));
+  CHECK_THAT(problem(cache + "  beyond:\n    - {reuse_mib: 64}\n"),
+             Catch::Contains("cache.beyond[0]") && Catch::Contains("expected reuse_mib and resident"));
+  CHECK_THAT(problem(cache + "  beyond: 3\n"), Catch::Contains("cache.beyond") && Catch::Contains("expected a list"));
 }
 
 TEST_CASE("fixed costs and a cache save and load back, measured over published", "[device_spec][prediction]") {
@@ -261,7 +272,8 @@ TEST_CASE("fixed costs and a cache save and load back, measured over published",
   measured.source = "m";
   spec.measured = measured;
   spec.measured_fixed_costs = FixedCosts{0.05e-6, 1.1e-6, 2.5e-6, 0, "stream costs", 3.2e-6};
-  spec.measured_cache = CacheLevel{32.0 * 1024 * 1024, 180e9, "matvec in cache"};
+  spec.measured_cache = CacheLevel{32.0 * 1024 * 1024, 180e9, "matvec in cache",
+                                   {{64.0 * 1024 * 1024, 0.5}, {512.0 * 1024 * 1024, 0.0}}};
   const DeviceSpec loaded = parse_device_spec(device_spec_to_yaml(spec), "round-trip.yaml");
   REQUIRE(loaded.measured_fixed_costs);
   CHECK(loaded.measured_fixed_costs->op_overhead == Approx(1.1e-6));
@@ -270,6 +282,10 @@ TEST_CASE("fixed costs and a cache save and load back, measured over published",
   REQUIRE(loaded.measured_cache);
   CHECK(loaded.measured_cache->bytes == Approx(32.0 * 1024 * 1024));
   CHECK(loaded.measured_cache->bandwidth == Approx(180e9));
+  REQUIRE(loaded.measured_cache->beyond.size() == 2);
+  CHECK(loaded.measured_cache->beyond[0].reuse_bytes == Approx(64.0 * 1024 * 1024));
+  CHECK(loaded.measured_cache->beyond[0].resident == Approx(0.5));
+  CHECK(loaded.measured_cache->beyond[1].resident == 0);
   REQUIRE(loaded.fixed_costs);
   CHECK(loaded.fixed_costs->host_link_bandwidth == Approx(32e9));
   CHECK(loaded.fixed_costs->parallel_region == 0);  // a GPU's published costs: none

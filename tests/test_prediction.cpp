@@ -433,6 +433,35 @@ TEST_CASE("cache residency follows reuse distance", "[prediction]") {
   CHECK(seen == 0);                      // never touched: a first use
 }
 
+TEST_CASE("beyond the capacity, the measured hit curve says which share of a reuse is resident", "[prediction]") {
+  // All within 1000 bytes; half at 2000, none at 4000, straight lines between.
+  const CacheLevel level{1000, 1e9, "test", {{2000, 0.5}, {4000, 0.0}}};
+  CHECK(level.resident_bytes(0, 600) == Approx(600));
+  CHECK(level.resident_bytes(800, 1200) == Approx(200 + (1.0 + 0.9) / 2 * 200));
+  CHECK(level.resident_bytes(1000, 2000) == Approx(750));
+  CHECK(level.resident_bytes(2000, 4000) == Approx(500));
+  CHECK(level.resident_bytes(3000, 5000) == Approx(0.25 / 2 * 1000));
+  CHECK(level.resident_bytes(4000, 9000) == 0);
+  CHECK(level.horizon() == 4000);
+  // Known only by its capacity: everything within it, nothing beyond (the step).
+  const CacheLevel step{1000, 1e9, "test"};
+  CHECK(step.resident_bytes(800, 1200) == Approx(200));
+  CHECK(step.horizon() == 1000);
+
+  // A weight of 3000 bytes read over and over, 100 bytes at a time: each byte comes back
+  // after 2900 other bytes, where the curve holds 0.275.
+  CacheResidency cache(level);
+  for (uintptr_t at = 0; at < 3000; at += 100) CHECK(cache.touch(at, 100) == 0);
+  double resident = 0;
+  for (uintptr_t at = 0; at < 3000; at += 100) resident += cache.touch(at, 100);
+  CHECK(resident / 3000 == Approx(level.resident_bytes(2900, 3000) / 100).epsilon(1e-9));
+  CHECK(resident / 3000 == Approx(0.5 - 0.5 * (2950.0 - 2000) / 2000));
+  // The same weight with a cache known by its capacity: nothing resident.
+  CacheResidency capacity_only(step);
+  for (int pass = 0; pass < 2; ++pass)
+    for (uintptr_t at = 0; at < 3000; at += 100) CHECK(capacity_only.touch(at, 100) == 0);
+}
+
 TEST_CASE("a view inside a range touched earlier is as resident as that range", "[prediction]") {
   // A fused q/k/v output of 600 bytes at 1000: q at its start, k and v further in.
   CacheResidency cache(1000);

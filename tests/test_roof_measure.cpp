@@ -468,6 +468,42 @@ RoofMeasurement search_measured(double dram_gbps, const std::vector<double>& rea
 
 }  // namespace
 
+TEST_CASE("the reads beyond the capacity give the share found resident at their reuse distance", "[roof_measure]") {
+  constexpr double MiB = 1024.0 * 1024.0;
+  // Resident up to 8 MiB at 100 GB/s, DRAM (and the bandwidth roof's product over 512 MiB)
+  // 40 GB/s; beyond, a read that takes s of its bytes from the cache and the rest from DRAM.
+  auto mixed = [](double share) { return 1 / (share / 100e9 + (1 - share) / 40e9); };
+  RoofMeasurement measurement = search_cache(512 * MiB, 40e9, [&](double weight) {
+    if (weight <= 8 * MiB) return 100e9;
+    if (weight <= 16 * MiB) return mixed(0.5);
+    if (weight <= 32 * MiB) return mixed(0.25);
+    if (weight <= 64 * MiB) return mixed(0.3);  // above the nearer distance's: held to it
+    return 40e9;
+  });
+  measurement.bandwidth = 40e9;
+  measurement.read_bytes = 512 * MiB;
+  REQUIRE(measurement.cache_bytes == 8 * MiB);
+  const std::optional<CacheLevel> level = measurement.cache();
+  REQUIRE(level);
+  REQUIRE(level->beyond.size() == 5);
+  const std::vector<std::pair<double, double>> expected{
+      {16 * MiB, 0.5}, {32 * MiB, 0.25}, {64 * MiB, 0.25}, {128 * MiB, 0.0}, {512 * MiB, 0.0}};
+  for (size_t i = 0; i < expected.size(); ++i) {
+    CHECK(level->beyond[i].reuse_bytes == expected[i].first);
+    CHECK(level->beyond[i].resident == Approx(expected[i].second).margin(1e-9));
+  }
+  // The roof's product over 64 MiB: the points up to it, the last at 0 (a share of it
+  // resident is in the roof itself).
+  measurement.read_bytes = 64 * MiB;
+  REQUIRE(measurement.cache()->beyond.size() == 3);
+  CHECK(measurement.cache()->beyond[1].resident == Approx(0.25));
+  CHECK(measurement.cache()->beyond[2].reuse_bytes == 64 * MiB);
+  CHECK(measurement.cache()->beyond[2].resident == 0);
+  // A roof read within the capacity (or no roof measured): the capacity alone.
+  measurement.read_bytes = 8 * MiB;
+  CHECK(measurement.cache()->beyond.empty());
+}
+
 TEST_CASE("the cache's capacity is what its reads show, not what the OS says", "[roof_measure]") {
   constexpr double MiB = 1024.0 * 1024.0;
   SECTION("a capacity that holds: a quarter of it reads on the plateau of the two below it") {

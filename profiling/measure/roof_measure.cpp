@@ -195,9 +195,39 @@ FixedCosts RoofMeasurement::fixed_costs() const {
 
 std::optional<CacheLevel> RoofMeasurement::cache() const {
   if (cache_bytes <= 0 || cache_bandwidth <= 0) return std::nullopt;
-  return CacheLevel{cache_bytes, cache_bandwidth,
-                    "measured by decodelab: " + cache_capacity_note() + "; bandwidth an fp16 matrix-vector product over " +
-                        format_bytes(cache_read_bytes) + " read again while resident (" + spread_note(cache_read) + ")"};
+  CacheLevel level{cache_bytes, cache_bandwidth,
+                   "measured by decodelab: " + cache_capacity_note() + "; bandwidth an fp16 matrix-vector product over " +
+                       format_bytes(cache_read_bytes) + " read again while resident (" + spread_note(cache_read) + ")",
+                   {}};
+  level.beyond = cache_hits_beyond(level);
+  return level;
+}
+
+// A product that reads its weight over and over reuses every byte at a distance of the
+// weight's size, so its time tells the share found in the cache at that distance. The bytes
+// a cache does not hold are priced at the bandwidth roof, itself such a product (over the
+// roof's read, `read_bytes`), so the shares are taken against it: s bytes from the cache at
+// its bandwidth and the rest at the roof take the measured time when
+// s = (1/roof − 1/measured) ÷ (1/roof − 1/cache). Each read between the capacity and the
+// roof's read gives a point (none rising above the one before), and the roof's read the
+// last, at 0 by definition: whatever share of it a cache held is in the roof already.
+std::vector<CacheHit> RoofMeasurement::cache_hits_beyond(const CacheLevel& level) const {
+  std::vector<CacheHit> points;
+  if (bandwidth <= 0 || read_bytes <= level.bytes || level.bandwidth <= bandwidth) return points;
+  const double roof_time = 1 / bandwidth;
+  const double span = roof_time - 1 / level.bandwidth;
+  std::vector<const CacheRead*> beyond;
+  for (const CacheRead& read : cache_reads)
+    if (read.weight_bytes > level.bytes && read.weight_bytes < read_bytes && read.bandwidth > 0) beyond.push_back(&read);
+  std::sort(beyond.begin(), beyond.end(),
+            [](const CacheRead* a, const CacheRead* b) { return a->weight_bytes < b->weight_bytes; });
+  double last = 1.0;
+  for (const CacheRead* read : beyond) {
+    last = std::min(last, std::clamp((roof_time - 1 / read->bandwidth) / span, 0.0, 1.0));
+    points.push_back({read->weight_bytes, last});
+  }
+  points.push_back({read_bytes, 0.0});
+  return points;
 }
 
 double RoofMeasurement::largest_spread() const {

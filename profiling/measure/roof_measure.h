@@ -181,6 +181,8 @@ struct RoofMeasurement {
 
   FixedCosts fixed_costs() const;
   std::optional<CacheLevel> cache() const;
+  // The shares found resident at the reuse distances read beyond the capacity (CacheLevel::beyond).
+  std::vector<CacheHit> cache_hits_beyond(const CacheLevel& level) const;
   std::string cache_capacity_note() const;  // how the capacity was found, one sentence
 
   bool quick = false;  // RoofMeasureOptions::quick: the efficiency table, the cache and square matmuls not measured

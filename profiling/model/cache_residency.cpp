@@ -1,6 +1,6 @@
 // The LRU stack walk. Each overlapped range's depth is found by walking from the most
-// recent range and stops once the bytes above exceed the capacity (it cannot be resident
-// then), so the cost per access is bounded by what fits in the cache.
+// recent range and stops once the bytes above exceed the horizon (nothing is resident
+// there), so the cost per access is bounded by what the cache can hold any of.
 #include "profiling/model/cache_residency.h"
 
 #include <algorithm>
@@ -16,7 +16,7 @@ double CacheResidency::touch(const std::vector<OperandAccess>& operands) {
 
 double CacheResidency::bytes_above(Position entry) const {
   double above = 0;
-  for (auto it = recent_.begin(); it != entry && above <= capacity_; ++it) above += static_cast<double>(it->end - it->address);
+  for (auto it = recent_.begin(); it != entry && above <= horizon_; ++it) above += static_cast<double>(it->end - it->address);
   return above;
 }
 
@@ -38,7 +38,8 @@ double CacheResidency::touch(uintptr_t address, double bytes, double* seen) {
   double resident = 0;
   for (const Position entry : overlapped) {
     const double overlap = static_cast<double>(std::min(entry->end, end) - std::max(entry->address, address));
-    resident += std::clamp(capacity_ - bytes_above(entry), 0.0, overlap);
+    const double above = bytes_above(entry);
+    resident += cache_.resident_bytes(above, above + overlap);
     if (seen) *seen += overlap;
   }
   for (const Position entry : overlapped) {

@@ -161,7 +161,7 @@ Prediction predict_op_stream(const OpStream& stream, const PredictionInputs& inp
   Prediction prediction;
   prediction.inputs = inputs;
   std::optional<CacheResidency> cache;
-  if (inputs.cache && inputs.cache->bytes > 0 && inputs.cache->bandwidth > 0) cache.emplace(inputs.cache->bytes);
+  if (inputs.cache && inputs.cache->bytes > 0 && inputs.cache->bandwidth > 0) cache.emplace(*inputs.cache);
 
   // The two clocks, in program order.
   std::vector<PricedOp> priced(stream.ops.size());

@@ -2,6 +2,7 @@
 #include "profiling/report/printers.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <sstream>
@@ -125,7 +126,14 @@ std::string format_fixed_costs(const FixedCosts& costs) {
 }
 
 std::string format_cache(const CacheLevel& cache) {
-  return format_number(cache.bytes / (1024.0 * 1024.0)) + " MiB at " + format_bandwidth(cache.bandwidth);
+  std::string text = format_number(cache.bytes / (1024.0 * 1024.0)) + " MiB at " + format_bandwidth(cache.bandwidth);
+  if (cache.beyond.empty()) return text;
+  text += "; beyond it, of the bytes reused after";
+  for (size_t i = 0; i < cache.beyond.size(); ++i) {
+    text += (i ? ", " : " ") + format_bytes(cache.beyond[i].reuse_bytes) + " " +
+            format_number(std::round(100 * cache.beyond[i].resident)) + "% resident";
+  }
+  return text;
 }
 
 std::string format_console(const RunAnalysis& analysis, size_t max_rows) {
