@@ -1,6 +1,7 @@
 // CPU causal grouped-query attention over a KV cache with any strides.
-// Work items are (query row, KV head): the group of query heads sharing a KV head reads
-// each key and value once. For each query head: s_j = (q·k_j)·scale in fp32, softmax in
+// Work items are (block of up to kRowBlock query rows of one sequence, KV head): the rows
+// and the group of query heads sharing a KV head read each key and value once. For each
+// query head of each row: s_j = (q·k_j)·scale in fp32, softmax in
 // fp32 with the max subtracted, out = Σ_j p_j·v_j in fp32, rounded once to out's dtype.
 // The one non-obvious choice: when a cache's head_dim axis is not unit-stride (a
 // transposed view), key/value vectors are first gathered into a contiguous, zero-padded
