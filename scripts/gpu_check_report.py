@@ -148,16 +148,17 @@ def command_lab(args):
         comparison = load_json(path)
         measured = field(comparison, "headline.measured", path)
         metric = field(comparison, "headline.metric", path)
+        words = metric.replace("_", "-")  # text for people says "end-to-end"; the JSON keeps its name
         low, median = float(field(measured, "low", path)), float(field(measured, "median", path))
         same = bool(field(comparison, "same_tokens", path))
         tokens = comparison.get("token_agreement", {}).get("detail", "")
         readings.append({"bug": label, "bugs": label, "end_to_end_slowdown": median if metric == "end_to_end" else
                          float(field(comparison, "end_to_end_slowdown.median", path)),
                          "decode_slowdown": median if metric == "decode" else None, "same_tokens": same,
-                         "judged_by": f"{metric} slowdown interval {low:.2f}-{float(measured.get('high', median)):.2f}x",
+                         "judged_by": f"{words} slowdown interval {low:.2f}-{float(measured.get('high', median)):.2f}x",
                          "token_agreement": tokens, "expected": field(comparison, "headline", path).get("expected")})
         if not low > 1.0:
-            problems.append(f"{label}: the {metric} slowdown's interval reaches {low:.3f}x, not above 1")
+            problems.append(f"{label}: the {words} slowdown's interval reaches {low:.3f}x, not above 1")
         if not same:
             problems.append(f"{label}: the bug changed the generated tokens ({tokens})")
     write_json(args.out, {"rows": readings, "device": rows[0].get("device", ""), "backend": rows[0].get("backend", "")})

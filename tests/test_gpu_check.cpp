@@ -103,10 +103,10 @@ TEST_CASE("gpu-check readings: a compared bug is judged by its interval, not its
   CHECK(clear.exit_code == 0);
   const nlohmann::json figures = nlohmann::json::parse(decodelab::testing::read_text_file(dir.path() / "f.json"));
   CHECK(figures["rows"].size() == 2);
-  CHECK(figures["rows"][1]["judged_by"] == "end_to_end slowdown interval 1.40-2.52x");
+  CHECK(figures["rows"][1]["judged_by"] == "end-to-end slowdown interval 1.40-2.52x");
   const CommandResult straddles = report(dir, "lab lab.json --compare no_kv_cache=straddles.json");
   CHECK(straddles.exit_code == 1);
-  CHECK(straddles.out.find("no_kv_cache: the end_to_end slowdown's interval reaches 0.950x, not above 1") !=
+  CHECK(straddles.out.find("no_kv_cache: the end-to-end slowdown's interval reaches 0.950x, not above 1") !=
         std::string::npos);
   const CommandResult tokens = report(dir, "lab lab.json --compare no_kv_cache=tokens.json");
   CHECK(tokens.exit_code == 1);
