@@ -33,12 +33,15 @@ for ((i = 0; i < ${#extra[@]}; ++i)); do
 done
 
 calibration_seconds="(the user's calibration)"
+calibration_roofs=""
 if [[ "${CALIBRATION:-fresh}" == fresh ]]; then
   export DECODELAB_CACHE_DIR="$scratch/cache"
   mkdir -p "$DECODELAB_CACHE_DIR"
   start=$(date +%s)
   "$decodelab" calibrate "${threads[@]}" > "$scratch/calibration.txt"
   calibration_seconds="$(( $(date +%s) - start )) s"
+  # The figures the rows are priced with (roofs and the cache's hit curve), as calibrate printed them.
+  calibration_roofs="$(grep -E '^  (memory bandwidth|fp32 |cache \(measured\))' "$scratch/calibration.txt" || true)"
 fi
 
 # A model the project does not ship: other widths, 12 query heads sharing 4 KV heads.
@@ -88,12 +91,15 @@ row fp32_ops "prompt 192" --set workload.prompt_tokens=192
 finished="$(date -u '+%H:%M UTC')"
 
 python3 - "$scratch/rows.tsv" "$out" "$started" "$finished" "$calibration_seconds" "$(uname -n)" \
-  "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')" "${extra[*]}" <<'PY'
+  "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')" "${extra[*]}" "$calibration_roofs" <<'PY'
 import json, sys
-rows_file, out, started, finished, calibration_seconds, host, cpu, args = sys.argv[1:9]
+rows_file, out, started, finished, calibration_seconds, host, cpu, args, roofs = sys.argv[1:10]
 lines = [f"# Prediction accuracy on shapes the calibration never timed ({started} to {finished})", "",
          f"Machine: {host}, {cpu}; arguments: `{args or '(none)'}`; calibration measured once at the start "
-         f"({calibration_seconds}), nothing re-measured. Written by `scripts/prediction-accuracy.sh`.", "",
+         f"({calibration_seconds}), nothing re-measured. Written by `scripts/prediction-accuracy.sh`.", ""]
+if roofs:
+    lines += ["The calibration's figures:", "", *[f"    {line.strip()}" for line in roofs.splitlines()], ""]
+lines += [
          "Error = measured / predicted - 1. The interval is the measured slowdown's own 95% interval "
          "(of the pairs' ratios), as a share of the median: a prediction inside it is as close as the "
          "measurement can tell. The model is held to 25%. A row on a busy machine holds its noise too.", "",

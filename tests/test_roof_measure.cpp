@@ -427,16 +427,11 @@ TEST_CASE("a noisy cache is measured again on a quiet machine, but not minutes a
 namespace {
 
 // A cache search over scripted reads: a weight of `weight` bytes reads at `rate(weight)`,
-// the product over a weight no cache holds at `dram_rate` (and, when `dram_again_rate` is
-// given, at that rate when timed again).
+// the product over a weight no cache holds at `dram_rate`; weights beyond the capacity read
+// up to `beyond_until` bytes.
 RoofMeasurement search_cache(double reported, double dram_rate, const std::function<double(double weight)>& rate,
-                             double dram_again_rate = 0) {
+                             double beyond_until = 0) {
   RoofMeasurement measurement;
-  int dram_reads = 0;
-  const std::function<double()> dram_again = [&] {
-    ++dram_reads;
-    return dram_again_rate;
-  };
   find_cache_level(reported, 1e12, dram_rate, [&](double weight) {
     RoofMeasurement::CacheRead read;
     read.weight_bytes = weight;
@@ -444,8 +439,7 @@ RoofMeasurement search_cache(double reported, double dram_rate, const std::funct
     read.bandwidth = rate(weight);
     read.timing = TimedSamples::of({read.bytes / read.bandwidth}, 0.15);
     return read;
-  }, measurement, dram_again_rate > 0 ? dram_again : nullptr);
-  CHECK(dram_reads == (measurement.cache_dram_read_again ? 1 : 0));
+  }, measurement, beyond_until);
   return measurement;
 }
 
@@ -458,12 +452,12 @@ RoofMeasurement search_cache(double reported, double resident, double cache_rate
 // A search as measured on a 2-vCPU Zen 5 VM whose OS reports 533 MB (508 MiB): its reads in
 // GB/s from the quarter (133 MB) down, halving, and the DRAM product's (and its second
 // reading's, where given).
-RoofMeasurement search_measured(double dram_gbps, const std::vector<double>& reads_gbps, double dram_again_gbps = 0) {
+RoofMeasurement search_measured(double dram_gbps, const std::vector<double>& reads_gbps) {
   constexpr double reported = 508.0 * 1024 * 1024;
   return search_cache(reported, dram_gbps * 1e9, [&](double weight) {
     const auto halvings = static_cast<size_t>(std::lround(std::log2(reported / 4 / weight)));
     return halvings < reads_gbps.size() ? reads_gbps[halvings] * 1e9 : reads_gbps.back() * 1e9;
-  }, dram_again_gbps * 1e9);
+  });
 }
 
 }  // namespace
@@ -506,15 +500,24 @@ TEST_CASE("the reads beyond the capacity give the share found resident at their 
 
 TEST_CASE("the cache's capacity is what its reads show, not what the OS says", "[roof_measure]") {
   constexpr double MiB = 1024.0 * 1024.0;
-  SECTION("a capacity that holds: a quarter of it reads on the plateau of the two below it") {
-    const RoofMeasurement measurement = search_cache(32 * MiB, 16 * MiB, 100e9, 40e9);
-    REQUIRE(measurement.cache_reads.size() == 3);  // 8, 4 and 2 MiB
-    CHECK(measurement.cache_reads[0].weight_bytes == 8 * MiB);
-    CHECK(measurement.cache_bytes == 32 * MiB);
+  SECTION("a quarter of the reported capacity on the plateau: the capacity read, never more, then the reads beyond") {
+    // A 32 MiB cache that holds 24 MiB of a weight read over and over.
+    const RoofMeasurement measurement = search_cache(32 * MiB, 40e9, [&](double weight) {
+      return weight <= 24 * MiB ? 100e9 : 40e9;
+    }, 256 * MiB);
+    // Down: 8, 4 and 2 MiB; then beyond: 16, 32, 64 and 128 MiB, kept in decreasing size.
+    REQUIRE(measurement.cache_reads.size() == 7);
+    CHECK(measurement.cache_reads[0].weight_bytes == 128 * MiB);
+    CHECK(measurement.cache_reads[3].weight_bytes == 16 * MiB);
+    CHECK(measurement.cache_reads[4].weight_bytes == 8 * MiB);
+    CHECK(measurement.cache_bytes == 8 * MiB);
     REQUIRE(measurement.cache());
     CHECK(measurement.cache()->bandwidth == Approx(100e9).epsilon(1e-3));
-    CHECK(measurement.cache()->source.find("capacity 33.6 MB as the OS reports it") != std::string::npos);
+    CHECK(measurement.cache()->source.find("the OS reports 33.6 MB") != std::string::npos);
+    CHECK(measurement.cache()->source.find("capacity 8.39 MB") != std::string::npos);
     CHECK(measurement.cache()->source.find("(from DRAM 40.0 GB/s)") != std::string::npos);
+    // Without a roof read to end at, nothing beyond is read.
+    CHECK(search_cache(32 * MiB, 40e9, [&](double weight) { return weight <= 24 * MiB ? 100e9 : 40e9; }).cache_reads.size() == 3);
   }
   SECTION("a VM that reports its host's socket: the largest weight on the plateau") {
     const RoofMeasurement measurement = search_cache(512 * MiB, 12 * MiB, 100e9, 40e9);
@@ -533,23 +536,12 @@ TEST_CASE("the cache's capacity is what its reads show, not what the OS says", "
     CHECK(measurement.cache_bytes == Approx(133.2e6 / 4).epsilon(0.01));
     CHECK(measurement.cache_bandwidth == Approx(124e9).epsilon(1e-3));  // the fastest of 33.3, 16.6 and 8.3 MB
   }
-  SECTION("the reported capacity is claimed only above a second DRAM reading") {
+  SECTION("the reported capacity is never claimed beyond what was read") {
     // An accuracy run's search (2026-12-03 20:29 UTC): 133 MB read 72.4 GB/s, 1.29x a DRAM
-    // product held up at 56.1, and on the plateau of 66.6 and 33.3 MB (82.5, 73.0) — the
-    // OS's 533 MB taken as the capacity.
+    // product held up at 56.1, and on the plateau of 66.6 and 33.3 MB (82.5, 73.0): once
+    // taken for the OS's 533 MB, now the 133 MB read (the reads beyond say what is left).
     const std::vector<double> reads{72.4, 82.5, 73.0, 110, 112, 108, 100, 90, 70, 50};
-    CHECK(search_measured(56.1, reads).cache_bytes == Approx(508.0 * MiB));
-    // The DRAM product timed again reads as fast as the 133 MB weight: the search goes on.
-    const RoofMeasurement again = search_measured(56.1, reads, 71.0);
-    CHECK(again.cache_dram_read_again);
-    CHECK(again.cache_dram_bandwidth == Approx(71.0e9));
-    CHECK(again.cache_bytes == Approx(133.2e6 / 8).epsilon(0.01));  // 16.6 MB: the first 1.25x above 71 GB/s
-    CHECK(again.cache_capacity_note().find("(from DRAM 71.0 GB/s, the faster of two reads)") != std::string::npos);
-    // A capacity that holds (bare metal's 32 MiB) survives the second reading.
-    const RoofMeasurement holds = search_cache(32 * MiB, 40e9, [](double weight) { return weight <= 16 * MiB ? 100e9 : 40e9; }, 38e9);
-    CHECK(holds.cache_dram_read_again);
-    CHECK(holds.cache_bytes == 32 * MiB);
-    CHECK(holds.cache_dram_bandwidth == Approx(40e9));  // the faster of the two
+    CHECK(search_measured(56.1, reads).cache_bytes == Approx(133.2e6).epsilon(0.01));
   }
   SECTION("searches measured on the Zen 5 VM") {
     // vCPUs on one CCD: 66.6 MB reads from DRAM, 33.3 MB 0.848 of 16.6's, 16.6 MB the largest on the plateau.
@@ -567,7 +559,7 @@ TEST_CASE("the cache's capacity is what its reads show, not what the OS says", "
     const RoofMeasurement measurement = search_cache(64 * MiB, 0, 48e9, 40e9);
     CHECK(measurement.cache_bytes == 0);
     CHECK(search_cache(64 * MiB, 1e12, 48e9, 40e9).cache_bytes == 0);
-    CHECK(search_cache(64 * MiB, 1e12, 52e9, 40e9).cache_bytes == 64 * MiB);
+    CHECK(search_cache(64 * MiB, 1e12, 52e9, 40e9).cache_bytes == 16 * MiB);
   }
   SECTION("no weight on a plateau down to 256 KiB: no cache level") {
     // Each weight 20% slower than its half down to the smallest: no plateau.
@@ -581,7 +573,7 @@ TEST_CASE("the cache's capacity is what its reads show, not what the OS says", "
   SECTION("the smallest weights: the last but one judged against its half alone") {
     const RoofMeasurement measurement = search_cache(2 * MiB, 1e12, 100e9, 40e9);
     REQUIRE(measurement.cache_reads.size() == 2);  // 512 and 256 KiB
-    CHECK(measurement.cache_bytes == 2 * MiB);
+    CHECK(measurement.cache_bytes == 512 * 1024);
     CHECK(search_cache(1.5 * MiB, 1e12, 100e9, 40e9).cache_bytes == 0);  // 384 KiB: no half to judge it by
   }
   SECTION("no capacity reported: nothing is tried") {

@@ -26,7 +26,7 @@ constexpr double kSmallestCacheWeightBytes = 256.0 * 1024;
 
 void find_cache_level(double reported_bytes, double largest_weight_bytes, double dram_bandwidth,
                       const std::function<RoofMeasurement::CacheRead(double weight_bytes)>& read,
-                      RoofMeasurement& measurement, const std::function<double()>& dram_again) {
+                      RoofMeasurement& measurement, double beyond_until_bytes) {
   measurement.cache_reported_bytes = reported_bytes;
   measurement.cache_dram_bandwidth = dram_bandwidth;
   if (reported_bytes <= 0) return;
@@ -49,17 +49,15 @@ void find_cache_level(double reported_bytes, double largest_weight_bytes, double
     for (size_t below = tried + 2; below < reads.size() && below <= tried + kCachePlateauReads; ++below)
       if (reads[below].bandwidth > fastest->bandwidth) fastest = &reads[below];
     if (weight.bandwidth < kCachePlateau * fastest->bandwidth || weight.bandwidth < kCacheAboveDram * dram_bandwidth) continue;
-    if (tried == 0 && dram_again) {  // the reported capacity: DRAM read once more, the faster kept
-      dram_bandwidth = std::max(dram_bandwidth, dram_again());
-      measurement.cache_dram_bandwidth = dram_bandwidth;
-      measurement.cache_dram_read_again = true;
-      if (weight.bandwidth < kCacheAboveDram * dram_bandwidth) continue;
-    }
     if (weight.bandwidth > fastest->bandwidth) fastest = &weight;
-    measurement.cache_bytes = tried == 0 ? reported_bytes : weight.weight_bytes;
+    measurement.cache_bytes = weight.weight_bytes;
     measurement.cache_read = fastest->timing;
     measurement.cache_read_bytes = fastest->bytes;
     measurement.cache_bandwidth = fastest->bandwidth;
+    // Beyond the capacity, doubling up to `beyond_until_bytes`: the weights the search did not
+    // read on its way down (all of them when the first weight tried was on the plateau).
+    const double largest_read = reads.front().weight_bytes;
+    for (double beyond = largest_read * 2; beyond < beyond_until_bytes; beyond *= 2) reads.insert(reads.begin(), read(beyond));
     return;
   }
 }
@@ -69,25 +67,20 @@ void find_cache_level(double reported_bytes, double largest_weight_bytes, double
 // capacity a share can still be served by the cache, and the yardstick would read well above
 // DRAM),
 // then the search of find_cache_level, every read timed after the same warm-ups as the other
-// figures, one after the other, so that a memory path ramped up by the yardstick stays so.
+// figures, one after the other, so that a memory path ramped up by the yardstick stays so;
+// beyond the capacity, up to the bandwidth roof's own read (measured before: the hit curve
+// ends there, RoofMeasurement::cache_hits_beyond).
 void measure_cache_level(Backend& backend, const RoofMeasureOptions& options, RoofMeasurement& measurement,
                          std::ostream* progress) {
   const double reported = host_cache_bytes();
   if (reported <= 0) return;
   OpTimer timer(backend, options);
   const double available = static_cast<double>(backend.available_memory());
-  // Kept through the search: find_cache_level may time it again.
   const MatvecProduct from_dram(backend, std::min(512.0 * 1024 * 1024, available / 4), 6);
   const double dram_weight_bytes = static_cast<double>(from_dram.weight.bytes());
   if (progress) *progress << "measuring the cache: matrix-vector product over " << format_bytes(dram_weight_bytes) << " (from DRAM)\n";
   measurement.cache_dram_read = timer.sample([&](OpId id) { from_dram.enqueue(backend, id); });
   const double dram_bandwidth = from_dram.bytes() / measurement.cache_dram_read.best;
-  auto dram_again = [&] {  // its bandwidth; the samples kept when faster than the first reading's
-    if (progress) *progress << "measuring the cache: matrix-vector product over " << format_bytes(dram_weight_bytes) << " (from DRAM, again)\n";
-    const TimedSamples again = timer.sample([&](OpId id) { from_dram.enqueue(backend, id); });
-    if (again.best < measurement.cache_dram_read.best) measurement.cache_dram_read = again;
-    return from_dram.bytes() / again.best;
-  };
   auto read = [&](double weight_bytes) {
     const MatvecProduct resident(backend, weight_bytes, 6);
     if (progress) *progress << "measuring the cache: matrix-vector product over " << format_bytes(static_cast<double>(resident.weight.bytes())) << "\n";
@@ -98,7 +91,8 @@ void measure_cache_level(Backend& backend, const RoofMeasureOptions& options, Ro
     result.bandwidth = result.bytes / result.timing.best;
     return result;
   };
-  find_cache_level(reported, std::min(available, dram_weight_bytes) / 4, dram_bandwidth, read, measurement, dram_again);
+  find_cache_level(reported, std::min(available, dram_weight_bytes) / 4, dram_bandwidth, read, measurement,
+                   measurement.read_bytes);
 }
 
 std::string RoofMeasurement::cache_capacity_note() const {
@@ -106,15 +100,13 @@ std::string RoofMeasurement::cache_capacity_note() const {
   std::string reads = "products over ";
   for (size_t i = 0; i < cache_reads.size(); ++i)
     reads += (i ? ", " : "") + format_bytes(cache_reads[i].weight_bytes) + " read " + format_bandwidth(cache_reads[i].bandwidth);
-  reads += " (from DRAM " + format_bandwidth(cache_dram_bandwidth) + (cache_dram_read_again ? ", the faster of two reads" : "") + ")";
+  reads += " (from DRAM " + format_bandwidth(cache_dram_bandwidth) + ")";
   const std::string rule = "at least " + format_number(kCachePlateau) + "x as fast as the faster of the two below it and " +
                            format_number(kCacheAboveDram) + "x DRAM";
   if (cache_bytes <= 0)
     return "the OS reports " + format_bytes(cache_reported_bytes) + "; " + reads + ": none reads " + rule + ": no cache level found";
-  if (cache_bytes == cache_reported_bytes)
-    return "capacity " + format_bytes(cache_bytes) + " as the OS reports it: " + reads + ", a quarter of it " + rule;
   return "the OS reports " + format_bytes(cache_reported_bytes) + "; " + reads + ": capacity " + format_bytes(cache_bytes) +
-         ", the largest weight that reads " + rule;
+         ", the largest weight that reads " + rule + " (the reads beyond it give the share still resident there)";
 }
 
 // The highest data-cache level cpu0 sees in sysfs (what lscpu reads: a VM's own view), else

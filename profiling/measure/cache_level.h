@@ -1,11 +1,13 @@
-// The last-level cache a CPU measurement prices (RoofMeasurement's cache_* fields): the
-// capacity the OS reports (sysfs, else CPUID), checked by reads, since a VM's CPUID can
-// report its host's whole socket. fp16 matrix-vector products over weights halving from a
-// quarter of the reported capacity are timed in turn (after the same product over a weight
-// no cache holds): the capacity is the largest weight that reads on the cache's plateau — as
-// fast, within kCachePlateau, as the faster of the weights half and a quarter its size — and
-// well above DRAM speed; the reported capacity itself where that is the first weight. Its
-// bandwidth: the fastest of those three reads. Where the weights below the last level read
+// The last-level cache a CPU measurement prices (RoofMeasurement's cache_* fields): what
+// reads show, from below the capacity the OS reports (sysfs, else CPUID), since a VM's CPUID
+// can report its host's whole socket, and a cache's share of a larger working set depends on
+// its replacement policy and its neighbours. fp16 matrix-vector products over weights halving
+// from a quarter of the reported capacity are timed in turn (after the same product over a
+// weight no cache holds): the capacity is the largest weight that reads on the cache's
+// plateau — as fast, within kCachePlateau, as the faster of the weights half and a quarter
+// its size — and well above DRAM speed: never more than was read. Its bandwidth: the fastest
+// of those three reads. Weights beyond the capacity, doubling up to the bandwidth roof's own
+// read, are read too: they give the hit curve (RoofMeasurement::cache_hits_beyond). Where the weights below the last level read
 // much faster from a level nearer the core (an L2 twice as fast as the L3), the search finds
 // that level: the one a small working set is priced at.
 #pragma once
@@ -41,18 +43,12 @@ void measure_cache_level(Backend& backend, const RoofMeasureOptions& options, Ro
 // times the product over a weight of about the bytes it is given, first a quarter of
 // `reported_bytes` (at most `largest_weight_bytes`), then half as much each time, down to
 // 256 KiB, each weight judged once the two below it are read (the last but one against its
-// half alone). The first weight on the plateau and above DRAM sets the capacity: the reported
-// one when it was the first tried, else its weight; none: no cache level. Before the first
-// weight claims the reported capacity (four times anything read), `dram_again`, when given,
-// times the DRAM product once more, back to back with the reads, and returns its bandwidth;
-// the weight must also read kCacheAboveDram above the faster of the two readings. A first
-// DRAM reading held up (a memory path still ramping, a neighbour) can let a weight read from
-// DRAM pass as cached, and the prediction would then price a model's weights as resident in
-// a cache they do not fit.
+// half alone). The first weight on the plateau and above DRAM sets the capacity; none: no
+// cache level. Once it is found, weights above the largest read so far, doubling, are read
+// up to (not including) `beyond_until_bytes`, and kept with the others in decreasing size.
 void find_cache_level(double reported_bytes, double largest_weight_bytes, double dram_bandwidth,
                       const std::function<RoofMeasurement::CacheRead(double weight_bytes)>& read,
-                      RoofMeasurement& measurement,
-                      const std::function<double()>& dram_again = nullptr);
+                      RoofMeasurement& measurement, double beyond_until_bytes = 0);
 
 // This machine's last-level cache in bytes (sysfs, else sysconf), 0 when unknown.
 double host_cache_bytes();

@@ -374,7 +374,6 @@ nlohmann::json to_json(const RoofMeasurement& measurement) {
     json["cache"] = {{"reported_bytes", measurement.cache_reported_bytes}, {"bytes", measurement.cache_bytes},
                      {"dram_bandwidth_gbps", measurement.cache_dram_bandwidth / 1e9},
                      {"dram_timing", samples_json(measurement.cache_dram_read)},
-                     {"dram_read_again", measurement.cache_dram_read_again},
                      {"reads", reads}, {"capacity", measurement.cache_capacity_note()}};
     if (measurement.cache_bandwidth > 0) {
       json["cache"]["bandwidth_gbps"] = measurement.cache_bandwidth / 1e9;

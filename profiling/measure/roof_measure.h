@@ -170,9 +170,7 @@ struct RoofMeasurement {
   };
   TimedSamples cache_dram_read;       // the same product over a weight no cache holds, timed first
   double cache_dram_bandwidth = 0;    // bytes/s, its fastest repeat
-  // Timed again to check the OS's capacity: the faster of the two readings is the one above.
-  bool cache_dram_read_again = false;
-  std::vector<CacheRead> cache_reads;  // in the order read, halving
+  std::vector<CacheRead> cache_reads;  // in decreasing weight: those beyond the capacity, then the search's
   double cache_bytes = 0;  // the checked capacity; 0 = no cache found or measured
   // The fastest read of the plateau that set the capacity (the weight and the two below it).
   double cache_read_bytes = 0;
