@@ -78,11 +78,13 @@ class SeededCalibrations {
     std::error_code ignored;
     std::filesystem::remove_all(directory_, ignored);
   }
-  // The files written or changed since seeding, one per line; empty when none.
+  // The calibration files written or changed since seeding, one per line; empty when none. (A
+  // Slurm task's lock file beside a calibration, `.calibration-....lock`, is not one.)
   std::string changed() const {
     std::string names;
     const std::map<std::string, std::string> now = contents();
     for (const auto& [name, text] : now) {
+      if (name.rfind("calibration-", 0) != 0) continue;
       const auto seeded = seeded_.find(name);
       if (seeded == seeded_.end() || seeded->second != text) names += "  " + name + "\n";
     }

@@ -163,14 +163,17 @@ void execute_lab(const LabArguments& arguments) {
     const bool calibrate_first =
         !roofs_ready && (is_gpu_backend(*backend) || seconds_left() / 2 >= kCalibrationSeconds);
     if (!arguments.quiet) {
+      const char* roofs_first =
+          roofs_ready                  ? ""
+          : is_gpu_backend(*backend)   ? " (this GPU's roofs first: it has no configs/devices spec; measured now, "
+                                         "seconds, and kept nowhere)"
+          : calibrate_first            ? " (this machine is calibrated first: it is not yet, at these threads; the "
+                                         "calibration takes tens of seconds, at most half the budget)"
+                                       : " (quick roofs of this machine first, bandwidth and FMA peak only: it is not "
+                                         "calibrated, and the budget is too short to calibrate it; they are written "
+                                         "nowhere, `decodelab calibrate` calibrates it)";
       std::fprintf(stderr, "decodelab: lab: %zu %s within %.0f s%s, about %.0f s each%s\n", bugs_to_run,
-                   bugs_to_run == 1 ? "bug" : "bugs", arguments.max_seconds,
-                   roofs_ready       ? ""
-                   : calibrate_first ? " (this machine is calibrated first: it is not yet, at these threads; the "
-                                       "calibration takes tens of seconds on a CPU, at most half the budget)"
-                                     : " (quick roofs of this machine first, bandwidth and FMA peak only: it is not "
-                                       "calibrated, and the budget is too short to calibrate it; they are written "
-                                       "nowhere, `decodelab calibrate` calibrates it)",
+                   bugs_to_run == 1 ? "bug" : "bugs", arguments.max_seconds, roofs_first,
                    arguments.max_seconds / static_cast<double>(bugs_to_run), "; each bug's line says the time left");
     }
     if (!roofs_ready) {

@@ -12,6 +12,7 @@
 #include "lab/predict/predict.h"
 #include "lab/report/run_report.h"
 #include "lab/run/token_agreement.h"
+#include "profiling/measure/calibration.h"
 #include "profiling/measure/default_roofs.h"
 #include "profiling/units.h"
 
@@ -193,8 +194,21 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
     if (stop_requested()) throw RepeatAbandoned(RepeatAbandoned::Why::StopRequested);
     if (roofs_deadline_ns && now_ns() > roofs_deadline_ns) throw RepeatAbandoned(RepeatAbandoned::Why::DeadlinePassed);
   };
-  const DeviceSpec spec =
-      options.roofs ? *options.roofs : default_device_spec(*backend, threads, nullptr, roof_options, &comparison.machine);
+  DeviceSpec spec;
+  if (options.roofs) {
+    spec = *options.roofs;
+  } else {
+    try {
+      spec = default_device_spec(*backend, threads, nullptr, roof_options, &comparison.machine);
+    } catch (const RepeatAbandoned& abandoned) {
+      if (abandoned.why() == RepeatAbandoned::Why::StopRequested) throw;
+      progress.clear();
+      const std::string resolved = std::to_string(this_machine(threads).threads);
+      throw BudgetSpent(run_label(buggy_scenario) + ": half its time budget (" + budget_text(options, buggy_scenario.repeats) +
+                        ") ran out while calibrating this machine at " + resolved + " kernel threads, before any pair "
+                        "(nothing written); calibrate it ahead with `decodelab calibrate --threads " + resolved + "`");
+    }
+  }
 
   const Workload& workload = buggy_scenario.workload;
   const SlowdownMetric metric =

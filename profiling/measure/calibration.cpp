@@ -413,7 +413,7 @@ CalibrationLookup find_calibration(const Backend& backend, int threads) {
     return lookup;
   }
   lookup.exists = true;
-  // A file of another format is an older or newer decodelab's: measured again, not an error.
+  // A file of another format is an older or newer decodelab's: calibrated again (said), not an error.
   {
     std::ifstream in(lookup.file, std::ios::binary);
     std::ostringstream text;

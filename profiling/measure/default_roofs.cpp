@@ -33,8 +33,8 @@ DeviceSpec measure_device_spec_now(Backend& backend, int threads, const RoofMeas
 
 DeviceSpec default_device_spec(Backend& backend, int threads, std::ostream* progress, const RoofMeasureOptions& options,
                                const MachineState* machine) {
-  // Nothing is measured in silence: what is about to be measured and why goes to `progress`,
-  // or to stderr when the caller shows no progress, then how long it took.
+  // Nothing is measured in silence: what is about to be measured and why, its steps, then how
+  // long it took go to `progress`, or to stderr when the caller shows no progress.
   std::ostream& notice = progress ? *progress : std::cerr;
   const auto start = std::chrono::steady_clock::now();
   auto seconds_since_start = [&] {
@@ -49,7 +49,7 @@ DeviceSpec default_device_spec(Backend& backend, int threads, std::ostream* prog
            << ") has no configs/devices spec: measuring its roofs now (seconds; not kept, there is no GPU "
               "calibration yet)\n";
     notice.flush();
-    DeviceSpec measured = measure_device_spec_now(backend, threads, options, machine, progress);
+    DeviceSpec measured = measure_device_spec_now(backend, threads, options, machine, &notice);
     notice << "decodelab: measured the GPU's roofs in " << seconds_since_start() << " s\n";
     return measured;
   }
@@ -69,7 +69,7 @@ DeviceSpec default_device_spec(Backend& backend, int threads, std::ostream* prog
     kernels.reason = kernels.chosen + ", the variant the command's CPU backend ran, not timed against the others "
                                       "(`decodelab calibrate` times each)";
   }
-  const Calibration made = calibrate_to_file(backend, threads, calibration.file, options, progress, machine, kernels);
+  const Calibration made = calibrate_to_file(backend, threads, calibration.file, options, &notice, machine, kernels);
   notice << "decodelab: calibrated in " << seconds_since_start() << " s, written to " << calibration.file.string()
          << "\n";
   return made.spec;

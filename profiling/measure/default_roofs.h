@@ -29,8 +29,8 @@ struct MachineState;
 std::optional<DeviceSpec> calibrated_device_spec(const Backend& backend, int threads);
 
 // The roofs a command on `backend` at `threads` kernel threads is held to (see above). What is
-// measured is said first, with why, on `progress` or else on stderr; the measurement's steps
-// go to `progress`. `machine`, the check taken before timing when given, is what a calibration
+// measured is said first, with why, then its steps and how long it took, on `progress` or else
+// on stderr. `machine`, the check taken before timing when given, is what a calibration
 // made here records (else it checks the machine itself). `options` may carry a checkpoint that
 // abandons the measurement (a stop, a deadline): then nothing is written.
 DeviceSpec default_device_spec(Backend& backend, int threads, std::ostream* progress = nullptr,
