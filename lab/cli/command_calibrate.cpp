@@ -117,11 +117,14 @@ KernelVariantChoice choose_cpu_kernels(int threads, bool quick) {
   return choice;
 }
 
-void show(const std::filesystem::path& file) {
+void show(const std::filesystem::path& file, int threads) {
   std::error_code error;
   if (!std::filesystem::exists(file, error)) {
+    const int count = this_machine(threads).threads;
     throw InputError(file.string(), 0, "",
-                     "no calibration file: this machine is not calibrated (`decodelab calibrate` measures it)");
+                     "no calibration file: this machine is not calibrated at " + std::to_string(count) + " kernel thread" +
+                         (count == 1 ? "" : "s") + " (`decodelab calibrate --threads " + std::to_string(count) +
+                         "` measures it)");
   }
   const Calibration calibration = load_calibration(file);
   const std::unique_ptr<Backend> backend = cpu_backend(calibration.machine.threads);
@@ -136,7 +139,7 @@ void show(const std::filesystem::path& file) {
 void execute_calibrate(const CalibrateArguments& arguments) {
   const std::filesystem::path file =
       arguments.json_file.empty() ? calibration_path(arguments.threads) : std::filesystem::path(arguments.json_file);
-  if (arguments.show) return show(file);
+  if (arguments.show) return show(file, arguments.threads);
   if (!arguments.json_file.empty()) check_output_path(arguments.json_file, "--json");
 
   const KernelVariantChoice kernels = choose_cpu_kernels(arguments.threads, arguments.quick);
