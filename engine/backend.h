@@ -39,6 +39,8 @@ class Backend {
   virtual std::string device_description() const = 0;  // e.g. "AMD EPYC (2 threads)"
   // The CPU kernel variants this machine runs, widest first (the CPU backend); none elsewhere.
   virtual std::vector<std::string> kernel_variants() const { return {}; }
+  // The CPU kernel variant this backend runs (engine/cpu/kernel_variant.h); "" elsewhere.
+  virtual std::string kernel_variant() const { return ""; }
   BackendIdentity identity() const { return {name(), device_description()}; }
 
   // --- memory (synchronous; not part of the timed stream) ---

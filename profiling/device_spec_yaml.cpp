@@ -1,4 +1,4 @@
-// Device specs written as YAML: the form `roofline --measure` caches and `--save` writes,
+// Device specs written as YAML: the form `roofline --measure --save` writes,
 // read back by device_spec.cpp's loader (the same keys and units: GB/s and GFLOP/s for CPUs,
 // TB/s and TFLOP/s for GPUs; figures with six significant digits).
 #include <cstdio>

@@ -15,13 +15,14 @@
 # row and sweep also gets its prediction priced again with the roofs measured just after its runs,
 # and a verdict that weighs both sides' uncertainty (scripts/accuracy-bracket.py: holds, holds
 # within the noise, misses). Take it on a QUIET machine (nothing else
-# running): ~16 minutes on 2 cores. Before each row and each sweep this machine's roofs and
-# fixed costs are measured again into a cache of their own (`roofline --measure`, ~17 s), so
+# running): ~16 minutes on 2 cores. Before each row and each sweep this machine is calibrated
+# again into a cache folder of its own (`decodelab calibrate`, tens of seconds), so
 # that each prediction is priced with figures from the same minutes as the runs it is checked
 # against: a VM's memory bandwidth moves by 2x from period to period, and a slowdown whose two
-# sides have different limiters moves with it (docs/prediction.md). ROOFS=once measures them
-# once, into the user's cache, for the whole table; ROOFS=cached (or SKIP_ROOFS=1) measures
-# nothing and prices every row from the cache as it is.
+# sides have different limiters moves with it (docs/prediction.md). ROOFS=once calibrates
+# once, into the user's calibration, for the whole table; ROOFS=cached (or SKIP_ROOFS=1)
+# calibrates nothing and prices every row from the calibration as it is. (A row at another
+# thread count than the calibration's, host_sync at one, is calibrated first by its command.)
 # Extra arguments go to every `decodelab predict` (e.g. --threads 1).
 #
 # usage: scripts/prediction-accuracy.sh [DECODELAB_ARGS...] > accuracy.md
@@ -41,14 +42,14 @@ case "$roofs" in per-row|once|cached) ;; *) echo "ROOFS must be per-row, once or
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 if [[ "$roofs" == once ]]; then
-  "$decodelab" roofline --measure --backend cpu "${threads[@]}" >&2
+  "$decodelab" calibrate "${threads[@]}" >&2
 fi
-# Per row: the roofs measured just before it, into a fresh cache that its prediction reads.
+# Per row: this machine calibrated just before it, into a fresh folder that its prediction reads.
 fresh_roofs() {
   [[ "$roofs" == per-row ]] || return 0
   export DECODELAB_CACHE_DIR="$scratch/roofs-$((++roof_measurements))"
   mkdir -p "$DECODELAB_CACHE_DIR"
-  "$decodelab" roofline --measure --backend cpu "${threads[@]}" >&2
+  "$decodelab" calibrate "${threads[@]}" >&2
 }
 roof_measurements=0
 

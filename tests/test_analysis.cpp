@@ -211,7 +211,7 @@ TEST_CASE("work above its roof is called out: the roofs, not the op, are wrong",
   const RunAnalysis fast = analyze(trace, &device);
   REQUIRE(fast.notes.size() == 1);
   CHECK_THAT(fast.notes[0], Catch::Matchers::Contains("ran above its roof") && Catch::Matchers::Contains("cache") &&
-                                Catch::Matchers::Contains("measure them again"));
+                                Catch::Matchers::Contains("calibrate again"));
 
   Trace honest;
   honest.metadata().backend = "cpu";
@@ -268,7 +268,7 @@ TEST_CASE("a point above its roof is explained: in cache, or the roofs are suspe
     const RunAnalysis analysis = analyze(synthetic_trace(), &low);
     REQUIRE_FALSE(analysis.above_roof.empty());
     CHECK(analysis.roofs_suspect());
-    CHECK_THAT(analysis.above_roof.front().explanation, Catch::Matchers::Contains("roof suspect") && Catch::Matchers::Contains("roofline --measure"));
+    CHECK_THAT(analysis.above_roof.front().explanation, Catch::Matchers::Contains("roof suspect") && Catch::Matchers::Contains("decodelab calibrate"));
     const nlohmann::json json = to_json(analysis);
     CHECK(json["above_roof"].size() == analysis.above_roof.size());
   }

@@ -1,12 +1,14 @@
-// `decodelab calibrate` and the calibration file: written once and shown in words, replaced
-// whole by the next calibration, read by the commands (never measured again), flagged and
-// not used when it describes another machine, and a corrupt file is one line naming the file
-// and the key, exit 2. The calibrations measured here are --quick (small probes, seconds).
+// `decodelab calibrate` and the calibration file: one per host and thread count, written once
+// and shown in words, replaced whole by the next calibration, read by the commands (never
+// measured again), flagged and not used when it describes another machine — a command then
+// calibrates first, saying so — and a corrupt file is one line naming the file and the key,
+// exit 2. The calibrations measured here are quick (small probes, seconds).
 #include <catch2/catch.hpp>
 
-#include <fstream>
-
 #include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,8 +19,8 @@
 #include "engine/cpu/kernel_variant.h"
 #include "engine/base/errors.h"
 #include "profiling/measure/calibration.h"
-#include "profiling/measure/roof_cache.h"
-#include "tests/support/cached_roofs.h"
+#include "profiling/measure/default_roofs.h"
+#include "tests/support/seeded_calibration.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/scoped_env.h"
 #include "tests/support/temp_dir.h"
@@ -33,29 +35,40 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-// The calibration file commands read with DECODELAB_CACHE_DIR at `cache`.
-std::filesystem::path calibration_file_in(const std::filesystem::path& cache) {
+// The calibration file commands at `threads` read with DECODELAB_CACHE_DIR at `cache`.
+std::filesystem::path calibration_file_in(const std::filesystem::path& cache, int threads = 1) {
   const decodelab::testing::ScopedEnv here("DECODELAB_CACHE_DIR", cache.c_str());
-  return default_calibration_path();
+  return calibration_path(threads);
 }
 
 std::string cache_environment(const std::filesystem::path& cache) { return "DECODELAB_CACHE_DIR='" + cache.string() + "' "; }
 
-// A calibration of this machine at one kernel thread with round figures (nothing measured),
-// named `name` so that a command's output shows whether it was used.
-Calibration round_calibration(const std::string& name) {
-  Calibration calibration;
-  calibration.machine = this_machine(1);
-  calibration.cpu_flags = cpu_flags_that_matter();
-  calibration.device = make_backend(BackendKind::Cpu, BackendOptions::with_threads(1))->device_description();
-  calibration.measured_at = 1'700'000'000;
-  calibration.decodelab_version = "test";
-  calibration.measuring_seconds = 1;
-  calibration.machine_check = "quiet (test)";
-  calibration.spec = decodelab::testing::round_measured_spec(name);
-  calibration.spec.machine = calibration.machine;
-  calibration.spec.measured->measured_at = calibration.measured_at;
-  return calibration;
+// A calibration of this machine at `threads` kernel threads with round figures (nothing
+// measured), named `name` so that a command's output shows whether it was used.
+Calibration round_calibration(const std::string& name, int threads = 1) {
+  return decodelab::testing::calibration_holding(decodelab::testing::round_measured_spec(name), threads);
+}
+
+// The names of the files in `folder`.
+std::vector<std::string> file_names(const std::filesystem::path& folder) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) names.push_back(entry.path().filename().string());
+  return names;
+}
+
+// What default_device_spec says on stderr (it has no progress stream here) while `call` runs.
+template <typename Call>
+std::string stderr_of(Call call) {
+  std::ostringstream text;
+  std::streambuf* const real_stderr = std::cerr.rdbuf(text.rdbuf());
+  try {
+    call();
+  } catch (...) {
+    std::cerr.rdbuf(real_stderr);
+    throw;
+  }
+  std::cerr.rdbuf(real_stderr);
+  return text.str();
 }
 
 bool one_line(const std::string& text) { return !text.empty() && text.find('\n') == text.size() - 1; }
@@ -73,6 +86,7 @@ TEST_CASE("calibrate writes one versioned file of this machine that --show reads
   CHECK_THAT(calibrated.err, Contains("calibrating: step 1,"));  // progress on stderr, step by step
   CHECK_THAT(calibrated.out, Contains("written to " + file.string()));
   REQUIRE(std::filesystem::exists(file));
+  CHECK_THAT(file.filename().string(), Contains("-1threads.json"));  // one file per thread count
   const nlohmann::json json = read_json(file);
   CHECK(json.at("format_version") == kCalibrationFormat);
   const MachineIdentity here = this_machine(1);
@@ -98,7 +112,7 @@ TEST_CASE("calibrate writes one versioned file of this machine that --show reads
   const Calibration loaded = load_calibration(file);
   CHECK(loaded.measured_at == json.at("roofs").at("measured").at("measured_at").get<int64_t>());
 
-  const CommandResult shown = run_decodelab({"calibrate", "--show"}, cache_environment(cache.path()));
+  const CommandResult shown = run_decodelab({"calibrate", "--show", "--threads", "1"}, cache_environment(cache.path()));
   INFO(shown.err);
   REQUIRE(shown.exit_code == 0);
   CHECK_THAT(shown.out, Contains(file.string()) && Contains("format " + std::to_string(kCalibrationFormat)) &&
@@ -132,52 +146,129 @@ TEST_CASE("a second calibrate replaces the file whole: nothing of the first is k
   for (const Efficiency& row : second.spec.measured->efficiency) CHECK(row.rows_from != 999);
 }
 
-TEST_CASE("commands read the calibration, and one of another machine is flagged and not used", "[calibration][cli]") {
+TEST_CASE("commands read the calibration of their thread count, nothing measured, nothing said", "[calibration][cli]") {
+  const TempDir cache;
+  const std::filesystem::path one = calibration_file_in(cache.path(), 1);
+  const std::filesystem::path two = calibration_file_in(cache.path(), 2);
+  save_calibration(round_calibration("calibrated-one", 1), one);
+  save_calibration(round_calibration("calibrated-two", 2), two);
+  const std::string one_before = read_text_file(one);
+
+  const CommandResult predicted =
+      run_decodelab({"predict", "no_kv_cache", "--device", "measured", "--threads", "1"}, cache_environment(cache.path()));
+  INFO(predicted.err);
+  REQUIRE(predicted.exit_code == 0);
+  CHECK_THAT(predicted.out, Contains("calibrated-one") && !Contains("calibrated-two"));
+  CHECK_THAT(predicted.err, !Contains("calibrating") && !Contains("measuring"));
+
+  const CommandResult two_threads =
+      run_decodelab({"predict", "no_kv_cache", "--device", "measured", "--threads", "2"}, cache_environment(cache.path()));
+  INFO(two_threads.err);
+  REQUIRE(two_threads.exit_code == 0);
+  CHECK_THAT(two_threads.out, Contains("calibrated-two") && !Contains("calibrated-one"));
+  CHECK_THAT(two_threads.err, !Contains("calibrating"));
+
+  CHECK(read_text_file(one) == one_before);
+  CHECK(file_names(cache.path()).size() == 2);  // nothing written beside them
+}
+
+TEST_CASE("another machine's calibration is flagged by --show and replaced, said, by a command's own",
+          "[calibration][cli]") {
   const TempDir cache;
   const std::filesystem::path file = calibration_file_in(cache.path());
-  // The lazily measured roof cache, so that nothing is measured whichever is used.
-  const std::string environment =
-      decodelab::testing::cache_roofs(decodelab::testing::round_measured_spec("roof-cache-roofs"), cache.path(), 1);
+  Calibration foreign = round_calibration("foreign-calibration");
+  foreign.machine.cpu_model = "Imaginary CPU 9000";
+  foreign.spec.machine = foreign.machine;
+  save_calibration(foreign, file);
 
-  SECTION("another machine's calibration: --show flags it, predict says why it is not used") {
-    Calibration foreign = round_calibration("foreign-calibration");
-    foreign.machine.cpu_model = "Imaginary CPU 9000";
-    foreign.spec.machine = foreign.machine;
-    save_calibration(foreign, file);
+  const CommandResult shown = run_decodelab({"calibrate", "--show", "--threads", "1"}, cache_environment(cache.path()));
+  REQUIRE(shown.exit_code == 0);
+  CHECK_THAT(shown.out, Contains("NOT THIS MACHINE") && Contains("CPU model") && Contains("Imaginary CPU 9000") &&
+                            Contains(this_machine(1).cpu_model));
 
-    const CommandResult shown = run_decodelab({"calibrate", "--show"}, environment);
-    REQUIRE(shown.exit_code == 0);
-    CHECK_THAT(shown.out, Contains("NOT THIS MACHINE") && Contains("CPU model") && Contains("Imaginary CPU 9000") &&
-                              Contains(this_machine(1).cpu_model));
+  // A command on this machine at one thread: says why the file is not used, calibrates first
+  // (quick probes here), and this host's file at one thread is this machine's afterwards.
+  const decodelab::testing::ScopedEnv here("DECODELAB_CACHE_DIR", cache.path().c_str());
+  const std::unique_ptr<Backend> backend = make_backend(BackendKind::Cpu, BackendOptions::with_threads(1));
+  DeviceSpec used;
+  const std::string said = stderr_of([&] { used = default_device_spec(*backend, 1, nullptr, quick_calibration_options()); });
+  CHECK_THAT(said, Contains("not calibrated at 1 kernel thread") && Contains("describes another machine") &&
+                       Contains("CPU model") && Contains("Imaginary CPU 9000") && Contains(file.string()) &&
+                       Contains("calibrating it now") && Contains("`decodelab calibrate --threads 1`"));
+  const Calibration replaced = load_calibration(file);
+  CHECK(replaced.machine.cpu_model == this_machine(1).cpu_model);
+  CHECK(replaced.spec == used);  // the command priced with what the file now holds
+  CHECK(calibration_differences(replaced, *backend, 1).empty());
+  // The backend's own kernels, recorded as not timed against the others.
+  CHECK(replaced.kernel_variant == backend->kernel_variant());
+  CHECK_THAT(replaced.kernel_variants.at("reason").get<std::string>(), Contains("not timed"));
+}
 
-    const CommandResult predicted =
-        run_decodelab({"predict", "no_kv_cache", "--device", "measured", "--threads", "1"}, environment);
-    INFO(predicted.err);
-    REQUIRE(predicted.exit_code == 0);
-    CHECK_THAT(predicted.out, Contains("roof-cache-roofs") && !Contains("foreign-calibration"));
-    CHECK_THAT(predicted.err, Contains("not using the calibration") && Contains("describes another machine") &&
-                                  Contains("CPU model") && Contains(file.string()));
-  }
+TEST_CASE("an uncalibrated machine is calibrated first, once, into the file of the command's thread count",
+          "[calibration]") {
+  const TempDir cache;
+  const decodelab::testing::ScopedEnv here("DECODELAB_CACHE_DIR", cache.path().c_str());
+  const std::filesystem::path one = calibration_path(1);
+  const std::filesystem::path two = calibration_path(2);
+  // A calibration at two threads: not this command's (one thread), so neither used nor touched.
+  save_calibration(round_calibration("calibrated-two", 2), two);
+  const std::string two_before = read_text_file(two);
+  const std::unique_ptr<Backend> backend = make_backend(BackendKind::Cpu, BackendOptions::with_threads(1));
 
-  SECTION("this machine's calibration at the run's threads: read, nothing measured, nothing said") {
-    save_calibration(round_calibration("calibrated-roofs"), file);
+  DeviceSpec first;
+  const std::string said = stderr_of([&] { first = default_device_spec(*backend, 1, nullptr, quick_calibration_options()); });
+  CHECK_THAT(said, Contains("this machine is not calibrated at 1 kernel thread (no calibration file (" + one.string() +
+                            "))") && Contains("calibrating it now") && Contains("calibrated in") && Contains("written to " + one.string()));
+  REQUIRE(std::filesystem::exists(one));
+  CHECK(first.name != "calibrated-two");
+  CHECK(load_calibration(one).machine.threads == 1);
+  CHECK(load_calibration(one).spec == first);
+  CHECK(read_text_file(two) == two_before);
 
-    const CommandResult predicted =
-        run_decodelab({"predict", "no_kv_cache", "--device", "measured", "--threads", "1"}, environment);
-    INFO(predicted.err);
-    REQUIRE(predicted.exit_code == 0);
-    CHECK_THAT(predicted.out, Contains("calibrated-roofs") && !Contains("roof-cache-roofs"));
-    CHECK_THAT(predicted.err, !Contains("measuring") && !Contains("not using"));
+  // Read again: nothing measured (no line said), the file as it was.
+  const std::string one_before = read_text_file(one);
+  DeviceSpec second;
+  CHECK(stderr_of([&] { second = default_device_spec(*backend, 1, nullptr, quick_calibration_options()); }).empty());
+  CHECK(second == first);
+  CHECK(read_text_file(one) == one_before);
+  // Only calibration files: no roof cache beside them.
+  for (const std::string& name : file_names(cache.path())) CHECK(name.rfind("calibration-", 0) == 0);
+}
 
-    // Another thread count is another calibration: said, and the roof cache's used.
-    const CommandResult two_threads =
-        run_decodelab({"predict", "no_kv_cache", "--device", "measured", "--threads", "2"},
-                      decodelab::testing::cache_roofs(decodelab::testing::round_measured_spec("roof-cache-two"),
-                                                      cache.path(), 2));
-    REQUIRE(two_threads.exit_code == 0);
-    CHECK_THAT(two_threads.out, Contains("roof-cache-two"));
-    CHECK_THAT(two_threads.err, Contains("not using the calibration") && Contains("threads"));
-  }
+TEST_CASE("a point above its roof is reported by run and compare, and the calibration is not rewritten",
+          "[calibration][cli]") {
+  const TempDir cache;
+  // Roofs no real machine is as slow as, and a cache too small for any pass: every point beats
+  // its roof, the roofs suspect.
+  DeviceSpec slow = decodelab::testing::round_measured_spec("slow-roofs");
+  slow.measured->bandwidth = 1e6;
+  slow.measured->fp32_flops = slow.measured->fp16_flops = slow.measured->bf16_flops = 1e6;
+  slow.measured_cache->bytes = 1024;
+  const std::string environment = decodelab::testing::seed_calibration(slow, cache.path(), 1);
+  const std::filesystem::path file = calibration_file_in(cache.path());
+  const std::string before = read_text_file(file);
+  const std::vector<std::string> small = {"--threads", "1", "--set", "model=lab-tiny", "--set", "run={warmup: 0, repeats: 2}",
+                                          "--set", "workload={requests: 1, batch_size: 1, prompt_tokens: 4, new_tokens: 4}"};
+
+  std::vector<std::string> run = {"run", "quickstart", "--backend", "cpu", "--trace", (cache.path() / "t.json").string()};
+  run.insert(run.end(), small.begin(), small.end());
+  const CommandResult ran = run_decodelab(run, environment);
+  INFO(ran.err);
+  REQUIRE(ran.exit_code == 0);
+  CHECK_THAT(ran.err, Contains("of its roof") && Contains("roof suspect") && Contains("decodelab calibrate") &&
+                          !Contains("calibrating") && !Contains("measuring"));
+  CHECK_THAT(ran.out, Contains("note: ") && Contains("roof suspect"));
+
+  std::vector<std::string> compare = {"compare", "no_kv_cache", "--backend", "cpu"};
+  compare.insert(compare.end(), small.begin(), small.end());
+  const CommandResult compared = run_decodelab(compare, environment);
+  INFO(compared.err);
+  REQUIRE(compared.exit_code == 0);
+  CHECK_THAT(compared.out, Contains("note (fixed): ") && Contains("note (buggy): ") && Contains("roof suspect"));
+  CHECK_THAT(compared.err, Contains("roof suspect") && !Contains("calibrating") && !Contains("measuring"));
+
+  CHECK(read_text_file(file) == before);
+  for (const std::string& name : file_names(cache.path())) CHECK(name.rfind("roofs-", 0) != 0);
 }
 
 TEST_CASE("a corrupt calibration file is one line naming the file and the key, exit 2", "[calibration][cli]") {
@@ -243,7 +334,7 @@ TEST_CASE("a corrupt calibration file is one line naming the file and the key, e
 
 TEST_CASE("calibrate --show of no calibration says how to make one, exit 2", "[calibration][cli]") {
   const TempDir cache;
-  const CommandResult shown = run_decodelab({"calibrate", "--show"}, cache_environment(cache.path()));
+  const CommandResult shown = run_decodelab({"calibrate", "--show", "--threads", "1"}, cache_environment(cache.path()));
   CHECK(shown.exit_code == 2);
   CHECK_THAT(shown.err, Contains("not calibrated") && Contains("decodelab calibrate") &&
                             Contains(calibration_file_in(cache.path()).string()));
@@ -269,15 +360,16 @@ TEST_CASE("the kernel variant a calibration chose is what commands' CPU backends
   const TempDir cache;
   const std::filesystem::path file = calibration_file_in(cache.path());
   const decodelab::testing::ScopedEnv here("DECODELAB_CACHE_DIR", cache.path().c_str());
-  CHECK(calibrated_cpu_kernels().empty());  // no calibration
+  CHECK(calibrated_cpu_kernels(1).empty());  // no calibration
   Calibration calibration = round_calibration("chosen");
   calibration.kernel_variant = "portable";
   save_calibration(calibration, file);
   CHECK(load_calibration(file).kernel_variant == "portable");
-  CHECK(calibrated_cpu_kernels() == "portable");
+  CHECK(calibrated_cpu_kernels(1) == "portable");
+  CHECK(calibrated_cpu_kernels(2).empty());  // another thread count's calibration
   calibration.machine.hostname += "-elsewhere";
   save_calibration(calibration, file);
-  CHECK(calibrated_cpu_kernels().empty());  // another host's choice is not this one's
+  CHECK(calibrated_cpu_kernels(1).empty());  // another host's choice is not this one's
   std::ofstream(file) << "{ not json";
-  CHECK(calibrated_cpu_kernels().empty());  // the roof lookup says what is wrong with it
+  CHECK(calibrated_cpu_kernels(1).empty());  // the roof lookup says what is wrong with it
 }

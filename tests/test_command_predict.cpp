@@ -13,7 +13,7 @@
 #include "lab/predict/predict_check.h"
 #include "profiling/device_spec.h"
 #include "profiling/measure/roof_measure.h"
-#include "tests/support/cached_roofs.h"
+#include "tests/support/seeded_calibration.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/temp_dir.h"
 
@@ -92,10 +92,10 @@ TEST_CASE("predict: a bug's table shows both sides and names the slowdowns", "[c
   CHECK_THAT(row.out, Contains("| scenario | variant | device |") && Contains("| fp32_ops | lab | l4 |"));
 }
 
-TEST_CASE("predict --device measured reads this machine's cached roofs and fixed costs", "[command_predict]") {
-  // prepare: a cache for this machine at one thread, so nothing is measured here
+TEST_CASE("predict --device measured reads this machine's calibrated roofs and fixed costs", "[command_predict]") {
+  // prepare: a calibration of this machine at one thread, so nothing is measured here
   const TempDir cache;
-  const std::string environment = cache_roofs(round_measured_spec("measured-test"), cache.path(), 1);
+  const std::string environment = seed_calibration(round_measured_spec("measured-test"), cache.path(), 1);
 
   // run
   const CommandResult result =
@@ -104,13 +104,13 @@ TEST_CASE("predict --device measured reads this machine's cached roofs and fixed
   // verify
   REQUIRE(result.exit_code == 0);
   CHECK_THAT(result.out, Contains("measured-test") && Contains("fixed costs (measured)") && Contains("cache (measured)"));
-  CHECK_THAT(result.err, !Contains("measuring"));
+  CHECK_THAT(result.err, !Contains("measuring") && !Contains("calibrating"));
 }
 
 TEST_CASE("predict prices a scenario with the roofs of the threads it runs on", "[command_predict]") {
-  // prepare: host_sync runs on one kernel thread (threads: 1); only that thread count is cached
+  // prepare: host_sync runs on one kernel thread (threads: 1); only that thread count is calibrated
   const TempDir cache;
-  const std::string environment = cache_roofs(round_measured_spec("measured-one-thread"), cache.path(), 1);
+  const std::string environment = seed_calibration(round_measured_spec("measured-one-thread"), cache.path(), 1);
 
   // run: no --threads, so the scenario's own count decides
   const CommandResult result = run_decodelab({"predict", "host_sync", "--device", "measured"}, environment);
@@ -119,7 +119,7 @@ TEST_CASE("predict prices a scenario with the roofs of the threads it runs on", 
   INFO(result.err);
   REQUIRE(result.exit_code == 0);
   CHECK_THAT(result.out, Contains("measured-one-thread"));
-  CHECK_THAT(result.err, !Contains("measuring"));
+  CHECK_THAT(result.err, !Contains("measuring") && !Contains("calibrating"));
 }
 
 TEST_CASE("predict: bad input is one line, exit 2, nothing written", "[command_predict]") {

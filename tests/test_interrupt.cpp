@@ -13,7 +13,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
-#include "support/cached_roofs.h"
+#include "support/seeded_calibration.h"
 #include "support/cli_runner.h"
 #include "support/scoped_env.h"
 #include "support/temp_dir.h"
@@ -43,12 +43,12 @@ nlohmann::json rows_so_far(const std::filesystem::path& file) {
   return document;
 }
 
-// The signals are the subject, not the roofs: the commands read round cached roofs (one
-// thread and every core) instead of measuring them, which under ASan on a busy machine can
-// take longer than the wait for the first row.
-std::string cached_roofs_in(const TempDir& dir) {
+// The signals are the subject, not the roofs: the commands read round calibrations (one
+// thread and every core) instead of calibrating, which under ASan on a busy machine can take
+// longer than the wait for the first row.
+std::string calibrated_cache_in(const TempDir& dir) {
   const std::filesystem::path cache = dir.path() / "roofs";
-  for (int threads : {1, 0}) cache_roofs(round_measured_spec("interrupt-test"), cache, threads);
+  for (int threads : {1, 0}) seed_calibration(round_measured_spec("interrupt-test"), cache, threads);
   return cache.string();
 }
 
@@ -56,7 +56,7 @@ std::string cached_roofs_in(const TempDir& dir) {
 
 TEST_CASE("sweep: SIGINT keeps the completed rows and --resume finishes the rest", "[interrupt][cli]") {
   const TempDir dir;
-  const ScopedEnv roofs("DECODELAB_CACHE_DIR", cached_roofs_in(dir).c_str());
+  const ScopedEnv roofs("DECODELAB_CACHE_DIR", calibrated_cache_in(dir).c_str());
   const auto scenario = dir.write("sweep.yaml", kSweepScenario).string();
   const auto json = dir.path() / "sweep.json";
 
@@ -98,7 +98,7 @@ TEST_CASE("sweep: SIGINT keeps the completed rows and --resume finishes the rest
 
 TEST_CASE("sweep: a second signal ends it at once and the file stays valid and partial", "[interrupt][cli]") {
   const TempDir dir;
-  const ScopedEnv roofs("DECODELAB_CACHE_DIR", cached_roofs_in(dir).c_str());
+  const ScopedEnv roofs("DECODELAB_CACHE_DIR", calibrated_cache_in(dir).c_str());
   const auto scenario = dir.write("sweep.yaml", kSweepScenario).string();
   const auto json = dir.path() / "sweep.json";
   BackgroundDecodelab sweep({"sweep", scenario, "--threads", "1", "--json", json.string()});
@@ -118,7 +118,7 @@ TEST_CASE("sweep: a second signal ends it at once and the file stays valid and p
 
 TEST_CASE("lab: SIGTERM keeps the finished bugs and --resume runs only the others", "[interrupt][cli]") {
   const TempDir dir;
-  const ScopedEnv roofs("DECODELAB_CACHE_DIR", cached_roofs_in(dir).c_str());
+  const ScopedEnv roofs("DECODELAB_CACHE_DIR", calibrated_cache_in(dir).c_str());
   const auto json = dir.path() / "lab.json";
   const std::vector<std::string> arguments = {
       "lab",  "--only", "host_sync", "--only", "no_kv_cache", "--only", "sequential_generation", "--backend", "cpu",
@@ -164,7 +164,7 @@ TEST_CASE("lab: SIGTERM keeps the finished bugs and --resume runs only the other
 
 TEST_CASE("resume needs a --json file and refuses one that is not a results file", "[interrupt][cli]") {
   const TempDir dir;
-  const ScopedEnv roofs("DECODELAB_CACHE_DIR", cached_roofs_in(dir).c_str());
+  const ScopedEnv roofs("DECODELAB_CACHE_DIR", calibrated_cache_in(dir).c_str());
   const auto scenario = dir.write("sweep.yaml", kSweepScenario).string();
   const CommandResult no_file = run_decodelab({"sweep", scenario, "--resume"});
   CHECK(no_file.exit_code == 2);
@@ -199,7 +199,7 @@ size_t pairs_done(const std::string& err) {
 
 TEST_CASE("lab: SIGINT mid-comparison ends within 2 s and keeps the finished pairs", "[interrupt][cli]") {
   const TempDir dir;
-  const ScopedEnv roofs("DECODELAB_CACHE_DIR", cached_roofs_in(dir).c_str());
+  const ScopedEnv roofs("DECODELAB_CACHE_DIR", calibrated_cache_in(dir).c_str());
   const auto json = dir.path() / "lab.json";
   BackgroundDecodelab lab(long_lab_arguments(json));
   REQUIRE(wait_until([&] { return pairs_done(lab.stderr_so_far()) >= 2; }, 120.0));
@@ -227,7 +227,7 @@ TEST_CASE("lab: SIGINT mid-comparison ends within 2 s and keeps the finished pai
 
 TEST_CASE("lab: a second SIGINT ends it at once and still keeps the finished pairs", "[interrupt][cli]") {
   const TempDir dir;
-  const ScopedEnv roofs("DECODELAB_CACHE_DIR", cached_roofs_in(dir).c_str());
+  const ScopedEnv roofs("DECODELAB_CACHE_DIR", calibrated_cache_in(dir).c_str());
   const auto json = dir.path() / "lab.json";
   BackgroundDecodelab lab(long_lab_arguments(json));
   REQUIRE(wait_until([&] { return pairs_done(lab.stderr_so_far()) >= 2; }, 120.0));
@@ -264,16 +264,16 @@ std::vector<std::string> tiny_lab_arguments(const std::filesystem::path& json, c
 
 }  // namespace
 
-TEST_CASE("lab: SIGINT while the roofs are first measured ends within 2 s and caches nothing", "[interrupt][cli]") {
+TEST_CASE("lab: SIGINT while the machine is first calibrated ends within 2 s and writes nothing", "[interrupt][cli]") {
   const TempDir dir;
-  const auto cache = dir.path() / "empty-cache";  // no roofs: the lab measures them, tens of seconds
+  const auto cache = dir.path() / "empty-cache";  // no calibration: the lab calibrates, tens of seconds
   const ScopedEnv roofs("DECODELAB_CACHE_DIR", cache.c_str());
   BackgroundDecodelab lab(tiny_lab_arguments(dir.path() / "lab.json", "600"));
   // Into the measurement itself, past its first stage (the machine check before it is seconds
   // on a busy machine, and has no ops to stop between).
   REQUIRE(wait_until([&] { return lab.stderr_so_far().find("measuring bandwidth: matrix-vector") != std::string::npos; },
                      60.0));
-  CHECK_THAT(lab.stderr_so_far(), Contains("the roofs of this machine first"));
+  CHECK_THAT(lab.stderr_so_far(), Contains("this machine is calibrated first") && Contains("calibrating it now"));
   const auto sent = std::chrono::steady_clock::now();
   lab.send(SIGINT);
   const CommandResult interrupted = lab.wait();
@@ -282,13 +282,13 @@ TEST_CASE("lab: SIGINT while the roofs are first measured ends within 2 s and ca
   CHECK(seconds < 2.0);
   CHECK(interrupted.exit_code == 130);
   CHECK_THAT(interrupted.err, Contains("stopped while checking the machine and measuring the roofs"));
-  CHECK(files_under(cache) == 0);  // an abandoned measurement is no roof
+  CHECK(files_under(cache) == 0);  // an abandoned calibration is no file
 }
 
 TEST_CASE("lab: SIGINT during the machine check before the roofs ends within 2 s, the roofs never begun",
           "[interrupt][cli]") {
   const TempDir dir;
-  const auto cache = dir.path() / "empty-cache";  // no roofs: the machine is checked, then they are measured
+  const auto cache = dir.path() / "empty-cache";  // no calibration: the machine is checked, then calibrated
   const ScopedEnv roofs("DECODELAB_CACHE_DIR", cache.c_str());
   BackgroundDecodelab lab(tiny_lab_arguments(dir.path() / "lab.json", "600"));
   // The check (a CPU-share probe, then copies of 128 MiB: seconds on a busy machine) starts
@@ -308,7 +308,7 @@ TEST_CASE("lab: SIGINT during the machine check before the roofs ends within 2 s
   CHECK(files_under(cache) == 0);
 }
 
-TEST_CASE("lab: a budget too short for the whole roof measurement takes quick roofs, uncached, within the budget",
+TEST_CASE("lab: a budget too short to calibrate takes quick roofs, written nowhere, within the budget",
           "[interrupt][cli]") {
   const TempDir dir;
   const auto cache = dir.path() / "empty-cache";
@@ -318,7 +318,7 @@ TEST_CASE("lab: a budget too short for the whole roof measurement takes quick ro
   const CommandResult lab = run_decodelab(tiny_lab_arguments(json, "12"));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   INFO(lab.err);
-  // The whole measurement alone took about 40 s here; the budget covers the roofs too (the
+  // A calibration alone takes tens of seconds; the budget covers the roofs too (the
   // process's own start and end sit outside its clock: a few seconds on a busy machine).
   CHECK(seconds < 12 + 5);
   CHECK_THAT(lab.err, Contains("quick roofs of this machine first"));
@@ -327,7 +327,7 @@ TEST_CASE("lab: a budget too short for the whole roof measurement takes quick ro
                             lab.err.find("ran out while measuring the roofs") != std::string::npos;
   // Where even the quick roofs do not fit (a slow build: the sanitizers), the budget still
   // holds and the lab says it ran out; otherwise the quick roofs were measured.
-  if (!no_time_left) CHECK_THAT(lab.err, Contains("quick roofs measured (not cached)"));
+  if (!no_time_left) CHECK_THAT(lab.err, Contains("quick roofs measured (written nowhere)"));
   if (!no_time_left) {  // the bug had time for pairs after the roofs: judged against the quick ones
     REQUIRE(lab.exit_code == 0);
     const nlohmann::json rows = read_json(json);
@@ -336,20 +336,20 @@ TEST_CASE("lab: a budget too short for the whole roof measurement takes quick ro
   }
 }
 
-TEST_CASE("lab: measuring a noisy cache again comes out of a bug's budget", "[interrupt][cli]") {
-  // A noisy cache is measured again once the machine is quiet (tens of seconds): inside a
-  // lab that happens within a bug's share, abandoned at half of it, the cached roofs kept.
+TEST_CASE("lab: a noisy calibration is read as it is, never measured again", "[interrupt][cli]") {
+  // A calibration measured on a noisy machine long ago, the machine quiet now: the lab reads
+  // it (only `decodelab calibrate` replaces it), and its file stays as it was.
   const TempDir dir;
-  const auto cache = dir.path() / "roofs";
+  const auto cache = dir.path() / "calibrations";
   auto noisy = round_measured_spec("noisy-test");
   noisy.measured->noisy = true;
-  noisy.measured->measured_at = 1;  // long ago: not "measured minutes ago"
-  for (int threads : {1, 0}) cache_roofs(noisy, cache, threads);
+  for (int threads : {1, 0}) seed_calibration(noisy, cache, threads);
   const ScopedEnv roofs("DECODELAB_CACHE_DIR", cache.c_str());
-  const auto begin = std::chrono::steady_clock::now();
+  const std::string before = read_text_file(calibration_path(1));
+  const size_t seeded = files_under(cache);
   const CommandResult lab = run_decodelab(tiny_lab_arguments(dir.path() / "lab.json", "10"));
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   INFO(lab.err);
-  CHECK(seconds < 10 + 5);
-  CHECK_THAT(lab.err, Contains("lab: 1 bug within 10 s"));
+  CHECK_THAT(lab.err, Contains("lab: 1 bug within 10 s") && !Contains("calibrating") && !Contains("measuring"));
+  CHECK(read_text_file(calibration_path(1)) == before);
+  CHECK(files_under(cache) == seeded);  // nothing written beside them
 }

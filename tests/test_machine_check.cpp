@@ -1,7 +1,7 @@
 // The machine check: its rules on the figures of any machine (quiet, contended for CPU,
 // stolen by a hypervisor, a noisy or steadily slow bandwidth probe, oversubscribed), and —
 // with real busy loops pinning every core — the warning and JSON of `decodelab run` and a
-// `roofline --measure` that keeps the cache rather than replace it with a busy measurement.
+// `roofline --measure` that prints its busy measurement and writes no file: the calibration stays.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -20,7 +20,8 @@
 #include "profiling/device_spec.h"
 #include "profiling/measure/cache_level.h"
 #include "profiling/measure/machine_check.h"
-#include "profiling/measure/roof_cache.h"
+#include "profiling/measure/calibration.h"
+#include "tests/support/seeded_calibration.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/scoped_env.h"
 
@@ -218,7 +219,7 @@ TEST_CASE("the core round trip probe measures a plausible time", "[machine_check
 
 namespace {
 
-// A measured spec as a cache holds it: roofs, decode ceilings, fixed costs, cache level.
+// A measured spec as a calibration holds it: roofs, efficiency rows, fixed costs, cache level.
 DeviceSpec measured_test_spec(double bandwidth, double flops, double op_overhead, int64_t at, bool noisy) {
   DeviceSpec spec;
   spec.name = "measured-test";
@@ -286,9 +287,9 @@ TEST_CASE("machine check: a stop is polled between probes and before every copy,
 // [sanitizer_skip] (CI's ASan pass leaves it to the Release pass): 15 s in Release, 145 s under
 // ASan, where busy loops on every core starve the -O1 run and roofline measurement; the rules
 // and the probe it drives run under ASan in the cases above.
-TEST_CASE("busy loops on every core: run warns and records it, roofline keeps the good cache",
+TEST_CASE("busy loops on every core: run warns and records it, roofline --measure leaves the calibration as it was",
           "[machine_check][cli][sanitizer_skip]") {
-  // Its own folder per process: two checkouts running the suite at once must not share a cache.
+  // Its own folder per process: two checkouts running the suite at once must not share one.
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("decodelab_test_machine_check-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
@@ -296,12 +297,12 @@ TEST_CASE("busy loops on every core: run warns and records it, roofline keeps th
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const std::string cache_env = "DECODELAB_CACHE_DIR=" + (dir / "cache").string();
 
-  // A good cached measurement for this machine at one thread (figures no real run reaches).
+  // A good calibration of this machine at one thread (figures no real run reaches).
   const std::unique_ptr<Backend> backend = make_backend(BackendKind::Cpu, BackendOptions::with_threads(1));
   const MachineIdentity machine = this_machine(1);
-  const std::filesystem::path cache = [&] {
+  const std::filesystem::path calibration = [&] {
     const decodelab::testing::ScopedEnv cache_dir("DECODELAB_CACHE_DIR", (dir / "cache").c_str());
-    return roof_cache_path(machine);
+    return calibration_path(1);
   }();
   // Every figure better than any real reading, so that a busy measurement cannot pass for it.
   DeviceSpec good = measured_test_spec(900e9, 9e12, 1e-9, 1700000000, false);
@@ -317,8 +318,8 @@ TEST_CASE("busy loops on every core: run warns and records it, roofline keeps th
   }
   good.measured_fixed_costs = FixedCosts{1e-9, 1e-9, 3e-9, 9e12, "a quiet measurement (test)", 1e-9};
   good.measured_cache->bytes = host_cache_bytes();
-  save_device_spec(good, cache);
-  const std::string before = read_text_file(cache);
+  decodelab::testing::seed_calibration(good, dir / "cache", 1);
+  const std::string before = read_text_file(calibration);
 
   BusyLoops loops(cores);
   const std::string json_file = (dir / "run.json").string();
@@ -336,8 +337,11 @@ TEST_CASE("busy loops on every core: run warns and records it, roofline keeps th
       run_decodelab({"roofline", "--measure", "--backend", "cpu", "--threads", "1", "--repeats", "2"}, cache_env);
   REQUIRE(measure.exit_code == 0);
   INFO(measure.out);
-  CHECK(measure.out.find("not cached") != std::string::npos);
-  CHECK(read_text_file(cache) == before);
+  CHECK(measure.out.find("not kept: commands read the calibration " + calibration.string()) != std::string::npos);
+  CHECK(read_text_file(calibration) == before);
+  size_t files = 0;  // the calibration alone: --measure writes nothing beside it
+  for (const auto& entry : std::filesystem::directory_iterator(dir / "cache")) files += entry.is_regular_file();
+  CHECK(files == 1);
   std::filesystem::remove_all(dir);
 }
 

@@ -1,7 +1,8 @@
 // Roof measurement against a scripted backend whose device times follow known roofs
 // (copies at 10 GB/s, streaming reads at 15 GB/s; 100, 50, 40 GFLOP/s for fp32, fp16,
 // bf16): the measurement must recover them,
-// flag noise, fit its buffers into the memory it is given, and cache per machine.
+// flag noise, fit its buffers into the memory it is given; and a machine without a calibration
+// at a thread count is calibrated first, once, into that count's file.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -19,9 +20,10 @@
 #include "profiling/measure/machine_check.h"
 #include "profiling/measure/op_timer.h"
 #include "profiling/measure/calibration.h"
-#include "profiling/measure/roof_cache.h"
+#include "profiling/measure/default_roofs.h"
 #include "profiling/measure/cache_level.h"
 #include "profiling/measure/roof_measure.h"
+#include "tests/support/cli_runner.h"
 #include "tests/support/scoped_env.h"
 
 using namespace decodelab;
@@ -44,6 +46,7 @@ class ScriptedBackend : public Backend {
   size_t largest_allocation = 0;
 
   std::string name() const override { return "cpu"; }
+  std::string kernel_variant() const override { return "scripted"; }
   std::string device_description() const override { return "Scripted CPU (2 threads)"; }
   void* allocate(size_t bytes) override {
     largest_allocation = std::max(largest_allocation, bytes);
@@ -122,7 +125,7 @@ RoofMeasureOptions small_options() {
   return options;
 }
 
-// Points the roof cache at a fresh directory for the test's lifetime.
+// Points the calibrations at a fresh directory for the test's lifetime.
 struct TemporaryCache {
   std::filesystem::path directory =
       std::filesystem::temp_directory_path() / ("decodelab-roofs-" + std::to_string(::getpid()));
@@ -281,7 +284,7 @@ TEST_CASE("each bucket's efficiency is its time at the roofs over its median tim
     some_differ = some_differ || kernel.timing.best < kernel.timing.median;
   }
   CHECK(some_differ);
-  // Through the YAML the roof cache writes and back, and through JSON.
+  // Through the YAML `roofline --measure --save` writes and back, and through JSON.
   DeviceSpec spec;
   spec.name = "scripted";
   spec.measured = roofs;
@@ -343,49 +346,69 @@ TEST_CASE("a backend that reports no device time is an error, not a number", "[r
   CHECK_THROWS_WITH(measure_roofs(backend, small_options()), Catch::Contains("no device time"));
 }
 
-TEST_CASE("CPU roofs are measured once per machine and then read from the cache", "[roof_measure]") {
+TEST_CASE("an uncalibrated CPU is calibrated once into its thread count's file, then read", "[roof_measure][calibration]") {
   const TemporaryCache cache;
   ScriptedBackend backend;
   const MachineIdentity machine = this_machine(2);
-  const std::filesystem::path file = roof_cache_path(machine);
+  const std::filesystem::path file = calibration_path(2);
   CHECK(file.parent_path() == cache.directory);
   CHECK(file.filename().string().find(' ') == std::string::npos);
+  CHECK_THAT(file.filename().string(), Catch::Matchers::EndsWith("-2threads.json"));
+  const MachineState quiet;  // the check a command took before (the scripted device has no machine to probe)
 
-  const DeviceSpec first = default_device_spec(backend, 2, nullptr, small_options());
+  std::ostringstream said_first;
+  const DeviceSpec first = default_device_spec(backend, 2, &said_first, small_options(), &quiet);
   const int ops_after_first = backend.ops_run;
   CHECK(ops_after_first > 0);
-  CHECK(std::filesystem::exists(file));
+  REQUIRE(std::filesystem::exists(file));
   REQUIRE(first.machine);
   CHECK(*first.machine == machine);
   CHECK(first.measured->bandwidth == Approx(15e9).epsilon(1e-4));
+  const Calibration written = load_calibration(file);
+  CHECK(written.spec == first);  // the command priced with what every later one reads, to the last digit
+  CHECK(written.kernel_variant == "scripted");  // the backend's running kernels, not timed
+  CHECK_THAT(written.kernel_variants.at("reason").get<std::string>(), Catch::Matchers::Contains("not timed"));
+  CHECK_THAT(said_first.str(), Catch::Matchers::Contains("calibrated in") &&
+                                   Catch::Matchers::Contains("written to " + file.string()));
 
-  const DeviceSpec second = default_device_spec(backend, 2, nullptr, small_options());
+  const std::string text = decodelab::testing::read_text_file(file);
+  std::ostringstream said_second;
+  const DeviceSpec second = default_device_spec(backend, 2, &said_second, small_options(), &quiet);
   CHECK(backend.ops_run == ops_after_first);  // nothing measured again
-  CHECK(second == first);  // the run that measured used what the cache gives back, to the last digit
+  CHECK(said_second.str().empty());           // nothing said
+  CHECK(second == first);
+  CHECK(decodelab::testing::read_text_file(file) == text);
 
-  // A cache file that describes another machine is never used.
-  DeviceSpec foreign = second;
-  foreign.machine->hostname = "someone-else";
-  save_device_spec(foreign, file);
-  default_device_spec(backend, 2, nullptr, small_options());
+  // A calibration that describes another machine is never used: said, and replaced.
+  Calibration foreign = written;
+  foreign.machine.hostname = "someone-else";
+  save_calibration(foreign, file);
+  std::ostringstream said_foreign;
+  default_device_spec(backend, 2, &said_foreign, small_options(), &quiet);
   CHECK(backend.ops_run > ops_after_first);
-  CHECK(load_device_spec(file).machine->hostname == machine.hostname);
+  CHECK_THAT(said_foreign.str(), Catch::Matchers::Contains("describes another machine") &&
+                                     Catch::Matchers::Contains("hostname") && Catch::Matchers::Contains("someone-else"));
+  CHECK(load_calibration(file).machine.hostname == machine.hostname);
+  // Calibration files only: no roof cache beside them.
+  for (const auto& entry : std::filesystem::directory_iterator(cache.directory))
+    CHECK(entry.path().filename().string().rfind("calibration-", 0) == 0);
 }
 
-TEST_CASE("an uncalibrated machine says so, and why, before its roofs are measured", "[roof_measure][calibration]") {
+TEST_CASE("an uncalibrated machine says so, and why, before it is calibrated", "[roof_measure][calibration]") {
   const TemporaryCache cache;
   ScriptedBackend backend;
   std::ostringstream progress;
-  default_device_spec(backend, 2, &progress, small_options());
+  const MachineState quiet;
+  default_device_spec(backend, 2, &progress, small_options(), &quiet);
   CHECK(backend.ops_run > 0);
   const std::string said = progress.str();
-  CHECK_THAT(said, Catch::Matchers::Contains("this machine is not calibrated (no calibration file (" +
-                                             default_calibration_path().string() + "))"));
-  CHECK_THAT(said, Catch::Matchers::Contains("measuring its roofs now") &&
-                       Catch::Matchers::Contains("`decodelab calibrate`") &&
-                       Catch::Matchers::Contains("measured the roofs in"));
-  // Said before the first figure is measured.
+  CHECK_THAT(said, Catch::Matchers::Contains("this machine is not calibrated at 2 kernel threads (no calibration file (" +
+                                             calibration_path(2).string() + "))"));
+  CHECK_THAT(said, Catch::Matchers::Contains("calibrating it now") &&
+                       Catch::Matchers::Contains("`decodelab calibrate --threads 2` does it ahead"));
+  // Said before the first figure is measured, in one line.
   CHECK(said.find("not calibrated") < said.find("measuring bandwidth"));
+  CHECK(said.find('\n', said.find("not calibrated")) > said.find("does it ahead"));
 
   // A caller that shows no progress still has it said, on stderr.
   std::filesystem::remove_all(cache.directory);
@@ -396,32 +419,51 @@ TEST_CASE("an uncalibrated machine says so, and why, before its roofs are measur
   std::cerr.rdbuf(real_stderr);
   CHECK(backend.ops_run > ops_before);
   CHECK_THAT(stderr_text.str(), Catch::Matchers::Contains("this machine is not calibrated"));
+  // No check was handed over: the calibration checked the machine itself, and recorded it.
+  CHECK_FALSE(load_calibration(calibration_path(2)).machine_check.empty());
 
-  // Read from the cache: nothing measured, nothing said.
-  std::ostringstream quiet;
-  default_device_spec(backend, 2, &quiet, small_options());
-  CHECK(quiet.str().empty());
+  // Read from the calibration: nothing measured, nothing said.
+  std::ostringstream nothing;
+  default_device_spec(backend, 2, &nothing, small_options(), &quiet);
+  CHECK(nothing.str().empty());
 }
 
-TEST_CASE("a noisy cache is measured again on a quiet machine, but not minutes after its measurement",
-          "[roof_measure]") {
+TEST_CASE("a calibration at 2 threads is not used at 1 thread", "[roof_measure][calibration]") {
   const TemporaryCache cache;
   ScriptedBackend backend;
-  DeviceSpec noisy = default_device_spec(backend, 2, nullptr, small_options());
-  REQUIRE(noisy.measured->measured_at > 0);
-  noisy.measured->noisy = true;  // as if just measured on a noisy machine
-  save_device_spec(noisy, roof_cache_path(this_machine(2)));
+  const MachineState quiet;
+  std::ostringstream calibrating;
+  default_device_spec(backend, 2, &calibrating, small_options(), &quiet);
+  const std::string two = decodelab::testing::read_text_file(calibration_path(2));
+  const int ops_before = backend.ops_run;
+  std::ostringstream said;
+  const DeviceSpec one = default_device_spec(backend, 1, &said, small_options(), &quiet);
+  CHECK(backend.ops_run > ops_before);
+  CHECK_THAT(said.str(), Catch::Matchers::Contains("not calibrated at 1 kernel thread (no calibration file"));
+  REQUIRE(one.machine);
+  CHECK(one.machine->threads == 1);
+  CHECK(load_calibration(calibration_path(1)).machine.threads == 1);
+  CHECK(decodelab::testing::read_text_file(calibration_path(2)) == two);  // the other thread count's file untouched
+}
+
+TEST_CASE("a noisy calibration is read as it is on a quiet machine, never measured again", "[roof_measure][calibration]") {
+  const TemporaryCache cache;
+  ScriptedBackend backend;
   const MachineState quiet;  // the check before timing: not contended
   REQUIRE_FALSE(quiet.contended);
+  std::ostringstream calibrating;
+  default_device_spec(backend, 2, &calibrating, small_options(), &quiet);
+  Calibration noisy = load_calibration(calibration_path(2));
+  noisy.spec.measured->noisy = true;  // as if measured on a noisy machine
+  noisy.spec.measured->measured_at -= 3600;  // an hour ago
+  save_calibration(noisy, calibration_path(2));
+  const std::string text = decodelab::testing::read_text_file(calibration_path(2));
   const int ops_before = backend.ops_run;
 
-  default_device_spec(backend, 2, nullptr, small_options(), &quiet);
-  CHECK(backend.ops_run == ops_before);  // minutes old: read as it is, not measured again
-
-  noisy.measured->measured_at -= 3600;  // an hour old
-  save_device_spec(noisy, roof_cache_path(this_machine(2)));
-  default_device_spec(backend, 2, nullptr, small_options(), &quiet);
-  CHECK(backend.ops_run > ops_before);  // measured again, now that the machine is quiet
+  const DeviceSpec read = default_device_spec(backend, 2, nullptr, small_options(), &quiet);
+  CHECK(backend.ops_run == ops_before);
+  CHECK(read.measured->noisy);
+  CHECK(decodelab::testing::read_text_file(calibration_path(2)) == text);
 }
 
 namespace {

@@ -20,7 +20,7 @@
 #include "lab/run/sweep.h"
 #include "lab/report/sweep_report.h"
 #include "profiling/units.h"
-#include "tests/support/cached_roofs.h"
+#include "tests/support/seeded_calibration.h"
 #include "tests/support/cli_runner.h"
 #include "tests/support/temp_dir.h"
 
@@ -41,8 +41,8 @@ DeviceSpec round_device() {
   return spec;
 }
 
-// Cached roofs for this machine at one thread, so compare, lab and sweep measure nothing.
-std::string cached_roofs_environment(const TempDir& cache) { return cache_roofs(round_device(), cache.path(), 1); }
+// A calibration of this machine at one thread, so compare, lab and sweep measure nothing.
+std::string calibrated_environment(const TempDir& cache) { return seed_calibration(round_device(), cache.path(), 1); }
 
 // A short lab-tiny run of a lab scenario: seconds, not minutes.
 const std::vector<std::string>& small_run() {
@@ -280,7 +280,7 @@ TEST_CASE("row prediction: a lab row's prediction survives its JSON", "[row_pred
 
 TEST_CASE("compare and lab: predicted and measured slowdowns side by side", "[row_prediction][cli]") {
   const TempDir dir;
-  const std::string environment = cached_roofs_environment(dir);
+  const std::string environment = calibrated_environment(dir);
 
   const std::filesystem::path compare_json = dir.path() / "compare.json";
   const CommandResult compare = run_decodelab(
@@ -329,7 +329,7 @@ TEST_CASE("lab and compare --predict-on: an unknown device is exit 2 naming the 
 
 TEST_CASE("sweep: each row beside its prediction, the curve in the report", "[row_prediction][cli]") {
   const TempDir dir;
-  const std::string environment = cached_roofs_environment(dir);
+  const std::string environment = calibrated_environment(dir);
   const std::filesystem::path json = dir.path() / "sweep.json";
   const std::filesystem::path report = dir.path() / "report";
 

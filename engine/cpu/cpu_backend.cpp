@@ -76,6 +76,7 @@ class CpuBackend final : public Backend {
     }
     return runnable;
   }
+  std::string kernel_variant() const override { return cpu::kernel_variant(); }
   std::string device_description() const override {
     return read_cpu_model() + " (" + std::to_string(stream_.kernel_threads()) + " threads, " + cpu::kernel_variant_isa() +
            ", " + cpu::weight_stream_name(cpu::weight_stream()) + " weight stream)";

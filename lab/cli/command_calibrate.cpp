@@ -2,10 +2,12 @@
 // peak FLOP/s per precision, the efficiency table (the engine's matmul and attention shapes
 // against those roofs), the last-level cache, the fixed costs of a launch, a sync and a
 // parallel region — and
-// writes the calibration file every command reads instead of measuring
-// (profiling/measure/calibration.h), replacing any earlier one whole. Progress goes to
-// stderr, one step at a time with the seconds so far, then how long each step took; the
-// calibration in words to stdout.
+// writes the calibration file every command at that thread count reads instead of measuring
+// (profiling/measure/calibration.h), replacing any earlier one whole. The procedure is the
+// one a command on an uncalibrated machine runs first (calibrate_to_file); calibrate adds
+// the choice of the CPU kernels, timed before the backend is made. Progress goes to stderr,
+// one step at a time with the seconds so far, then how long each step took; the calibration
+// in words to stdout.
 // `--show` prints the file in words, flagging a calibration of another machine.
 #include <chrono>
 #include <cstdio>
@@ -115,11 +117,14 @@ KernelVariantChoice choose_cpu_kernels(int threads, bool quick) {
   return choice;
 }
 
-void show(const std::filesystem::path& file) {
+void show(const std::filesystem::path& file, int threads) {
   std::error_code error;
   if (!std::filesystem::exists(file, error)) {
+    const int count = this_machine(threads).threads;
     throw InputError(file.string(), 0, "",
-                     "no calibration file: this machine is not calibrated (`decodelab calibrate` measures it)");
+                     "no calibration file: this machine is not calibrated at " + std::to_string(count) + " kernel thread" +
+                         (count == 1 ? "" : "s") + " (`decodelab calibrate --threads " + std::to_string(count) +
+                         "` measures it)");
   }
   const Calibration calibration = load_calibration(file);
   const std::unique_ptr<Backend> backend = cpu_backend(calibration.machine.threads);
@@ -133,8 +138,8 @@ void show(const std::filesystem::path& file) {
 
 void execute_calibrate(const CalibrateArguments& arguments) {
   const std::filesystem::path file =
-      arguments.json_file.empty() ? default_calibration_path() : std::filesystem::path(arguments.json_file);
-  if (arguments.show) return show(file);
+      arguments.json_file.empty() ? calibration_path(arguments.threads) : std::filesystem::path(arguments.json_file);
+  if (arguments.show) return show(file, arguments.threads);
   if (!arguments.json_file.empty()) check_output_path(arguments.json_file, "--json");
 
   const KernelVariantChoice kernels = choose_cpu_kernels(arguments.threads, arguments.quick);
@@ -148,19 +153,7 @@ void execute_calibrate(const CalibrateArguments& arguments) {
   const MachineState state = check_machine(*backend, arguments.threads, RoofsMachine{});
   if (const std::string said = state.warning(false); !said.empty()) std::fputs(said.c_str(), stderr);
 
-  const Progress progress(progress_mode(false));
-  CalibrationProgress lines(progress);
-  std::ostream progress_stream(&lines);
-  const RoofMeasureOptions options = arguments.quick ? quick_calibration_options() : RoofMeasureOptions{};
-  Calibration calibration = calibrate_machine(*backend, arguments.threads, options, &progress_stream, &state);
-  calibration.kernel_variant = kernels.chosen;
-  if (!kernels.timings.empty()) calibration.kernel_variants = to_json(kernels);
-  progress.clear();
-  // How long each step took, so that a calibration past its two-minute budget says where.
-  std::fprintf(stderr, "decodelab: calibrated in %.1f s; each step:\n", calibration.measuring_seconds);
-  for (const CalibrationProgress::Step& step : lines.steps())
-    std::fprintf(stderr, "  %6.1f s  %s\n", step.seconds, step.what.c_str());
-
+  // What is replaced, read before the new file is written.
   std::string replaced;
   std::error_code error;
   if (std::filesystem::exists(file, error)) {
@@ -176,12 +169,23 @@ void execute_calibrate(const CalibrateArguments& arguments) {
       replaced = " (replacing an unreadable file)";
     }
   }
-  save_calibration(calibration, file);
+  const Progress progress(progress_mode(false));
+  CalibrationProgress lines(progress);
+  std::ostream progress_stream(&lines);
+  const RoofMeasureOptions options = arguments.quick ? quick_calibration_options() : RoofMeasureOptions{};
+  const Calibration calibration =
+      calibrate_to_file(*backend, arguments.threads, file, options, &progress_stream, &state, kernels);
+  progress.clear();
+  // How long each step took, so that a calibration past its two-minute budget says where.
+  std::fprintf(stderr, "decodelab: calibrated in %.1f s; each step:\n", calibration.measuring_seconds);
+  for (const CalibrationProgress::Step& step : lines.steps())
+    std::fprintf(stderr, "  %6.1f s  %s\n", step.seconds, step.what.c_str());
   std::fputs(describe_calibration(calibration, file, std::time(nullptr), {}).c_str(), stdout);
   std::printf("\nmeasured figures:\n%s", format_device_roofs(calibration.spec).c_str());
   std::printf("\nwritten to %s%s\n", file.string().c_str(), replaced.c_str());
   if (!arguments.json_file.empty()) {
-    std::printf("(commands read %s; this file is for reference)\n", default_calibration_path().string().c_str());
+    std::printf("(commands at these threads read %s; this file is for reference)\n",
+                calibration_path(arguments.threads).string().c_str());
   }
 }
 

@@ -37,7 +37,8 @@
 #include "profiling/model/analysis.h"
 #include "profiling/trace/chrome_trace.h"
 #include "profiling/report/report.h"
-#include "profiling/measure/roof_cache.h"
+#include "profiling/measure/calibration.h"
+#include "profiling/measure/default_roofs.h"
 #include "profiling/measure/roof_measure.h"
 #include "profiling/units.h"
 
@@ -75,9 +76,10 @@ std::vector<fs::path> lab_scenarios(const std::vector<std::string>& only) {
   return files;
 }
 
-// The whole roof measurement takes about 40 s on a 2-core CPU: the lab tries it only where
-// half its budget is at least this, so that it is rarely abandoned part-way.
-constexpr double kWholeRoofSeconds = 60;
+// A calibration takes tens of seconds (under the two minutes `decodelab calibrate` is held
+// to): the lab tries it only where half its budget is at least this, so that it is rarely
+// abandoned part-way.
+constexpr double kCalibrationSeconds = 60;
 
 // A saved row whose pairs a stop cut short: --resume runs its bug again.
 bool interrupted_row(const nlohmann::json& row) { return row.value("stopped_because", "") == "interrupted"; }
@@ -129,8 +131,8 @@ void execute_lab(const LabArguments& arguments) {
   }
   const StopRequests stop;
   std::vector<LabRow> rows;
-  // The lab's time budget is a ceiling for all of it: the roofs (measured first when none are
-  // cached, on the first bug's backend), then each bug's share of the time left, in
+  // The lab's time budget is a ceiling for all of it: the roofs (this machine calibrated first
+  // where it is not, on the first bug's backend), then each bug's share of the time left, in
   // proportion to its run.max_seconds — loading, warm-ups and pairs all inside the share, a
   // repeat still running at its end abandoned — so a bug that reaches its target early leaves
   // its time to the rest, and the lab ends by --max-seconds.
@@ -150,25 +152,31 @@ void execute_lab(const LabArguments& arguments) {
     run_options.threads = options.threads;
     std::unique_ptr<Backend> backend = open_backend(scenarios.front(), run_options);
     const int threads = kernel_threads(scenarios.front(), run_options);
-    const bool roofs_cached = cached_device_spec(*backend, threads).has_value();
-    // Uncached roofs come out of the budget too: the whole measurement (tens of seconds on a
-    // CPU, cached for every later command) where half the budget leaves room for it, else a
-    // quick one (bandwidth and FMA peak, seconds, not cached); either is abandoned between two
-    // ops on a stop or at its deadline — the whole one at half the budget, for the quick one.
-    // (A GPU's roofs come from its device file, or a GPU's own measurement: never quick ones.)
-    const bool whole_roofs = !roofs_cached && (is_gpu_backend(*backend) || seconds_left() / 2 >= kWholeRoofSeconds);
+    // A GPU with a configs/devices spec reads it; a CPU, its calibration at these threads.
+    const bool roofs_ready = is_gpu_backend(*backend) ? match_device_spec(backend->device_description()).has_value()
+                                                      : calibrated_device_spec(*backend, threads).has_value();
+    // Roofs not ready come out of the budget too: a calibration (tens of seconds on a CPU,
+    // written to the calibration file every later command reads) where half the budget leaves
+    // room for it, else quick roofs (bandwidth and FMA peak, seconds, written nowhere); either
+    // is abandoned between two ops on a stop or at its deadline — the calibration at half the
+    // budget, for the quick one. (An unknown GPU's roofs are measured whole, seconds, never quick.)
+    const bool calibrate_first =
+        !roofs_ready && (is_gpu_backend(*backend) || seconds_left() / 2 >= kCalibrationSeconds);
     if (!arguments.quiet) {
+      const char* roofs_first =
+          roofs_ready                  ? ""
+          : is_gpu_backend(*backend)   ? " (this GPU's roofs first: it has no configs/devices spec; measured now, "
+                                         "seconds, and kept nowhere)"
+          : calibrate_first            ? " (this machine is calibrated first: it is not yet, at these threads; the "
+                                         "calibration takes tens of seconds, at most half the budget)"
+                                       : " (quick roofs of this machine first, bandwidth and FMA peak only: it is not "
+                                         "calibrated, and the budget is too short to calibrate it; they are written "
+                                         "nowhere, `decodelab calibrate` calibrates it)";
       std::fprintf(stderr, "decodelab: lab: %zu %s within %.0f s%s, about %.0f s each%s\n", bugs_to_run,
-                   bugs_to_run == 1 ? "bug" : "bugs", arguments.max_seconds,
-                   roofs_cached  ? ""
-                   : whole_roofs ? " (the roofs of this machine first: they are not cached yet; their measurement "
-                                   "takes tens of seconds on a CPU, at most half the budget)"
-                                 : " (quick roofs of this machine first, bandwidth and FMA peak only: they are not "
-                                   "cached, and the budget is too short to measure them all; `decodelab roofline "
-                                   "--measure` caches them)",
+                   bugs_to_run == 1 ? "bug" : "bugs", arguments.max_seconds, roofs_first,
                    arguments.max_seconds / static_cast<double>(bugs_to_run), "; each bug's line says the time left");
     }
-    if (!roofs_cached) {
+    if (!roofs_ready) {
       progress.status("roofs of " + backend->device_description());
       int64_t roofs_deadline_ns = now_ns() + static_cast<int64_t>(seconds_left() / 2 * 1e9);
       RoofMeasureOptions roof_options;
@@ -182,33 +190,37 @@ void execute_lab(const LabArguments& arguments) {
         // The check stops on Ctrl-C as the measurement does (check_machine_for_timing).
         if (measuring) *measuring << "checking that this machine is quiet enough to measure its roofs\n";
         const MachineState machine = check_machine_for_timing(*backend, threads, /*warn=*/true, /*notes=*/false);
-        bool measured = false;
-        if (whole_roofs) {
+        bool calibrated = false;
+        if (calibrate_first) {
           try {
-            default_device_spec(*backend, threads, measuring, roof_options, &machine);
-            measured = true;
+            // A CPU's go to the calibration file, which each bug reads at its own threads; an
+            // unknown GPU's are kept nowhere, so every bug is handed them.
+            DeviceSpec roofs = default_device_spec(*backend, threads, measuring, roof_options, &machine);
+            if (is_gpu_backend(*backend)) options.roofs = std::move(roofs);
+            calibrated = true;
           } catch (const RepeatAbandoned& abandoned) {
             if (abandoned.why() == RepeatAbandoned::Why::StopRequested) throw;
-            progress.finished("the roofs' whole measurement did not end within half the budget; measuring quick "
-                              "ones instead");
+            progress.finished("the calibration did not end within half the budget (nothing written); measuring "
+                              "quick roofs instead");
           }
         }
-        if (!measured) {
+        if (!calibrated) {
           roof_options.quick = true;
           roofs_deadline_ns = lab_deadline_ns;
-          options.roofs = measure_device_spec_uncached(*backend, threads, roof_options, &machine, measuring);
+          options.roofs = measure_device_spec_now(*backend, threads, roof_options, &machine, measuring);
         }
-        progress.finished(std::string(measured ? "roofs measured" : "quick roofs measured (not cached)") + "; " +
+        progress.finished(std::string(calibrated ? "roofs ready" : "quick roofs measured (written nowhere)") + "; " +
                           std::to_string(static_cast<int>(seconds_left())) + " s of the budget left");
       } catch (const RepeatAbandoned& abandoned) {
         progress.clear();
         if (abandoned.why() == RepeatAbandoned::Why::StopRequested) {
           throw Interrupted(stop.signal_number(), "stopped while checking the machine and measuring the roofs, "
-                                                  "before any bug ran; nothing was measured or cached");
+                                                  "before any bug ran; nothing was measured or written");
         }
         throw BudgetSpent("the lab's budget (" + format_number(arguments.max_seconds) +
                           " s) ran out while measuring the roofs, before any bug ran; give it more --max-seconds, or "
-                          "cache the roofs first with `decodelab roofline --measure`");
+                          "calibrate this machine first with `decodelab calibrate --threads " +
+                          std::to_string(this_machine(threads).threads) + "`");
       }
     }
   }
@@ -322,7 +334,7 @@ void execute_mystery(const LabArguments& arguments) {
   options.progress = progress_mode(arguments.quiet);
   options.check_machine = true;
   std::unique_ptr<Backend> backend = open_backend(scenario, options);
-  // Roofs only for a report: on a CPU their first measurement takes a while.
+  // Roofs only for a report: on an uncalibrated CPU they are calibrated first, which takes a while.
   std::optional<DeviceSpec> roofs;
   if (!arguments.report_dir.empty()) roofs = default_device_spec(*backend, arguments.threads);
   const MysteryRun run = run_mystery(mystery, *backend, options, roofs);

@@ -22,7 +22,7 @@
 #include "lab/predict/row_prediction.h"
 #include "lab/run/runner.h"
 #include "lab/run/sweep.h"
-#include "profiling/measure/roof_cache.h"
+#include "profiling/measure/default_roofs.h"
 #include "profiling/report/text_table.h"
 #include "profiling/units.h"
 

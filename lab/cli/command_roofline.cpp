@@ -1,12 +1,12 @@
 // `decodelab roofline`: the roofs a device is held to — peak bandwidth, peak FLOP/s per
 // precision — and the ridge points where they meet. --device NAME shows a configs/devices
-// spec; --measure measures this machine's roofs on a backend (and saves them with --save,
-// or, without it, refreshes the per-machine cache runs use by default; --json writes every
-// measured figure, e.g. the copy bandwidth the GPU check divides decode bandwidth by); with
-// neither, the backend's default roofs are shown (CUDA: the matching spec; CPU: the
-// calibration, else the cached measurement, measured on first use).
+// spec; --measure measures this machine's roofs on a backend now and prints them (--save
+// writes them as a device spec, --json every measured figure, e.g. the copy bandwidth the
+// GPU check divides decode bandwidth by), keeping them nowhere else: commands read the
+// calibration, which `decodelab calibrate` replaces. With neither, the backend's default
+// roofs are shown (CUDA: the matching spec; CPU: the calibration, made first where there is
+// none).
 #include <cstdio>
-#include <ctime>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -23,7 +23,7 @@
 #include "profiling/measure/calibration.h"
 #include "profiling/measure/machine_check.h"
 #include "profiling/report/printers.h"
-#include "profiling/measure/roof_cache.h"
+#include "profiling/measure/default_roofs.h"
 #include "profiling/measure/roof_measure.h"
 #include "profiling/units.h"
 
@@ -46,18 +46,16 @@ void execute_roofline(const RooflineArguments& options) {
   }
   BackendOptions backend_options;
   backend_options.threads = options.threads;
-  backend_options.cpu_kernels = calibrated_cpu_kernels();  // the kernels the calibration measured
+  backend_options.cpu_kernels = calibrated_cpu_kernels(options.threads);  // the kernels the calibration measured
   const std::unique_ptr<Backend> backend = make_backend(backend_kind(options.backend), backend_options);
   if (!options.measure) {
-    // A noisy cached measurement is measured again when the machine is quiet now.
+    // The check goes into a calibration made first, where there is none.
     const MachineState state = check_machine_for_timing(*backend, options.threads);
     std::fputs(format_device_roofs(default_device_spec(*backend, options.threads, &std::cerr, {}, &state)).c_str(), stdout);
     return;
   }
 
   if (!options.json_file.empty()) check_output_path(options.json_file, "--json");
-  // The machine first: a contended machine's roofs are kept out of the cache.
-  const std::optional<DeviceSpec> cached = cached_device_spec(*backend, options.threads);
   const MachineState state = check_machine_for_timing(*backend, options.threads);
   RoofMeasureOptions measure_options;
   measure_options.repeats = options.repeats;
@@ -89,25 +87,16 @@ void execute_roofline(const RooflineArguments& options) {
   if (!options.save.empty()) {
     save_device_spec(spec, options.save);
     std::printf("\nsaved to %s\n", options.save.c_str());
-    return;
   }
-  // The cache the runs use, replaced whole; but not by a measurement of a busy machine, which
-  // would hold every later run to roofs contention lowered.
-  const std::filesystem::path target = roof_cache_path(machine);
-  if (cached && cached->measured && state.contended) {
-    std::printf("\nnot cached: the machine was busy while measuring (%s); runs keep using %s (%s). Measure again "
-                "when it is quiet, or delete that file to start afresh.\n",
-                state.summary().c_str(), target.c_str(), cached->roofs_provenance(std::time(nullptr)).c_str());
-    return;
-  }
-  save_device_spec(spec, target);
-  std::printf("\nsaved to %s (the roofs runs on this machine use without a calibration%s)\n", target.c_str(),
-              cached && cached->measured ? "; the earlier measurement replaced whole" : "");
-  if (backend->name() != "cuda") {
-    if (const CalibrationLookup calibration = find_calibration(*backend, options.threads); calibration.spec) {
-      std::printf("runs here read the calibration %s instead; `decodelab calibrate` measures it again\n",
-                  calibration.file.c_str());
-    }
+  // Measured to be looked at (or saved with --save), never for the commands: they read the
+  // calibration (a GPU, its device file), which only `decodelab calibrate` replaces.
+  if (backend->name() == "cuda") {
+    std::printf("\nnot kept: commands on this GPU read its configs/devices spec, or measure an "
+                "unknown GPU's roofs at their start\n");
+  } else {
+    std::printf("\nnot kept: commands read the calibration %s, which `decodelab calibrate "
+                "--threads %d` replaces\n",
+                calibration_path(options.threads).c_str(), this_machine(options.threads).threads);
   }
 }
 

@@ -25,7 +25,7 @@
 #include "profiling/model/analysis.h"
 #include "profiling/trace/chrome_trace.h"
 #include "profiling/report/report.h"
-#include "profiling/measure/roof_cache.h"
+#include "profiling/measure/default_roofs.h"
 #include "profiling/trace.h"
 
 namespace decodelab {
@@ -68,7 +68,7 @@ void execute_run(const RunArguments& arguments) {
     mark_if_contended(result, scenario.name + "'s figures");
   }
   MachineState machine = result.machine.value_or(MachineState{});
-  // Contention seen during or after the repeats counts too: roofs measured now stay out of the cache.
+  // Contention seen during or after the repeats counts too: a calibration made now records it.
   if (result.contended() && !machine.contended) {
     machine.contended = true;
     if (result.during && result.during->contended) machine.findings.push_back(result.during->finding);
@@ -84,12 +84,12 @@ void execute_run(const RunArguments& arguments) {
   }
 
   nlohmann::json result_json = run_result_json(scenario, result);
-  // Far below what this machine's roofs predict (cached ones only: measuring them here would
+  // Far below what this machine's roofs predict (calibrated ones only: calibrating here would
   // cost more than the run): suspect, said beside the figure and on stderr.
-  if (const std::optional<DeviceSpec> cached = cached_device_spec(*backend, kernel_threads(scenario, options));
-      cached && result.metrics.decode_steps > 0) {
+  if (const std::optional<DeviceSpec> calibrated = calibrated_device_spec(*backend, kernel_threads(scenario, options));
+      calibrated && result.metrics.decode_steps > 0) {
     try {
-      const double predicted = predict_scenario(scenario, profiled ? spec : *cached).metrics.decode_tokens_per_s;
+      const double predicted = predict_scenario(scenario, profiled ? spec : *calibrated).metrics.decode_tokens_per_s;
       result_json["predicted_decode_tokens_per_s"] = predicted;
       const std::string suspect =
           suspect_below_prediction("decode tok/s", result.metrics.decode_tokens_per_s.median, predicted);
@@ -114,8 +114,8 @@ void execute_run(const RunArguments& arguments) {
   }
   std::optional<RunAnalysis> analysis;
   if (profiled) {
-    analysis = analyze_checking_roofs(trace, spec, *backend, kernel_threads(scenario, options), machine);
-    trace.metadata().device_spec = spec;  // the roofs the analysis used (measured again when suspect)
+    analysis = analyze(trace, &spec);
+    warn_if_roofs_suspect(*analysis, scenario.name);
     if (arguments.top > AnalysisOptions{}.top_ops) analysis = analysis_with_top_ops(trace, spec, arguments.top);
   }
   if (!arguments.trace_file.empty()) outputs.stage(arguments.trace_file, chrome_trace_json(trace).dump() + "\n");
@@ -133,7 +133,11 @@ void execute_run(const RunArguments& arguments) {
   } else {
     std::fputs((run_table_header() + run_table_row(scenario, result) + run_table_legend(scenario.repeats.target_ci)).c_str(),
                stdout);
-    if (analysis) std::fputs(("\n" + analysis->summary + "\n").c_str(), stdout);
+    if (analysis) {
+      std::fputs(("\n" + analysis->summary + "\n").c_str(), stdout);
+      // Points above their roof, with why (in cache, or the roofs suspect), beside the summary.
+      for (const std::string& note : analysis->notes) std::printf("note: %s\n", note.c_str());
+    }
   }
   if (arguments.top > 0) {  // on stderr beside machine-readable rows, so that stdout stays parseable
     const std::string table = "\n" + top_ops_table(*analysis, arguments.top, "top ops by device time");

@@ -27,7 +27,7 @@
 #include "lab/run/sweep.h"
 #include "lab/report/sweep_report.h"
 #include "lab/run/sweep_row.h"
-#include "profiling/measure/roof_cache.h"
+#include "profiling/measure/default_roofs.h"
 
 namespace decodelab {
 
@@ -174,7 +174,7 @@ void execute_sweep(SweepArguments arguments) {
   }
   results.finish();
   if (!arguments.report_dir.empty()) {
-    // The curve from the roofs the last points were read against (every row reused: the cached ones).
+    // The curve from the roofs the last points were read against (every row reused: the calibration).
     Backend& backend = backends.open(scenarios.back(), options);
     SweepContext& context = backends.context();
     if (!context.spec) context.spec = default_device_spec(backend, settings.threads);

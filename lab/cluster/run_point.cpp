@@ -1,10 +1,10 @@
 // One array task: the point's row, its placement, its record (see run_point.h).
 //
-// The non-obvious choice: tasks that land on one node together would each measure the
-// node's roofs at the same moment, every measurement slowed by the others; so the roofs are
-// taken under a per-node file lock beside the roof cache: the first task measures and
-// caches them, the others wait and read the cache (roofs are keyed by machine, so a shared
-// home folder holds one file per node).
+// The non-obvious choice: tasks that land on one uncalibrated node together would each
+// calibrate it at the same moment, every measurement slowed by the others; so the roofs are
+// taken under a file lock beside the node's calibration file: the first task calibrates, the
+// others wait and read the calibration (one file per host and thread count, so a shared home
+// folder holds one per node).
 #include "lab/cluster/run_point.h"
 
 #include <fcntl.h>
@@ -22,7 +22,8 @@
 #include "lab/scenario/scenario.h"
 #include "lab/run/sweep_row.h"
 #include "profiling/atomic_file.h"
-#include "profiling/measure/roof_cache.h"
+#include "profiling/measure/calibration.h"
+#include "profiling/measure/default_roofs.h"
 
 namespace decodelab {
 
@@ -43,17 +44,17 @@ std::string node_name() {
   return name.substr(0, name.find('.'));
 }
 
-// The roofs this node's runs are read against, measured by one task at a time; `machine`
-// (checked before) keeps roofs measured on a contended node out of the cache.
+// The roofs this node's runs are read against, calibrated by one task at a time; `machine`
+// (checked before) is what a calibration made here records.
 DeviceSpec node_roofs(Backend& backend, int threads, const MachineState& machine) {
-  const fs::path cache = roof_cache_path(this_machine(threads));
+  const fs::path calibration = calibration_path(threads);
   std::error_code error;
-  fs::create_directories(cache.parent_path(), error);
+  fs::create_directories(calibration.parent_path(), error);
   std::string lock_name = ".";  // appended piecewise: GCC 12 misreports "literal" + string (-Wrestrict)
-  lock_name += cache.filename().string() + ".lock";
-  const fs::path lock = cache.parent_path() / lock_name;
+  lock_name += calibration.filename().string() + ".lock";
+  const fs::path lock = calibration.parent_path() / lock_name;
   const int descriptor = ::open(lock.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
-  if (descriptor >= 0) ::flock(descriptor, LOCK_EX);  // without a lock file the roofs are still measured
+  if (descriptor >= 0) ::flock(descriptor, LOCK_EX);  // without a lock file the node is still calibrated
   struct Unlock {
     int descriptor;
     ~Unlock() {
@@ -89,13 +90,14 @@ nlohmann::json lab_point_row(const RunFolder& folder, const RunSet& set, const S
   options.backend = backend_override(settings);
   options.threads = threads;
   {
-    // compare measures the roofs itself when none are cached: have them cached first, under the lock.
+    // compare calibrates the node itself when it is not: have that done first, under the lock.
     RunOptions open_options;
     open_options.backend = options.backend;
     open_options.threads = threads;
     std::unique_ptr<Backend> backend = open_backend(scenario, open_options);
     options.machine = check_machine_for_timing(*backend, threads);
-    node_roofs(*backend, threads, *options.machine);
+    DeviceSpec roofs = node_roofs(*backend, threads, *options.machine);
+    if (is_gpu_backend(*backend)) options.roofs = std::move(roofs);  // an unknown GPU's are kept nowhere
   }
   const Comparison comparison = compare_with_fixed_twin(scenario, options);
   const LabRow row = lab_row(comparison);

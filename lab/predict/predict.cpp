@@ -5,7 +5,7 @@
 #include "engine/events/op_stream.h"
 #include "lab/predict/row_prediction.h"
 #include "profiling/measure/calibration.h"
-#include "profiling/measure/roof_cache.h"
+#include "profiling/measure/default_roofs.h"
 
 namespace decodelab {
 
@@ -34,7 +34,7 @@ DeviceSpec prediction_device(const std::string& name_or_measured, int threads, s
   if (name_or_measured != "measured") return named_device(name_or_measured, "--device");
   BackendOptions options;
   options.threads = threads;
-  options.cpu_kernels = calibrated_cpu_kernels();  // the kernels the calibration measured
+  options.cpu_kernels = calibrated_cpu_kernels(threads);  // the kernels the calibration measured
   const std::unique_ptr<Backend> cpu = make_backend(BackendKind::Cpu, options);
   return default_device_spec(*cpu, threads, progress);
 }

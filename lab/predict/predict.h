@@ -39,8 +39,8 @@ struct SlowdownPrediction {
 SlowdownPrediction predict_slowdown(const Scenario& buggy, const DeviceSpec& device);
 
 // The device a prediction is priced against: a configs/devices name or YAML path, or
-// "measured" (this machine's CPU roofs and fixed costs at `threads`, measured once and
-// cached, as runs use them). Progress of a first measurement goes to `progress`.
+// "measured" (this machine's calibration at `threads`, as runs use it; made first, said on
+// stderr, where there is none). Progress of that calibration goes to `progress`.
 DeviceSpec prediction_device(const std::string& name_or_measured, int threads, std::ostream* progress);
 
 // What a prediction rests on: the device, its roofs, fixed costs and cache, and their origins.

@@ -12,7 +12,8 @@
 #include "lab/predict/predict.h"
 #include "lab/report/run_report.h"
 #include "lab/run/token_agreement.h"
-#include "profiling/measure/roof_cache.h"
+#include "profiling/measure/calibration.h"
+#include "profiling/measure/default_roofs.h"
 #include "profiling/units.h"
 
 namespace decodelab {
@@ -174,8 +175,8 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
   progress.status(progress_text(options, "loading"));
   LoadedScenario fixed(*backend, comparison.fixed.scenario, options.max_memory_bytes);
   LoadedScenario buggy(*backend, comparison.buggy.scenario, options.max_memory_bytes, fixed);
-  // The machine, once both are loaded and before any timing; then the roofs (measured again
-  // only on a quiet machine).
+  // The machine, once both are loaded and before any timing; then the roofs (the calibration,
+  // made first where this machine has none at these threads).
   if (options.machine) {
     comparison.machine = *options.machine;
   } else {
@@ -184,9 +185,9 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
         check_machine_for_timing(*backend, threads, /*warn=*/true, /*notes=*/options.progress != ProgressMode::Off);
   }
   progress.status(progress_text(options, "roofs of " + backend->device_description()));
-  // A measurement here (no cached roofs, a noisy cache on a quiet machine, a point above a
-  // roof) takes tens of seconds on a CPU: a stop abandons it between two ops, and inside the
-  // lab's budget, so does half the time the bug has left — the roofs it had then stand.
+  // A calibration here (none of this machine at these threads) takes tens of seconds on a CPU:
+  // a stop abandons it between two ops, and inside the lab's budget, so does half the time the
+  // bug has left; nothing is written then.
   const int64_t roofs_deadline_ns = options.deadline_ns ? now_ns() + (*options.deadline_ns - now_ns()) / 2 : 0;
   RoofMeasureOptions roof_options;
   roof_options.checkpoint = [&] {
@@ -200,9 +201,12 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
     try {
       spec = default_device_spec(*backend, threads, nullptr, roof_options, &comparison.machine);
     } catch (const RepeatAbandoned& abandoned) {
-      const std::optional<DeviceSpec> cached = cached_device_spec(*backend, threads);
-      if (abandoned.why() == RepeatAbandoned::Why::StopRequested || !cached) throw;
-      spec = *cached;  // a noisy cache measured again: it stays as it was
+      if (abandoned.why() == RepeatAbandoned::Why::StopRequested) throw;
+      progress.clear();
+      const std::string resolved = std::to_string(this_machine(threads).threads);
+      throw BudgetSpent(run_label(buggy_scenario) + ": half its time budget (" + budget_text(options, buggy_scenario.repeats) +
+                        ") ran out while calibrating this machine at " + resolved + " kernel threads, before any pair "
+                        "(nothing written); calibrate it ahead with `decodelab calibrate --threads " + resolved + "`");
     }
   }
 
@@ -309,22 +313,6 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
       stop = abandoned.why() == RepeatAbandoned::Why::StopRequested ? RepeatStop::Interrupted : RepeatStop::MaxSeconds;
       break;
     }
-    if (pair == 0) {  // a point above a suspect roof: measure the roofs again, before more pairs use them
-      const bool suspect = fixed_side.analyses.back().roofs_suspect() || buggy_side.analyses.back().roofs_suspect();
-      if (suspect && !comparison.machine.contended) {
-        try {
-          spec = remeasure_device_spec(*backend, threads, spec, nullptr, &comparison.machine, roof_options);
-        } catch (const RepeatAbandoned&) {
-          // The roofs stand as they were: a stop ends the pairs at the top of the loop, the
-          // finished one kept; past the lab's half, the pairs have the rest.
-        }
-        for (auto [side, scenario] : {std::pair{&fixed_side, &comparison.fixed.scenario},
-                                      std::pair{&buggy_side, &comparison.buggy.scenario}}) {
-          set_trace_metadata(*side->traces.back(), *scenario, *backend, spec);
-          side->analyses.back() = analyze(*side->traces.back(), &spec);
-        }
-      }
-    }
     for (Side* side : {&fixed_side, &buggy_side}) {
       if (side->runs.size() > 1) {  // only the last pair's outputs are compared (kept until a pair completes)
         side->runs[side->runs.size() - 2].tokens.clear();
@@ -378,6 +366,8 @@ Comparison compare_with_fixed_twin(const Scenario& buggy_scenario, const Compare
     run->analysis = std::move(side->analyses[side->typical]);
     side->traces.clear();
   }
+  warn_if_roofs_suspect(comparison.fixed.analysis, buggy_scenario.name + " (fixed)");
+  warn_if_roofs_suspect(comparison.buggy.analysis, buggy_scenario.name);
   comparison.fixed.result = summarize_run(comparison.fixed.scenario, *backend, fixed.memory(), std::move(fixed_side.runs));
   comparison.buggy.result = summarize_run(comparison.buggy.scenario, *backend, buggy.memory(), std::move(buggy_side.runs));
   for (ComparedRun* side : {&comparison.fixed, &comparison.buggy}) {
@@ -499,6 +489,10 @@ std::string comparison_table(const Comparison& comparison) {
   out << "end-to-end slowdown: " << format_slowdown(comparison.end_to_end_slowdown)
       << "  (median over the pairs of buggy / fixed end-to-end time)\n";
   for (const std::string& note : drift_notes(comparison)) out << "note: " << note << "\n";
+  // Each side's points above their roof, with why (in cache, or the roofs suspect): reported,
+  // never measured again.
+  for (const auto& [label, side] : {std::pair{"fixed", &comparison.fixed}, std::pair{"buggy", &comparison.buggy}})
+    for (const std::string& note : side->analysis.notes) out << "note (" << label << "): " << note << "\n";
   out << "the lesson is about: the " << slowdown_words(headline.metric);
   if (headline.expected) out << ", expected " << format_range(*headline.expected);
   out << "\nverdict: " << to_string(headline.verdict.kind) << ": " << headline.verdict.sentence << "\n";

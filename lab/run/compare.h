@@ -46,8 +46,9 @@ struct CompareOptions {
   // (min_repeats too give way to it). The lab hands each bug its share of the lab's budget so.
   std::optional<int64_t> deadline_ns;
   double budget_seconds = 0;  // the time to deadline_ns when the lab handed it on, for messages
-  // The roofs to judge by, when the caller measured them (the lab's quick roofs for a short
-  // budget, which no cache holds); else the cached ones, measured first when there are none.
+  // The roofs to judge by, when the caller has them (the lab's: the calibration it made first,
+  // or quick roofs for a short budget, which no file holds); else the calibration, made first
+  // where there is none.
   std::optional<DeviceSpec> roofs;
 };
 

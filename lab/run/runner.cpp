@@ -18,8 +18,9 @@
 #include "lab/scenario/byte_size.h"
 #include "lab/run/interrupt.h"
 #include "profiling/measure/calibration.h"
-#include "profiling/measure/roof_cache.h"
+#include "profiling/measure/default_roofs.h"
 #include "profiling/trace.h"
+#include "profiling/units.h"
 
 namespace decodelab {
 
@@ -65,11 +66,11 @@ void mark_if_contended(RunResult& result, const std::string& what, bool warn) {
 }
 
 MachineState check_machine_for_timing(Backend& backend, int threads, bool warn, bool notes) {
-  const std::optional<DeviceSpec> cached = cached_device_spec(backend, threads);
+  const std::optional<DeviceSpec> calibrated = calibrated_device_spec(backend, threads);
   RoofsMachine roofs;
-  if (cached) {
-    roofs.quiet_probe_bandwidth = cached->measured->noisy ? 0.0 : cached->measured->probe_bandwidth;
-    roofs.core_round_trip_ns = cached->measured->core_round_trip_ns;
+  if (calibrated && calibrated->measured) {
+    roofs.quiet_probe_bandwidth = calibrated->measured->noisy ? 0.0 : calibrated->measured->probe_bandwidth;
+    roofs.core_round_trip_ns = calibrated->measured->core_round_trip_ns;
   }
   const auto stop_checkpoint = [] {
     if (stop_requested()) throw RepeatAbandoned(RepeatAbandoned::Why::StopRequested);
@@ -82,12 +83,13 @@ MachineState check_machine_for_timing(Backend& backend, int threads, bool warn, 
   return state;
 }
 
-RunAnalysis analyze_checking_roofs(const Trace& trace, DeviceSpec& spec, Backend& backend, int threads,
-                                   const MachineState& machine) {
-  RunAnalysis analysis = analyze(trace, &spec);
-  if (!analysis.roofs_suspect() || machine.contended || !spec.measured || spec.measured->measured_at <= 0) return analysis;
-  spec = remeasure_device_spec(backend, threads, spec, &std::cerr, &machine);
-  return analyze(trace, &spec);
+void warn_if_roofs_suspect(const RunAnalysis& analysis, const std::string& what) {
+  for (const AboveRoof& above : analysis.above_roof) {
+    if (above.cache_resident) continue;
+    std::fprintf(stderr, "decodelab: warning: %s: %s %s ran at %s of its roof: %s\n", what.c_str(),
+                 phase_name(above.phase), op_category_name(above.category), format_percent(above.roof_fraction).c_str(),
+                 above.explanation.c_str());
+  }
 }
 
 void warn_if_unoptimised_build() {
@@ -135,7 +137,7 @@ std::unique_ptr<Backend> open_backend(const Scenario& scenario, const RunOptions
   BackendOptions backend_options;
   backend_options.threads = kernel_threads(scenario, options);
   backend_options.cuda_graphs = scenario.cuda_graphs || options.cuda_graphs;
-  backend_options.cpu_kernels = calibrated_cpu_kernels();  // the kernels the calibration measured
+  backend_options.cpu_kernels = calibrated_cpu_kernels(backend_options.threads);  // the kernels the calibration measured
   return make_backend(choose_backend(scenario.backend, options.backend), backend_options);
 }
 

@@ -138,7 +138,7 @@ RunResult summarize_run(const Scenario& scenario, const Backend& backend, const 
 RunResult run_scenario(const Scenario& scenario, const RunOptions& options, Backend* backend = nullptr);
 
 // The machine check before timing (profiling/measure/machine_check.h), against the quiet bandwidth
-// probe and core round trip cached with this machine's roofs when there are some; a
+// probe and core round trip this machine's calibration recorded when there is one; a
 // contended machine is said on stderr (with the numbers and what to do) when `warn`, its
 // notes (far-apart cores) when `notes` too — a quiet command prints only warnings. Under a
 // command that stops on request (lab, sweep) a stop abandons the check within a fraction of a
@@ -149,11 +149,11 @@ MachineState check_machine_for_timing(Backend& backend, int threads, bool warn =
 // (the check before said its own) — `what` names the figures ("host_sync's figures").
 void mark_if_contended(RunResult& result, const std::string& what, bool warn = true);
 
-// The trace analysed against `spec`; when a point ran above its roof with a working set
-// larger than the cache (the roofs are suspect) and the machine is quiet, the roofs are
-// measured again (cached only if better) and the trace analysed against them.
-RunAnalysis analyze_checking_roofs(const Trace& trace, DeviceSpec& spec, Backend& backend, int threads,
-                                   const MachineState& machine);
+// Points that ran above their roof with a working set larger than the cache (the roofs read
+// low: RunAnalysis::roofs_suspect), said on stderr, one line each, naming `what` ran them.
+// Reported, never a trigger to measure again: the calibration is replaced only by
+// `decodelab calibrate`, on a machine its user knows to be quiet.
+void warn_if_roofs_suspect(const RunAnalysis& analysis, const std::string& what);
 
 // Once per process: a warning on stderr when this binary was built without optimisation.
 void warn_if_unoptimised_build();

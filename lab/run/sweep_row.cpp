@@ -8,7 +8,7 @@
 #include "profiling/model/analysis.h"
 #include "profiling/model/cost_model.h"
 #include "profiling/model/decode_reading.h"
-#include "profiling/measure/roof_cache.h"
+#include "profiling/measure/default_roofs.h"
 #include "profiling/trace.h"
 
 namespace decodelab {
@@ -41,7 +41,7 @@ SweepRow run_sweep_point(const SweepPoint& point, const Scenario& scenario, RunO
   trace.metadata().dtype = dtype_name(scenario.dtype);
   trace.metadata().model = ModelShape::of(scenario.model_config);
   trace.metadata().device_spec = *context.spec;
-  const RunAnalysis analysis = analyze_checking_roofs(trace, *context.spec, backend, threads, *context.machine);
+  const RunAnalysis analysis = analyze(trace, &*context.spec);  // a point above its roof: "above_roof" below
   row.json = run_result_json(scenario, row.result);
   row.json["swept"] = swept_values_json(point);
   if (nlohmann::json decode = decode_roofline_json(analysis, row.result.metrics, scenario.dtype); !decode.is_null())

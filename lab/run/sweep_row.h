@@ -33,11 +33,11 @@ struct SweepRow {
 
 // What a sweep's points share: the machine, checked before the first point is timed and
 // recorded in every row, and the roofs the points are read against, taken after that check
-// (a contended machine's roofs are not cached). Empty members are filled by the first point;
-// a caller that checked and measured already (a Slurm task) fills them itself.
+// (the calibration; one made first records the check). Empty members are filled by the first
+// point; a caller that checked and read the roofs already (a Slurm task) fills them itself.
 struct SweepContext {
   std::optional<MachineState> machine;
-  std::optional<DeviceSpec> spec;  // measured again when a point ran above its roofs
+  std::optional<DeviceSpec> spec;  // never measured again: a point above its roof is reported in its row
 };
 
 // Runs the point on `backend` (opened with open_backend) and reads its decode phase

@@ -8,17 +8,38 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <iostream>
+#include <optional>
 #include <ostream>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "engine/base/errors.h"
+#include <unistd.h>
+
 #include "profiling/atomic_file.h"
+#include "profiling/measure/kernel_variant_choice.h"
 #include "profiling/measure/machine_check.h"
-#include "profiling/measure/roof_cache.h"
 #include "profiling/units.h"
 
 namespace decodelab {
+
+MachineIdentity this_machine(int threads) {
+  MachineIdentity machine;
+  char host[256] = {};
+  machine.hostname = ::gethostname(host, sizeof host - 1) == 0 && host[0] ? host : "unknown-host";
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const size_t colon = line.find(':');
+    if (colon != std::string::npos) machine.cpu_model = line.substr(line.find_first_not_of(" \t", colon + 1));
+    break;
+  }
+  if (machine.cpu_model.empty()) machine.cpu_model = "unknown-cpu";
+  machine.threads = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return machine;
+}
 
 std::filesystem::path decodelab_cache_directory() {
   if (const char* override_directory = std::getenv("DECODELAB_CACHE_DIR"); override_directory && *override_directory)
@@ -28,13 +49,14 @@ std::filesystem::path decodelab_cache_directory() {
   return std::filesystem::path(home && *home ? home : "/tmp") / ".cache" / "decodelab";
 }
 
-std::filesystem::path default_calibration_path() {
+std::filesystem::path calibration_path(int threads) {
+  const MachineIdentity machine = this_machine(threads);
   std::string safe;
-  for (char c : this_machine(1).hostname) {
+  for (char c : machine.hostname) {
     const bool keep = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
     safe += keep ? c : '-';
   }
-  return decodelab_cache_directory() / ("calibration-" + safe + ".json");
+  return decodelab_cache_directory() / ("calibration-" + safe + "-" + std::to_string(machine.threads) + "threads.json");
 }
 
 std::vector<std::string> cpu_flags_that_matter() {
@@ -344,6 +366,29 @@ Calibration calibrate_machine(Backend& backend, int threads, const RoofMeasureOp
   return parse_calibration(to_json(calibration).dump(), "(the calibration just measured)");
 }
 
+Calibration calibrate_to_file(Backend& backend, int threads, const std::filesystem::path& file,
+                              const RoofMeasureOptions& options, std::ostream* progress, const MachineState* machine,
+                              const KernelVariantChoice& kernels) {
+  std::optional<MachineState> checked;
+  if (!machine) {
+    // The machine's own probe only: an earlier calibration, even an unreadable one, is
+    // replaced, not read.
+    checked = check_machine(backend, threads, RoofsMachine{}, MachineThresholds{}, options.checkpoint);
+    if (const std::string said = checked->warning(false); !said.empty()) (progress ? *progress : std::cerr) << said;
+    machine = &*checked;
+  }
+  Calibration calibration = calibrate_machine(backend, threads, options, progress, machine);
+  calibration.kernel_variant = kernels.chosen;
+  if (!kernels.timings.empty() || !kernels.reason.empty()) calibration.kernel_variants = to_json(kernels);
+  try {
+    save_calibration(calibration, file);
+  } catch (const std::runtime_error& error) {
+    throw ResourceError(std::string("the calibration could not be written: ") + error.what() +
+                        " (DECODELAB_CACHE_DIR names the folder calibrations are kept in)");
+  }
+  return calibration;
+}
+
 RoofMeasureOptions quick_calibration_options() {
   RoofMeasureOptions options;
   options.copy_bytes = size_t{4} << 20;
@@ -361,14 +406,14 @@ RoofMeasureOptions quick_calibration_options() {
 
 CalibrationLookup find_calibration(const Backend& backend, int threads) {
   CalibrationLookup lookup;
-  lookup.file = default_calibration_path();
+  lookup.file = calibration_path(threads);
   std::error_code error;
   if (!std::filesystem::exists(lookup.file, error)) {
     lookup.why_not = "no calibration file (" + lookup.file.string() + ")";
     return lookup;
   }
   lookup.exists = true;
-  // A file of another format is an older or newer decodelab's: measured again, not an error.
+  // A file of another format is an older or newer decodelab's: calibrated again (said), not an error.
   {
     std::ifstream in(lookup.file, std::ios::binary);
     std::ostringstream text;
@@ -394,9 +439,9 @@ CalibrationLookup find_calibration(const Backend& backend, int threads) {
 
 namespace decodelab {
 
-std::string calibrated_cpu_kernels() {
+std::string calibrated_cpu_kernels(int threads) {
   try {
-    const std::filesystem::path file = default_calibration_path();
+    const std::filesystem::path file = calibration_path(threads);
     std::error_code error;
     if (!std::filesystem::exists(file, error)) return "";
     const Calibration calibration = load_calibration(file);

@@ -8,7 +8,13 @@
 // and weight stream) — and a command uses it only where all of these match. A calibration
 // of another machine is flagged (calibration_differences names what differs) and never
 // used: a shared home folder carries one machine's file to another, and its roofs would
-// price this machine's runs wrongly.
+// price this machine's runs wrongly. One file per host and kernel thread count, because the
+// roofs and fixed costs of 1 and of 8 threads are different machines to the model.
+//
+// The non-obvious choice: a command that finds no calibration of this machine at its thread
+// count calibrates first, saying so on stderr (profiling/measure/default_roofs.h), with the
+// same procedure as `decodelab calibrate` (calibrate_to_file); nothing else ever measures
+// into the file, so a point above its roof is reported, never a trigger to measure again.
 #pragma once
 
 #include <cstdint>
@@ -29,8 +35,8 @@ namespace decodelab {
 
 // The file's format version: bumped whenever what the figures mean changes (how they are
 // measured or read), so that a calibration of an older meaning is measured again, not read.
-// The roof cache is keyed by it too (roof_cache_path). 2: the efficiency table replaced the
-// matmul ceilings, their per-output cost and the decode matmul and attention rates.
+// 2: the efficiency table replaced the matmul ceilings, their per-output cost and the decode
+// matmul and attention rates.
 constexpr int kCalibrationFormat = 2;
 
 // Why a calibration of `format` is not read, in one sentence that ends with what to do:
@@ -38,6 +44,11 @@ constexpr int kCalibrationFormat = 2;
 std::string calibration_format_problem(int64_t format);
 
 struct MachineState;
+struct KernelVariantChoice;
+
+// This machine, as a calibration is keyed: hostname, CPU model (/proc/cpuinfo), threads
+// (0 = every core, resolved to the count).
+MachineIdentity this_machine(int threads);
 
 struct Calibration {
   int format = kCalibrationFormat;
@@ -59,9 +70,10 @@ struct Calibration {
 
 // $DECODELAB_CACHE_DIR, else $XDG_CACHE_HOME/decodelab, else ~/.cache/decodelab.
 std::filesystem::path decodelab_cache_directory();
-// The calibration commands read: calibration-<hostname>.json in that folder (one per host,
-// so that hosts sharing a home folder keep theirs).
-std::filesystem::path default_calibration_path();
+// The calibration commands at `threads` kernel threads (0 = every core, resolved to the
+// count) read: calibration-<hostname>-<N>threads.json in that folder (one per host, so that
+// hosts sharing a home folder keep theirs, and one per thread count).
+std::filesystem::path calibration_path(int threads);
 
 // The /proc/cpuinfo flags the CPU kernels and their speed depend on (AVX2, FMA, F16C, the
 // AVX-512 families, AMX; NEON/SVE on Arm), those this CPU has, in /proc/cpuinfo's order.
@@ -92,13 +104,23 @@ std::string describe_calibration(const Calibration& calibration, const std::file
 Calibration calibrate_machine(Backend& backend, int threads, const RoofMeasureOptions& options, std::ostream* progress,
                               const MachineState* machine);
 
+// The calibration procedure, one for `decodelab calibrate` and for a command that finds this
+// machine uncalibrated: the machine checked first unless `machine` (a check just taken) is
+// given — a contended one said on `progress`, else stderr, and recorded —, measured
+// (calibrate_machine, its steps on `progress`), the CPU kernel variant recorded (`kernels`:
+// the choice calibrate timed, or the variant a command's backend already runs, with a reason
+// saying it was not timed), and written to `file` atomically, replacing it whole.
+Calibration calibrate_to_file(Backend& backend, int threads, const std::filesystem::path& file,
+                              const RoofMeasureOptions& options, std::ostream* progress, const MachineState* machine,
+                              const KernelVariantChoice& kernels);
+
 // Small probes for the test suite: every figure measured, in seconds rather than a minute
 // (the figures mean little).
 RoofMeasureOptions quick_calibration_options();
 
-// How the default calibration stands for this backend and thread count: `spec` when the file
-// exists and describes this machine; else why not (`why_not`: no file, or what differs).
-// A file that cannot be read is an InputError.
+// How the calibration of this backend's thread count stands (calibration_path(threads)):
+// `spec` when the file exists and describes this machine; else why not (`why_not`: no file,
+// another format, or what differs). A file that cannot be read is an InputError.
 struct CalibrationLookup {
   std::optional<DeviceSpec> spec;
   std::filesystem::path file;
@@ -107,10 +129,10 @@ struct CalibrationLookup {
 };
 CalibrationLookup find_calibration(const Backend& backend, int threads);
 
-// The CPU kernel variant this host's calibration chose (for BackendOptions::cpu_kernels, which
-// DECODELAB_CPU_KERNELS overrides): empty without a readable calibration of this host and CPU
-// model, or one that chose none. Made before the backend, so that the backend runs the
-// kernels the calibration's roofs were measured with.
-std::string calibrated_cpu_kernels();
+// The CPU kernel variant this host's calibration at `threads` chose (for
+// BackendOptions::cpu_kernels, which DECODELAB_CPU_KERNELS overrides): empty without a
+// readable calibration of this host and CPU model, or one that chose none. Made before the
+// backend, so that the backend runs the kernels the calibration's roofs were measured with.
+std::string calibrated_cpu_kernels(int threads);
 
 }  // namespace decodelab

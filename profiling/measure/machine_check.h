@@ -1,11 +1,11 @@
 // Is this machine quiet enough to time on? Checked before timing starts (run, compare,
 // lab, sweep, roofline --measure): the cores this process may use against the kernel
 // threads it will start, the CPU time those threads really get, CPU steal, the load
-// average, a short bandwidth probe (its spread, and its best against the value cached
-// when the roofs were measured on a quiet machine), and how far apart two cores are (a
-// cache line's round trip, profiling/measure/core_round_trip.h). A contended machine is said on
-// stderr with the numbers and what to do, recorded in the JSON and the report, and keeps
-// its roof measurements out of the cache (profiling/measure/roof_measure.h). Far-apart cores are
+// average, a short bandwidth probe (its spread, and its best against the value the
+// calibration recorded when it was measured on a quiet machine), and how far apart two cores
+// are (a cache line's round trip, profiling/measure/core_round_trip.h). A contended machine is
+// said on stderr with the numbers and what to do, recorded in the JSON and the report, and in
+// a calibration measured then (profiling/measure/calibration.h). Far-apart cores are
 // a note, not contention: nothing else is using the machine, but small parallel ops run
 // slower than on near cores, and slower than roofs measured with near cores predict.
 //
@@ -39,7 +39,7 @@ struct MachineThresholds {
   double max_steal_fraction = 0.05;
   // (second slowest - second fastest) / median of the bandwidth probe's copies.
   double max_probe_spread = 0.15;
-  // The probe's best copy below this share of the quiet value cached with the roofs:
+  // The probe's best copy below this share of the quiet value the calibration recorded:
   // steady contention (a low spread, but everything slower).
   double min_of_quiet_bandwidth = 0.75;
   // A core round trip above this: the kernel threads' cores are far apart (a note).
@@ -68,7 +68,7 @@ struct MachineState {
   int probe_warmup_copies = 0;     // warm-up copies before the probe's timed ones (the first on fresh buffers)
   double probe_warmup_seconds = 0; // their time together
   double core_round_trip_ns = 0;   // a cache line's round trip between two cores; 0 = not probed (one kernel thread)
-  double roofs_core_round_trip_ns = 0;  // the same when the cached roofs were measured; 0 = none
+  double roofs_core_round_trip_ns = 0;  // the same when the calibration was measured; 0 = none
   int own_nice = 0;                // this process's nice level
   bool autogroup = false;          // /proc/sys/kernel/sched_autogroup_enabled: sessions share the CPU before nice applies
   bool contended = false;
@@ -91,14 +91,14 @@ void judge_machine(MachineState& state, const MachineThresholds& thresholds = {}
 // either end not counting; 0 below 3 copies.
 double probe_spread_of(std::vector<double> seconds);
 
-// What the roof cache remembers of the machine when the roofs were measured (0 = none).
+// What the calibration recorded of the machine when its roofs were measured (0 = none).
 struct RoofsMachine {
   double quiet_probe_bandwidth = 0;  // only from a quiet measurement
   double core_round_trip_ns = 0;
 };
 
 // Probes the machine for the backend about to time: `threads` kernel threads (0 = every
-// core); `roofs` from the roof cache. About 0.5 s on a quiet machine, seconds on a busy one.
+// core); `roofs` from the calibration. About 0.5 s on a quiet machine, seconds on a busy one.
 // `checkpoint` (may be empty), the roof measurement's (RoofMeasureOptions::checkpoint), is
 // called between the probes and before every copy of the bandwidth probe: it throws to
 // abandon the check (a stop requested), which then leaves the backend idle and its op

@@ -1,5 +1,5 @@
-// Measuring roofs against a backend (the per-machine cache of CPU measurements is
-// profiling/measure/roof_cache.cpp). All timing here goes through the backend's own device timings of single ops, so the
+// Measuring roofs against a backend (the calibration that keeps a CPU's is
+// profiling/measure/calibration.cpp). All timing here goes through the backend's own device timings of single ops, so the
 // figures exclude enqueue and sync costs, exactly like the ops they will be compared to.
 #include "profiling/measure/roof_measure.h"
 

@@ -16,9 +16,9 @@
 //
 // Non-obvious choices: the bandwidth roof is the faster of copy and streaming read, because
 // on a CPU a copy's stores also read their destination line first (write-allocate), so a
-// copy alone sits well below what a read-dominated decode step reaches. CPU roofs are cached
-// per machine (profiling/measure/roof_cache.h), so every run is held to measured roofs by default
-// while the measurement itself (seconds) happens once per machine.
+// copy alone sits well below what a read-dominated decode step reaches. CPU roofs are kept in
+// the calibration (profiling/measure/calibration.h), so every run is held to measured roofs by
+// default while the measurement itself (tens of seconds) happens once per machine and thread count.
 #pragma once
 
 #include <filesystem>

@@ -105,7 +105,9 @@ struct Placer {
 std::string precision_label(unsigned mask) {
   std::string label;
   for (Precision precision : {Precision::Fp32, Precision::Tf32, Precision::Fp16, Precision::Bf16}) {
-    if (mask & (1u << static_cast<unsigned>(precision))) label += (label.empty() ? "" : "+") + std::string(precision_name(precision));
+    if (!(mask & (1u << static_cast<unsigned>(precision)))) continue;
+    if (!label.empty()) label += '+';  // appended piecewise: GCC 12 misreports "literal" + string (-Wrestrict)
+    label += precision_name(precision);
   }
   return label;
 }
@@ -164,8 +166,8 @@ void explain_points_above_roof(RunAnalysis& analysis, const std::array<double, 3
                           (cache > 0 ? ", more than the " + format_bytes(cache) + " last-level cache, "
                                      : " and the cache size is unknown, ") +
                           "so the " + analysis.device_spec.roofs_origin() +
-                          " roofs read low (measured under load?): measure them again on a quiet machine "
-                          "(decodelab roofline --measure)";
+                          " roofs read low (measured under load?): calibrate again on a quiet machine "
+                          "(decodelab calibrate)";
     }
     analysis.above_roof.push_back(std::move(above));
   }

@@ -318,7 +318,7 @@ PredictionInputs prediction_inputs(const DeviceSpec& device, double host_overhea
   if (!costs) {
     throw InputError(device.name, 0, "fixed_costs",
                      "the device has no fixed costs (per-op overhead, launch, sync round trip): add a fixed_costs: "
-                     "section to its device file, or measure them (decodelab roofline --measure)");
+                     "section to its device file, or measure them into one (decodelab roofline --measure --save FILE)");
   }
   PredictionInputs inputs;
   inputs.roofs = device.effective_roofs();

@@ -133,7 +133,7 @@ std::string limiter_rules_text(const LimiterThresholds& t, bool gpu) {
          " of each other: near the ridge) is called near the limiter across it. Gaps are device idle intervals of " +
          micro(t.gap_seconds(gpu)) + " or more. A point above " + percent(t.above_roof_fraction) +
          " of its roof is explained: a working set within the last-level cache is not bounded by the DRAM roof; " +
-         "otherwise the roof is suspect and measured again.";
+         "otherwise the roof is reported as suspect (never measured again by itself: `decodelab calibrate` does).";
 }
 
 namespace {

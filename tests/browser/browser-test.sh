@@ -39,8 +39,8 @@ fi
 decodelab="$1" source_dir="$2" out="$3"
 rm -rf "$out/pages" "$out/screenshots"
 mkdir -p "$out/pages" "$out/screenshots"
-# Roofs measured once and kept beside the pages (a rerun reuses them).
-export DECODELAB_CACHE_DIR="$out/roofs-cache"
+# This machine calibrated once (by the first command) and kept beside the pages (a rerun reuses it).
+export DECODELAB_CACHE_DIR="$out/calibration"
 small=(--backend cpu --threads 1 --set "run={warmup: 0, repeats: 2}")
 tiny=(--set model=lab-tiny --set workload.requests=2 --set workload.batch_size=2 --set workload.prompt_tokens=8
       --set workload.new_tokens=6)

@@ -57,9 +57,9 @@ inline nlohmann::json without_figures(nlohmann::json row) {
     reading["intensity_flop_per_byte"] = row["decode_roofline"]["intensity_flop_per_byte"];
     row["decode_roofline"] = reading;
   }
-  // The prediction is priced with the roofs cached when the row ran, and a noisy cache is
-  // measured again once the machine is quiet (or replaced by higher roofs), so two runs of
-  // the same point may be priced differently: its figures are names only, like the errors
+  // The prediction is priced with the calibration as it was when the row ran, which
+  // `decodelab calibrate` may replace between two runs of the same point, so they may be
+  // priced differently: its figures are names only, like the errors
   // and verdict beside them. Its noise is present only on a noisy machine, a measured state.
   if (row.contains("prediction") && row["prediction"].is_object()) row["prediction"].erase("noise");
   for (auto& [key, value] : row.items()) {
