@@ -184,6 +184,12 @@ struct QueryBlock {
   int64_t padded_n;
   float* accumulators;  // [count][padded_dim]
   int64_t keys(int64_t i) const { return row_keys[i / group]; }
+  // The keys all of queries [first, first + n) read.
+  int64_t shared_keys(int64_t first, int n) const {
+    int64_t shared = keys(first);
+    for (int i = 1; i < n; ++i) shared = std::min(shared, keys(first + i));
+    return shared;
+  }
   const float* query(int64_t i) const { return queries + i * padded_dim; }
   float* score_row(int64_t i) const { return scores + i * padded_n; }
 };
@@ -278,13 +284,11 @@ int64_t tile_scores(const char* keys, int64_t stride, const QueryBlock& block, i
 template <DType D, int C, int Q>
 void block_values(const char* values, int64_t stride, const QueryBlock& block, int64_t first) {
   VFloat acc[Q][C];
-  int64_t shared = block.keys(first);
+  const int64_t shared = block.shared_keys(first, Q);
 #pragma GCC unroll 16
-  for (int i = 0; i < Q; ++i) {
-    shared = std::min(shared, block.keys(first + i));
+  for (int i = 0; i < Q; ++i)
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) acc[i][c] = vzero();
-  }
   for (int64_t j = 0; j < shared; ++j) {
     const char* vector = values + j * stride;
     VFloat chunks[C];
@@ -300,7 +304,8 @@ void block_values(const char* values, int64_t stride, const QueryBlock& block, i
 #pragma GCC unroll 16
   for (int i = 0; i < Q; ++i) {
     const float* weights = block.score_row(first + i);
-    for (int64_t j = shared; j < block.keys(first + i); ++j) {
+    const int64_t keys = block.keys(first + i);
+    for (int64_t j = shared; j < keys; ++j) {
       const char* vector = values + j * stride;
       const VFloat weight = vbroadcast(weights[j]);
 #pragma GCC unroll 8
@@ -319,9 +324,8 @@ void direct_block(const CacheView& keys, const CacheView& values, const QueryBlo
   int64_t first = 0;
 #if defined(DECODELAB_SIMD_AVX512)
   for (; first + kTileQueries <= block.count; first += kTileQueries) {
-    int64_t shared = block.keys(first);
-    for (int i = 1; i < kTileQueries; ++i) shared = std::min(shared, block.keys(first + i));
-    const int64_t done = tile_scores<D, C>(keys.base, key_stride, block, first, shared, scale);
+    const int64_t done =
+        tile_scores<D, C>(keys.base, key_stride, block, first, block.shared_keys(first, kTileQueries), scale);
     for (int i = 0; i < kTileQueries; ++i)
       query_scores<D, C>(keys.base, key_stride, block.query(first + i), done, block.keys(first + i), scale,
                          block.score_row(first + i));
