@@ -8,7 +8,12 @@ set(CMAKE_SYSTEM_PROCESSOR aarch64)
 set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)
 set(CMAKE_CXX_COMPILER aarch64-linux-gnu-g++)
 set(CMAKE_LIBRARY_ARCHITECTURE aarch64-linux-gnu)
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64-static -L /usr/aarch64-linux-gnu)
+# The emulated program loads the arm64 runtime installed with the libraries (libc6:arm64 under
+# /lib/aarch64-linux-gnu, its dynamic loader /lib/ld-linux-aarch64.so.1), not the cross
+# toolchain's copy under /usr/aarch64-linux-gnu: the loader and libc.so.6 must come from the
+# same glibc build, and the toolchain's loader with the runtime's newer libc (the library search
+# finds that one) hangs in the first pthread_create, walking a list whose layout differs.
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64-static -L /)
 if(DEFINED ENV{DECODELAB_ARM64_ROOT})
   set(yaml-cpp_DIR "$ENV{DECODELAB_ARM64_ROOT}/usr/lib/aarch64-linux-gnu/cmake/yaml-cpp")
 endif()
