@@ -12,6 +12,7 @@
 // vsum tree (vsum16 gives the same bits) — so an element depends only on its x row and W
 // row, never on M, the tile it falls in, or the storage dtype of equal values
 // (invariants the engine's tests rely on).
+#include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -53,8 +54,16 @@ constexpr int kPanelXRows = 4;
 constexpr int kPanelWeightRows = 3;
 #endif
 constexpr int64_t kXBlockBytes = 256 * 1024;  // x rows one pass over a W panel keeps in L2
-// W rows a thread keeps in L2 while x passes over them: ~64, a whole number of tiles.
-constexpr int64_t kPanelRows = 64 / kPanelWeightRows * kPanelWeightRows;
+// The share of this core's L2 a W panel takes (the rest holds the x rows passing through and
+// the lines prefetched ahead): the panel's rows follow from the cache the OS reports and the
+// row's bytes, not a row count (64 rows of an fp32 down projection, 704 KiB, outgrew a 512 KiB
+// L2 while a 2 MiB one held 64 fp16 rows of 2 KiB eight times over). A quarter against
+// 64 rows, alternated on one Intel core: M = 512 matmuls 5-7% faster in fp32, fp16 and bf16
+// alike (bench/results/2026-12-07-intel-xeon-panel-from-l2.md).
+constexpr int64_t kPanelL2Share = 4;
+// At least this many panels per kernel thread, so that a thread the machine slows hands the
+// last panels to the others (guided schedule).
+constexpr int64_t kPanelsPerThread = 4;
 // How far ahead of its read position the first x group prefetches W: about the
 // bandwidth-delay product of one core's DRAM stream, measured best among 16-128 KiB.
 constexpr int64_t kPrefetchAheadBytes = 32 * 1024;
@@ -330,6 +339,24 @@ int64_t l1_data_bytes() {
   return bytes;
 }
 
+// The L2 cache's size (per core) as the OS reports it (a conservative 256 KiB where it does not).
+int64_t l2_bytes() {
+  static const int64_t bytes = [] {
+    const long reported = ::sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return reported > 0 ? static_cast<int64_t>(reported) : int64_t{256 * 1024};
+  }();
+  return bytes;
+}
+
+// W rows per panel: kPanelL2Share of L2 in rows of `row_bytes`, a whole number of tiles, at least
+// one tile, and small enough that every kernel thread gets kPanelsPerThread panels of n_total.
+int64_t panel_rows(int64_t n_total, int64_t row_bytes, bool parallel) {
+  const int64_t threads = parallel ? std::max(1, omp_get_max_threads()) : 1;
+  const int64_t for_l2 = l2_bytes() / kPanelL2Share / std::max<int64_t>(1, row_bytes);
+  const int64_t for_threads = (n_total + threads * kPanelsPerThread - 1) / (threads * kPanelsPerThread);
+  return std::max<int64_t>(kPanelWeightRows, std::min(for_l2, for_threads) / kPanelWeightRows * kPanelWeightRows);
+}
+
 // A panel's tile: only the panel's first pass (the first x group) reads W from memory;
 // later ones find it in L2.
 template <DType WD, int MR, int NR, bool Blocked, int DM, int DN>
@@ -343,7 +370,7 @@ void panel_tile(bool w_in_l2, bool non_temporal, const float* x, int64_t padded_
     register_tile_range<WD, MR, NR, WPrefetch::kNone, Blocked>(x, padded_k, w, w_stride, k, begin, end, carry, dots);
 }
 
-// Several groups (batched decode, prefill): threads take panels of kPanelRows W rows; a
+// Several groups (batched decode, prefill): threads take panels of W rows (panel_rows); a
 // panel is read from memory by the first group and then stays in L2 while every group
 // of x rows (an L2-sized block at a time) passes over it, each group's rows staying in
 // L1 across the panel's tiles. Per FMA this loads little from L2 (W's chunks, prefetched
@@ -358,22 +385,24 @@ void matmul_panels(const float* x, int64_t padded_k, const Tensor& weight, const
   const int64_t n_total = weight.shape[0];
   const int64_t k = weight.shape[1];
   const int64_t w_stride = weight.strides[0];
-  const int64_t panels = (n_total + kPanelRows - 1) / kPanelRows;
+  const bool parallel = matmul_fans_out(rows, n_total, k);
+  const int64_t rows_per_panel = panel_rows(n_total, k * static_cast<int64_t>(dtype_size(WD)), parallel);
+  const int64_t panels = (n_total + rows_per_panel - 1) / rows_per_panel;
   // x rows per pass over a panel: as many as fit the L2 budget, a whole number of groups.
   const int64_t x_block = std::max<int64_t>(
       kPanelXRows, kXBlockBytes / (padded_k * static_cast<int64_t>(sizeof(float))) / kPanelXRows * kPanelXRows);
   const int64_t group_bytes = kPanelXRows * padded_k * static_cast<int64_t>(sizeof(float));
   const int64_t k_blocks = (group_bytes + l1_data_bytes() / 2 - 1) / (l1_data_bytes() / 2);
   const int64_t k_block = round_up_to_lanes((k + k_blocks - 1) / k_blocks);
-  constexpr int64_t kPanelTiles = (kPanelRows + kPanelWeightRows - 1) / kPanelWeightRows;
+  const int64_t panel_tiles = (rows_per_panel + kPanelWeightRows - 1) / kPanelWeightRows;
   const bool non_temporal = weight_stream() == WeightStream::kNonTemporal;
-  parallel_for(matmul_fans_out(rows, n_total, k), panels, [&](int64_t panel) {
+  parallel_for(parallel, panels, [&](int64_t panel) {
     thread_local ScratchBuffer carry_scratch;  // 64-byte aligned, as a VFloat must be
     VFloat* carry_storage = k_block < k ? reinterpret_cast<VFloat*>(carry_scratch.floats(
-                                              static_cast<size_t>(kPanelTiles * kPanelXRows * kPanelWeightRows * kLanes)))
+                                              static_cast<size_t>(panel_tiles * kPanelXRows * kPanelWeightRows * kLanes)))
                                         : nullptr;
-    const int64_t n_begin = panel * kPanelRows;
-    const int64_t n_end = std::min(n_total, n_begin + kPanelRows);
+    const int64_t n_begin = panel * rows_per_panel;
+    const int64_t n_end = std::min(n_total, n_begin + rows_per_panel);
     for (int64_t m_begin = 0; m_begin < rows; m_begin += x_block) {
       const int64_t m_end = std::min(rows, m_begin + x_block);
       for (int64_t m0 = m_begin; m0 < m_end; m0 += kPanelXRows) {
