@@ -54,12 +54,11 @@ constexpr int kPanelXRows = 4;
 constexpr int kPanelWeightRows = 3;
 #endif
 constexpr int64_t kXBlockBytes = 256 * 1024;  // x rows one pass over a W panel keeps in L2
-// The share of this core's L2 a W panel takes (the rest holds the x rows passing through and
-// the lines prefetched ahead): the panel's rows follow from the cache the OS reports and the
-// row's bytes, not a row count (64 rows of an fp32 down projection, 704 KiB, outgrew a 512 KiB
-// L2 while a 2 MiB one held 64 fp16 rows of 2 KiB eight times over). A quarter against
-// 64 rows, alternated on one Intel core: M = 512 matmuls 5-7% faster in fp32, fp16 and bf16
-// alike (bench/results/2026-12-07-intel-xeon-panel-from-l2.md).
+// The share of this core's L2 a W panel takes: the panel's rows follow from the cache the OS
+// reports and the row's bytes, not from a row count (a fixed 64 rows of an fp32 down projection
+// is 704 KiB, beyond a 512 KiB L2, and an eighth of a 2 MiB one in fp16). A quarter leaves the
+// rest to what passes through beside the panel: the x rows, the lines prefetched ahead, a second
+// hyperthread. The timings of this choice: bench/results/2026-12-07-intel-xeon-panel-from-l2.md.
 constexpr int64_t kPanelL2Share = 4;
 // At least this many panels per kernel thread, so that a thread the machine slows hands the
 // last panels to the others (guided schedule).
@@ -330,21 +329,19 @@ void matmul_streaming(const float* x, int64_t padded_k, const Tensor& weight, co
   }, LoopSchedule::guided(8));
 }
 
-// The L1 data cache's size as the OS reports it (a conservative 32 KiB where it does not).
-int64_t l1_data_bytes() {
-  static const int64_t bytes = [] {
-    const long reported = ::sysconf(_SC_LEVEL1_DCACHE_SIZE);
-    return reported > 0 ? static_cast<int64_t>(reported) : int64_t{32 * 1024};
-  }();
-  return bytes;
+// A cache's size as the OS reports it (sysconf), `fallback` where it does not.
+int64_t reported_cache_bytes(int name, int64_t fallback) {
+  const long reported = ::sysconf(name);
+  return reported > 0 ? static_cast<int64_t>(reported) : fallback;
 }
 
-// The L2 cache's size (per core) as the OS reports it (a conservative 256 KiB where it does not).
+// L1 data and L2 (per core), with conservative sizes where the OS reports none.
+int64_t l1_data_bytes() {
+  static const int64_t bytes = reported_cache_bytes(_SC_LEVEL1_DCACHE_SIZE, 32 * 1024);
+  return bytes;
+}
 int64_t l2_bytes() {
-  static const int64_t bytes = [] {
-    const long reported = ::sysconf(_SC_LEVEL2_CACHE_SIZE);
-    return reported > 0 ? static_cast<int64_t>(reported) : int64_t{256 * 1024};
-  }();
+  static const int64_t bytes = reported_cache_bytes(_SC_LEVEL2_CACHE_SIZE, 256 * 1024);
   return bytes;
 }
 
