@@ -5,7 +5,9 @@
 //  2. matmul on fp32 tensors holding exact widenings of fp16/bf16 values == the same
 //     matmul in fp16/bf16 (the fp32_ops bug must not change results);
 //  3. attention: a query row's output is the same whatever M, rows_per_sequence and the
-//     KV-cache layout (contiguous, [S, P, kv_heads, D] view, head_dim-strided view).
+//     KV-cache layout (contiguous, [S, P, kv_heads, D] view, head_dim-strided view);
+//  4. matmul into a half-precision out == the fp32 out rounded once (round to nearest even),
+//     on every path (one row, a streamed group, panels), row strides honoured.
 #include <array>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -119,6 +121,34 @@ TEST_CASE("cpu matmul in fp32 of widened half values equals the half matmul", "[
       CHECK(report.empty());
     }
   }
+}
+
+TEST_CASE("cpu matmul into half out is the fp32 out rounded once on every path with row strides",
+          "[cpu][invariants]") {
+  const DType half = GENERATE(DType::F16, DType::BF16);
+  // One row (streams), a group (streamed W), 13 rows (panels, a partial last group).
+  const int64_t m = GENERATE(1, 5, 13);
+  const int64_t k = 203, n = 45, out_stride = 50;
+  CpuFixture fixture;
+  const std::vector<float> x_values = random_values(static_cast<size_t>(m * k), DType::F32, 121);
+  const std::vector<float> w_values = random_values(static_cast<size_t>(n * k), DType::F32, 122);
+  const Tensor x = fixture.upload(DType::F32, {m, k}, x_values);
+  const Tensor w = fixture.upload(DType::F32, {n, k}, w_values);
+  const Tensor wide = fixture.tensor(DType::F32, {m, n});
+  fixture.backend->matmul(x, w, wide, fixture.id());
+  const std::vector<float> wide_values = fixture.read(wide);
+
+  const float untouched = 7.0f;
+  const Tensor storage = fixture.upload(half, {m, out_stride}, std::vector<float>(m * out_stride, untouched));
+  const Tensor out = Tensor::strided(storage.data, half, {m, n}, {out_stride, 1});
+  fixture.backend->matmul(x, w, out, fixture.id());
+  std::vector<float> expected(static_cast<size_t>(m * out_stride), untouched);
+  for (int64_t row = 0; row < m; ++row)
+    for (int64_t col = 0; col < n; ++col) expected[row * out_stride + col] = round_to(half, wide_values[row * n + col]);
+  const std::string report = compare_bitwise(fixture.read(storage), expected,
+                                             std::string("matmul -> ") + dtype_name(half) + ", M=" + std::to_string(m));
+  INFO(report);
+  CHECK(report.empty());
 }
 
 namespace {

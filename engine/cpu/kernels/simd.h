@@ -327,6 +327,15 @@ inline void vstore_partial_as(void* base, int64_t index, VFloat value, int count
   for (int i = 0; i < count; ++i) store_from_float(base, D, index + i, lanes[i]);
 }
 
+// One value rounded to fp16 bits, as float_to_fp16 does, inline where F16C is there.
+inline uint16_t f16_bits(float value) {
+#if defined(__F16C__)
+  return _cvtss_sh(value, _MM_FROUND_TO_NEAREST_INT);
+#else
+  return float_to_fp16(value);
+#endif
+}
+
 // Runtime-dtype versions for memory-bound kernels (the switch is perfectly predicted).
 inline VFloat vload_dt(DType dtype, const void* base, int64_t index) {
   switch (dtype) {
