@@ -144,7 +144,8 @@ constexpr int64_t kNearAheadBytes = 256;
 // memory, and every FMA would wait on a store.
 template <DType WD, int MR, int NR, WPrefetch Prefetch, bool Blocked, int DM, int DN>
 void register_tile_range(const float* x, int64_t padded_k, const void* w, int64_t w_stride, int64_t k,
-                         int64_t begin, int64_t end, VFloat* carry, float (&dots)[DM][DN]) {
+                         int64_t begin, int64_t end, VFloat* carry, float (&dots)[DM][DN],
+                         const char* later = nullptr, int64_t later_lines = 0) {
   static_assert(MR <= DM && NR <= DN, "the tile must fit its dots");
   constexpr int64_t element = WD == DType::F32 ? 4 : 2;
   const int64_t full = k / kLanes * kLanes;
@@ -161,7 +162,9 @@ void register_tile_range(const float* x, int64_t padded_k, const void* w, int64_
     for (int n = 0; n < NR; ++n) acc[m][n] = Blocked && begin > 0 ? carry[m * NR + n] : vzero();
   const char* ahead = static_cast<const char*>(w) + kPrefetchAheadBytes;
   const char* near = static_cast<const char*>(w) + kNearAheadBytes;
+  int64_t later_done = 0;  // `later_lines` cache lines from `later` into L2, one a step
   for (int64_t column = begin; column < stop; column += kLanes) {
+    if (later_done < later_lines) prefetch_far(later + 64 * later_done++);
     if constexpr (Prefetch == WPrefetch::kFromMemory) {
       for (int64_t line = 0; line < NR * kLanes * element; line += 64) prefetch_stream(ahead + column * NR * element + line);
     } else if constexpr (Prefetch == WPrefetch::kFromL2) {
@@ -170,6 +173,7 @@ void register_tile_range(const float* x, int64_t padded_k, const void* w, int64_
     }
     register_step<WD, MR, NR>(acc, x, padded_k, w, w_stride, column, column);
   }
+  for (; later_done < later_lines; ++later_done) prefetch_far(later + 64 * later_done);
   if (Blocked && !last) {
 #pragma GCC unroll 16
     for (int m = 0; m < MR; ++m)
@@ -379,21 +383,27 @@ int64_t panel_rows(int64_t n_total, int64_t row_bytes, bool parallel) {
   return std::max<int64_t>(kPanelWeightRows, std::min(for_l2, for_threads) / kPanelWeightRows * kPanelWeightRows);
 }
 
-// A panel's tile: only the panel's first pass (the first x group) reads W from memory;
-// later ones find it in L2.
+// A panel's tile: W from memory (the first panel's first x group) or from L2, where the
+// panel before prefetched it (whichever thread ran that one) and earlier groups left it;
+// `later_lines` lines from `later` (the next panel's) go into L2 on the way.
 template <DType WD, int MR, int NR, bool Blocked, int DM, int DN>
 void panel_tile(bool w_in_l2, bool non_temporal, const float* x, int64_t padded_k, const void* w, int64_t w_stride,
-                int64_t k, int64_t begin, int64_t end, VFloat* carry, float (&dots)[DM][DN]) {
+                int64_t k, int64_t begin, int64_t end, VFloat* carry, float (&dots)[DM][DN], const char* later,
+                int64_t later_lines) {
   if (w_in_l2)
-    register_tile_range<WD, MR, NR, WPrefetch::kFromL2, Blocked>(x, padded_k, w, w_stride, k, begin, end, carry, dots);
+    register_tile_range<WD, MR, NR, WPrefetch::kFromL2, Blocked>(x, padded_k, w, w_stride, k, begin, end, carry, dots,
+                                                                 later, later_lines);
   else if (non_temporal)
-    register_tile_range<WD, MR, NR, WPrefetch::kFromMemory, Blocked>(x, padded_k, w, w_stride, k, begin, end, carry, dots);
+    register_tile_range<WD, MR, NR, WPrefetch::kFromMemory, Blocked>(x, padded_k, w, w_stride, k, begin, end, carry,
+                                                                     dots, later, later_lines);
   else
-    register_tile_range<WD, MR, NR, WPrefetch::kNone, Blocked>(x, padded_k, w, w_stride, k, begin, end, carry, dots);
+    register_tile_range<WD, MR, NR, WPrefetch::kNone, Blocked>(x, padded_k, w, w_stride, k, begin, end, carry, dots,
+                                                               later, later_lines);
 }
 
 // Several groups (batched decode, prefill): threads take panels of W rows (panel_rows); a
-// panel is read from memory by the first group and then stays in L2 while every group
+// panel is brought into L2 while the panel before it runs (the first one by its first group)
+// and then stays in L2 while every group
 // of x rows (an L2-sized block at a time) passes over it, each group's rows staying in
 // L1 across the panel's tiles. Per FMA this loads little from L2 (W's chunks, prefetched
 // into L1 ahead of use), where W-in-L1, x-from-L2 loaded MR fp32 x lines per step and was
@@ -425,6 +435,19 @@ void matmul_panels(const float* x, int64_t padded_k, const Tensor& weight, const
                                         : nullptr;
     const int64_t n_begin = panel * rows_per_panel;
     const int64_t n_end = std::min(n_total, n_begin + rows_per_panel);
+    // The next panel's W goes into L2 while this one's groups run: each tile prefetches an equal
+    // slice of it, a line a step. Otherwise a panel's first group waits on DRAM for all of its
+    // W, which with few groups (M of 8-64: batched decode, short prefixes) is most of the time.
+    // A thread's next panel is usually panel + 1 (guided chunks are runs); where it is not,
+    // the lines are only read early for the thread that takes it.
+    const int64_t element = static_cast<int64_t>(dtype_size(WD));
+    const char* next = static_cast<const char*>(weight.data) + n_end * w_stride * element;
+    const int64_t next_lines =
+        panel + 1 < panels ? ((std::min(n_total, n_end + rows_per_panel) - n_end) * w_stride * element + 63) / 64 : 0;
+    const int64_t slices = (rows + kPanelXRows - 1) / kPanelXRows * ((k + k_block - 1) / k_block) *
+                           ((n_end - n_begin + kPanelWeightRows - 1) / kPanelWeightRows);
+    const int64_t slice_lines = (next_lines + slices - 1) / slices;
+    int64_t slice = 0;
     for (int64_t m_begin = 0; m_begin < rows; m_begin += x_block) {
       const int64_t m_end = std::min(rows, m_begin + x_block);
       for (int64_t m0 = m_begin; m0 < m_end; m0 += kPanelXRows) {
@@ -436,13 +459,20 @@ void matmul_panels(const float* x, int64_t padded_k, const Tensor& weight, const
             const int nr = static_cast<int>(std::min<int64_t>(kPanelWeightRows, n_end - n0));
             const void* w = static_cast<const char*>(weight.data) + n0 * w_stride * static_cast<int64_t>(dtype_size(WD));
             float dots[kPanelXRows][kPanelWeightRows];
+            const int64_t first_line = std::min(next_lines, slice * slice_lines);
+            const int64_t lines = std::min(next_lines, first_line + slice_lines) - first_line;
+            const char* later = next + 64 * first_line;
+            ++slice;
+            const bool w_in_l2 = m0 > 0 || panel > 0;  // a later panel was prefetched by the one before
             dispatch_tile<kPanelXRows, kPanelWeightRows>(mr, nr, [&]<int MR, int NR>() {
               if (carry_storage == nullptr) {
-                panel_tile<WD, MR, NR, false>(m0 > 0, non_temporal, x_group, padded_k, w, w_stride, k, 0, k, nullptr, dots);
+                panel_tile<WD, MR, NR, false>(w_in_l2, non_temporal, x_group, padded_k, w, w_stride, k, 0, k, nullptr, dots,
+                                              later, lines);
                 return;
               }
               VFloat* carry = carry_storage + (n0 - n_begin) / kPanelWeightRows * kPanelXRows * kPanelWeightRows;
-              panel_tile<WD, MR, NR, true>(m0 > 0, non_temporal, x_group, padded_k, w, w_stride, k, column, column_end, carry, dots);
+              panel_tile<WD, MR, NR, true>(w_in_l2, non_temporal, x_group, padded_k, w, w_stride, k, column, column_end,
+                                           carry, dots, later, lines);
             });
             if (column_end >= k) store_tile(out, m0, n0, mr, nr, dots);
           }

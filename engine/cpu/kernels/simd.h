@@ -416,6 +416,8 @@ inline void keep_in_register([[maybe_unused]] VFloat& value) {
 inline void prefetch_stream(const void* address) { __builtin_prefetch(address, 0, 0); }
 // A read prefetch into every cache level (prefetcht0), for data about to be used.
 inline void prefetch_near(const void* address) { __builtin_prefetch(address, 0, 3); }
+// A read prefetch into the outer caches, not L1 (prefetcht1), for data used a while later.
+inline void prefetch_far(const void* address) { __builtin_prefetch(address, 0, 2); }
 
 inline int64_t round_up_to_lanes(int64_t count) { return (count + kLanes - 1) / kLanes * kLanes; }
 
