@@ -457,7 +457,7 @@ void matmul_panels(const float* x, int64_t padded_k, const Tensor& weight, const
           const int64_t column_end = column + k_block >= k ? k : column + k_block;
           for (int64_t n0 = n_begin; n0 < n_end; n0 += kPanelWeightRows) {
             const int nr = static_cast<int>(std::min<int64_t>(kPanelWeightRows, n_end - n0));
-            const void* w = static_cast<const char*>(weight.data) + n0 * w_stride * static_cast<int64_t>(dtype_size(WD));
+            const void* w = static_cast<const char*>(weight.data) + n0 * w_stride * element;
             float dots[kPanelXRows][kPanelWeightRows];
             const int64_t first_line = std::min(next_lines, slice * slice_lines);
             const int64_t lines = std::min(next_lines, first_line + slice_lines) - first_line;
